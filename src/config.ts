@@ -1,0 +1,213 @@
+/**
+ * Configuration from the environment, validated at start. Every variable is declared once
+ * in VARIABLES (name, default, meaning); the README's configuration table is checked against
+ * it by test/config.test.ts, so the docs cannot drift from the code.
+ */
+import { isIP } from "node:net";
+import path from "node:path";
+
+export type AuthMode = "none" | "token" | "jwt";
+export type NatsEncoding = "binary" | "json";
+
+export interface ListenAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface Config {
+  readonly grpcAddr: ListenAddress;
+  readonly httpAddr: ListenAddress;
+  readonly dataDir: string;
+  /** When undefined, the embedded PGlite database under dataDir is used. */
+  readonly databaseUrl: string | undefined;
+  readonly tls: { readonly cert: string; readonly key: string; readonly clientCa: string | undefined } | undefined;
+  readonly auth: {
+    readonly mode: AuthMode;
+    readonly tokensFile: string | undefined;
+    readonly jwtSecret: string | undefined;
+    readonly jwksFile: string | undefined;
+    readonly jwtIssuer: string | undefined;
+    readonly jwtAudience: string | undefined;
+  };
+  /** Allow listening on a non-loopback address without auth. */
+  readonly insecure: boolean;
+  readonly logLevel: string;
+  readonly shutdownGraceMs: number;
+  readonly sessionLeaseMs: number;
+  readonly pinNonTerminal: boolean;
+  readonly gcIntervalMs: number;
+  readonly idleTtlSeconds: number;
+  readonly maxTtlSeconds: number;
+  readonly strandedTtlSeconds: number;
+  readonly natsUrl: string | undefined;
+  readonly natsEncoding: NatsEncoding;
+  readonly natsStream: string;
+  readonly eventRetentionSeconds: number;
+}
+
+export interface VariableSpec {
+  readonly name: string;
+  readonly default: string;
+  readonly meaning: string;
+}
+
+export const VARIABLES: readonly VariableSpec[] = [
+  { name: "BERTH_ADDR", default: "127.0.0.1:50051", meaning: "gRPC listen address (host:port; port 0 picks a free port and logs it)" },
+  { name: "BERTH_HTTP_ADDR", default: "127.0.0.1:8080", meaning: "Connect, gRPC-Web and JSON listen address (HTTP/1.1 and h2)" },
+  { name: "BERTH_DATA_DIR", default: "./.berth", meaning: "where the embedded PostgreSQL (PGlite) keeps its data when DATABASE_URL is unset" },
+  { name: "DATABASE_URL", default: "(unset: embedded)", meaning: "PostgreSQL connection string, e.g. postgres://127.0.0.1:5432/berth" },
+  { name: "BERTH_TLS_CERT", default: "(unset)", meaning: "PEM certificate chain; with BERTH_TLS_KEY turns TLS on for both ports" },
+  { name: "BERTH_TLS_KEY", default: "(unset)", meaning: "PEM private key of BERTH_TLS_CERT" },
+  { name: "BERTH_TLS_CLIENT_CA", default: "(unset)", meaning: "PEM CA bundle; when set, clients must present a certificate it signed" },
+  { name: "BERTH_AUTH", default: "none", meaning: "none (loopback development), token or jwt" },
+  { name: "BERTH_AUTH_TOKENS_FILE", default: "(unset)", meaning: "token auth: JSON file of sha256-hashed bearer tokens, each with an agent id and roles" },
+  { name: "BERTH_JWT_SECRET", default: "(unset)", meaning: "jwt auth: HS256 shared secret" },
+  { name: "BERTH_JWKS_FILE", default: "(unset)", meaning: "jwt auth: JSON Web Key Set file (instead of a secret)" },
+  { name: "BERTH_JWT_ISSUER", default: "(unset)", meaning: "jwt auth: required `iss`, when set" },
+  { name: "BERTH_JWT_AUDIENCE", default: "(unset)", meaning: "jwt auth: required `aud`, when set" },
+  { name: "BERTH_INSECURE", default: "0", meaning: "1 allows a non-loopback address without auth (same as --insecure)" },
+  { name: "BERTH_LOG_LEVEL", default: "info", meaning: "pino level: trace, debug, info, warn, error, fatal, silent" },
+  { name: "BERTH_SHUTDOWN_GRACE_MS", default: "10000", meaning: "on SIGTERM/SIGINT, how long unary calls may finish before streams end with UNAVAILABLE" },
+  { name: "BERTH_SESSION_LEASE_MS", default: "30000", meaning: "a session stays connected this long after its last Heartbeat (or while AttachSession is open)" },
+  { name: "BERTH_PIN_NONTERMINAL", default: "1", meaning: "1: GC never evicts a workspace whose changeset is not terminal (DRAFT included); it strands it. 0: legacy eviction" },
+  { name: "BERTH_GC_INTERVAL_MS", default: "60000", meaning: "period of the GC loop (expiry, idle and max-lifetime GC, disconnects, stranded sweep)" },
+  { name: "BERTH_IDLE_TTL_S", default: "3600", meaning: "a workspace idle this long is collected (pin-aware)" },
+  { name: "BERTH_MAX_TTL_S", default: "86400", meaning: "a workspace alive this long is collected (pin-aware)" },
+  { name: "BERTH_STRANDED_TTL_S", default: "14400", meaning: "a stranded workspace is abandoned (reason session_abandoned:auto_ttl) after this long" },
+  { name: "NATS_URL", default: "(unset)", meaning: "NATS server with JetStream; when set, stored events are relayed to it" },
+  { name: "BERTH_NATS_ENCODING", default: "binary", meaning: "payload of relayed events: binary (protobuf) or json (proto3 JSON)" },
+  { name: "BERTH_NATS_STREAM", default: "BERTH_EVENTS", meaning: "JetStream stream the relay creates or updates at start" },
+  { name: "BERTH_EVENT_RETENTION_S", default: "604800", meaning: "events older than this are pruned from PostgreSQL and JetStream (7 days)" },
+];
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function get(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === "" ? undefined : v.trim();
+}
+
+export function parseAddress(name: string, raw: string): ListenAddress {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(raw);
+  if (!m) throw new ConfigError(name, `expected host:port (e.g. 127.0.0.1:50051), got "${raw}"`);
+  const host = (m[1] ?? m[2])!;
+  const port = Number(m[3]);
+  if (port > 65535) throw new ConfigError(name, `port ${port} is out of range 0–65535`);
+  return { host, port };
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = get(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^-?\d+$/.test(raw)) throw new ConfigError(name, `expected an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function flag(env: Env, name: string, fallback: boolean): boolean {
+  const raw = get(env, name);
+  if (raw === undefined) return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(name, `expected 1 or 0, got "${raw}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = get(env, name);
+  if (raw === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(name, `expected one of ${allowed.join(", ")}, got "${raw}"`);
+  return raw as T;
+}
+
+export function isLoopback(host: string): boolean {
+  if (host === "localhost") return true;
+  if (isIP(host) === 4) return host.startsWith("127.");
+  if (isIP(host) === 6) return host === "::1";
+  return false;
+}
+
+export interface ConfigOverrides {
+  readonly insecure?: boolean;
+}
+
+/** Reads and validates the configuration; throws ConfigError naming the bad variable. */
+export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
+  const grpcAddr = parseAddress("BERTH_ADDR", get(env, "BERTH_ADDR") ?? "127.0.0.1:50051");
+  const httpAddr = parseAddress("BERTH_HTTP_ADDR", get(env, "BERTH_HTTP_ADDR") ?? "127.0.0.1:8080");
+
+  const cert = get(env, "BERTH_TLS_CERT");
+  const key = get(env, "BERTH_TLS_KEY");
+  const clientCa = get(env, "BERTH_TLS_CLIENT_CA");
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new ConfigError(cert === undefined ? "BERTH_TLS_CERT" : "BERTH_TLS_KEY", "BERTH_TLS_CERT and BERTH_TLS_KEY must be set together");
+  }
+  if (clientCa !== undefined && cert === undefined) throw new ConfigError("BERTH_TLS_CLIENT_CA", "needs BERTH_TLS_CERT and BERTH_TLS_KEY");
+
+  const mode = oneOf<AuthMode>(env, "BERTH_AUTH", ["none", "token", "jwt"], "none");
+  const auth = {
+    mode,
+    tokensFile: get(env, "BERTH_AUTH_TOKENS_FILE"),
+    jwtSecret: get(env, "BERTH_JWT_SECRET"),
+    jwksFile: get(env, "BERTH_JWKS_FILE"),
+    jwtIssuer: get(env, "BERTH_JWT_ISSUER"),
+    jwtAudience: get(env, "BERTH_JWT_AUDIENCE"),
+  };
+  if (mode === "token" && !auth.tokensFile) throw new ConfigError("BERTH_AUTH_TOKENS_FILE", "required when BERTH_AUTH=token");
+  if (mode === "jwt" && !auth.jwtSecret && !auth.jwksFile) throw new ConfigError("BERTH_JWT_SECRET", "BERTH_AUTH=jwt needs BERTH_JWT_SECRET or BERTH_JWKS_FILE");
+  if (mode === "jwt" && auth.jwtSecret && auth.jwksFile) throw new ConfigError("BERTH_JWKS_FILE", "set BERTH_JWT_SECRET or BERTH_JWKS_FILE, not both");
+  if (auth.jwtSecret !== undefined && Buffer.byteLength(auth.jwtSecret) < 32) throw new ConfigError("BERTH_JWT_SECRET", "must be at least 32 bytes for HS256");
+
+  const insecure = overrides.insecure ?? flag(env, "BERTH_INSECURE", false);
+  if (mode === "none" && !insecure) {
+    for (const [name, addr] of [["BERTH_ADDR", grpcAddr], ["BERTH_HTTP_ADDR", httpAddr]] as const) {
+      if (!isLoopback(addr.host)) {
+        throw new ConfigError(name, `listening on non-loopback ${addr.host} without auth; set BERTH_AUTH=token|jwt or pass --insecure`);
+      }
+    }
+  }
+
+  const logLevel = oneOf(env, "BERTH_LOG_LEVEL", ["trace", "debug", "info", "warn", "error", "fatal", "silent"], "info");
+  const natsUrl = get(env, "NATS_URL");
+  if (natsUrl !== undefined && !/^(nats|tls|ws|wss):\/\/[^\s]+$|^[^\s:/]+:\d+$/.test(natsUrl)) {
+    throw new ConfigError("NATS_URL", `expected nats://host:port, got "${natsUrl}"`);
+  }
+  const databaseUrl = get(env, "DATABASE_URL");
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError("DATABASE_URL", `expected postgres://…, got "${databaseUrl.replace(/:[^:@/]*@/, ":***@")}"`);
+  }
+  const natsStream = get(env, "BERTH_NATS_STREAM") ?? "BERTH_EVENTS";
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(natsStream)) throw new ConfigError("BERTH_NATS_STREAM", "letters, digits, _ and - only");
+
+  return {
+    grpcAddr,
+    httpAddr,
+    dataDir: path.resolve(get(env, "BERTH_DATA_DIR") ?? "./.berth"),
+    databaseUrl,
+    tls: cert && key ? { cert, key, clientCa } : undefined,
+    auth,
+    insecure,
+    logLevel,
+    shutdownGraceMs: integer(env, "BERTH_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+    sessionLeaseMs: integer(env, "BERTH_SESSION_LEASE_MS", 30_000, 1_000, 86_400_000),
+    pinNonTerminal: flag(env, "BERTH_PIN_NONTERMINAL", true),
+    gcIntervalMs: integer(env, "BERTH_GC_INTERVAL_MS", 60_000, 100, 86_400_000),
+    idleTtlSeconds: integer(env, "BERTH_IDLE_TTL_S", 3600, 1),
+    maxTtlSeconds: integer(env, "BERTH_MAX_TTL_S", 86_400, 1),
+    strandedTtlSeconds: integer(env, "BERTH_STRANDED_TTL_S", 14_400, 1),
+    natsUrl,
+    natsEncoding: oneOf<NatsEncoding>(env, "BERTH_NATS_ENCODING", ["binary", "json"], "binary"),
+    natsStream,
+    eventRetentionSeconds: integer(env, "BERTH_EVENT_RETENTION_S", 604_800, 60),
+  };
+}
