@@ -1,0 +1,7 @@
+import type { Migration } from "kysely";
+import * as m0001 from "./0001_foundation.js";
+
+/** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
+export const migrations: Readonly<Record<string, Migration>> = {
+  "0001_foundation": m0001,
+};

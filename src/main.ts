@@ -1,0 +1,74 @@
+/** The berth command: serve and migrate (more subcommands arrive with the CLI issue). */
+import { Command } from "commander";
+import { ConfigError, loadConfig } from "./config.js";
+import { createLogger } from "./logger.js";
+import { build } from "./server/build.js";
+import { openDatabase } from "./storage/database.js";
+import { assertNotNewer, migrateToLatest, migrationStatus } from "./storage/migrate.js";
+
+const program = new Command()
+  .name("berth")
+  .description("A registry of session workspaces and a turn scheduler for fleets of AI coding agents.")
+  .showHelpAfterError();
+
+program
+  .command("serve")
+  .description("serve gRPC (BERTH_ADDR) and Connect/gRPC-Web/JSON (BERTH_HTTP_ADDR); configuration from the environment")
+  .option("--insecure", "allow a non-loopback address without auth")
+  .action(async (opts: { insecure?: boolean }) => {
+    const config = loadConfig(process.env, opts.insecure ? { insecure: true } : {});
+    const logger = createLogger(config.logLevel);
+    const server = await build(config, { logger });
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) {
+        logger.warn({ signal }, "second signal: exiting now");
+        process.exit(1);
+      }
+      stopping = true;
+      logger.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
+      server.close().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
+    };
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
+  });
+
+program
+  .command("migrate")
+  .description("apply pending database migrations (DATABASE_URL, or the embedded database under BERTH_DATA_DIR)")
+  .option("--dry-run", "list pending migrations without applying them")
+  .action(async (opts: { dryRun?: boolean }) => {
+    const config = loadConfig(process.env);
+    const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+    try {
+      await assertNotNewer(database.db);
+      const status = await migrationStatus(database.db);
+      const pending = status.filter((m) => !m.applied);
+      for (const m of status.filter((s) => s.applied)) console.log(`  applied  ${m.name}`);
+      if (opts.dryRun) {
+        for (const m of pending) console.log(`  pending  ${m.name}`);
+        console.log(`${pending.length} pending migration(s); nothing applied (--dry-run)`);
+        return;
+      }
+      let i = 0;
+      await migrateToLatest(database.db, (name) => console.log(`  [${++i}/${pending.length}] applied ${name}`));
+      console.log(pending.length === 0 ? "database is up to date" : `${pending.length} migration(s) applied`);
+    } finally {
+      await database.close();
+    }
+  });
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    console.error(`berth: configuration error: ${err.message}`);
+    process.exit(2);
+  }
+  console.error(`berth: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

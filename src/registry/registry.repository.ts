@@ -1,0 +1,171 @@
+/** Every SQL statement of the registry: plain functions taking the database or a transaction first. */
+import { sql, type Kysely, type Transaction } from "kysely";
+import type { ChangesetStateName, Database, LifecycleName } from "../storage/schema.js";
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+export type RepositoryRow = { id: string; name: string; source_path: string | null; created_at: Date };
+export type ChangesetRow = { id: string; repo_id: string; state: ChangesetStateName; reason: string; created_at: Date; updated_at: Date };
+
+/** A workspace row with its changeset's columns, as every read of a workspace needs both. */
+export interface WorkspaceRow {
+  id: string;
+  session_id: string;
+  repo_id: string;
+  agent_id: string;
+  agent_name: string;
+  changeset_id: string;
+  intent: string;
+  base_commit: string;
+  mode: "ephemeral" | "persistent";
+  expires_at: Date | null;
+  created_at: Date;
+  last_active_at: Date;
+  lifecycle: LifecycleName;
+  lifecycle_reason: string;
+  stranded_at: Date | null;
+  ended_at: Date | null;
+  resumed_from: string | null;
+  cs_state: ChangesetStateName;
+  cs_reason: string;
+  cs_created_at: Date;
+  cs_updated_at: Date;
+}
+
+export function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === "23505";
+}
+
+export async function insertRepository(db: Executor, row: RepositoryRow): Promise<void> {
+  await db.insertInto("repositories").values(row).execute();
+}
+
+export function listRepositories(db: Executor): Promise<RepositoryRow[]> {
+  return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at"]).orderBy("name").execute();
+}
+
+export function findRepository(db: Executor, id: string): Promise<RepositoryRow | undefined> {
+  return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at"]).where("id", "=", id).executeTakeFirst();
+}
+
+/** Bumps the repository's agent counter under its row lock; undefined when the repository does not exist. */
+export async function takeAgentNumber(trx: Transaction<Database>, repoId: string): Promise<number | undefined> {
+  const row = await trx
+    .updateTable("repositories")
+    .set((eb) => ({ next_agent_number: eb("next_agent_number", "+", 1) }))
+    .where("id", "=", repoId)
+    .returning("next_agent_number")
+    .executeTakeFirst();
+  return row?.next_agent_number;
+}
+
+export async function insertChangeset(db: Executor, row: ChangesetRow): Promise<void> {
+  await db.insertInto("changesets").values(row).execute();
+}
+
+export function findChangeset(db: Executor, id: string, lock: "share" | "none" = "none"): Promise<ChangesetRow | undefined> {
+  let q = db.selectFrom("changesets").select(["id", "repo_id", "state", "reason", "created_at", "updated_at"]).where("id", "=", id);
+  if (lock === "share") q = q.forShare();
+  return q.executeTakeFirst();
+}
+
+/** Compare-and-set: moves the changeset only if it is still in one of `from`. */
+export function casChangesetState(
+  db: Executor,
+  id: string,
+  from: readonly ChangesetStateName[],
+  to: ChangesetStateName,
+  reason: string,
+  at: Date,
+): Promise<ChangesetRow | undefined> {
+  return db
+    .updateTable("changesets")
+    .set({ state: to, reason, updated_at: at })
+    .where("id", "=", id)
+    .where("state", "in", from)
+    .returning(["id", "repo_id", "state", "reason", "created_at", "updated_at"])
+    .executeTakeFirst();
+}
+
+export interface NewWorkspaceRow {
+  id: string;
+  session_id: string;
+  repo_id: string;
+  agent_id: string;
+  agent_name: string;
+  changeset_id: string;
+  intent: string;
+  base_commit: string;
+  mode: "ephemeral" | "persistent";
+  expires_at: Date | null;
+  created_at: Date;
+  last_active_at: Date;
+}
+
+export async function insertWorkspace(db: Executor, row: NewWorkspaceRow): Promise<void> {
+  await db.insertInto("workspaces").values(row).execute();
+}
+
+function selectWorkspaces(db: Executor) {
+  return db
+    .selectFrom("workspaces as w")
+    .innerJoin("changesets as c", "c.id", "w.changeset_id")
+    .selectAll("w")
+    .select(["c.state as cs_state", "c.reason as cs_reason", "c.created_at as cs_created_at", "c.updated_at as cs_updated_at"]);
+}
+
+export function findWorkspaceBySession(db: Executor, sessionId: string): Promise<WorkspaceRow | undefined> {
+  return selectWorkspaces(db).where("w.session_id", "=", sessionId).executeTakeFirst() as Promise<WorkspaceRow | undefined>;
+}
+
+export function findWorkspaceById(db: Executor, workspaceId: string): Promise<WorkspaceRow | undefined> {
+  return selectWorkspaces(db).where("w.id", "=", workspaceId).executeTakeFirst() as Promise<WorkspaceRow | undefined>;
+}
+
+export function listWorkspacesByLifecycle(db: Executor, lifecycles: readonly LifecycleName[], repoId?: string): Promise<WorkspaceRow[]> {
+  let q = selectWorkspaces(db).where("w.lifecycle", "in", lifecycles);
+  if (repoId !== undefined) q = q.where("w.repo_id", "=", repoId);
+  return q.orderBy("w.created_at").orderBy("w.id").execute() as Promise<WorkspaceRow[]>;
+}
+
+export async function agentsOfChangeset(db: Executor, changesetId: string): Promise<string[]> {
+  const rows = await db.selectFrom("workspaces").select("agent_id").distinct().where("changeset_id", "=", changesetId).execute();
+  return rows.map((r) => r.agent_id);
+}
+
+export async function countActive(db: Executor, repoId: string | undefined): Promise<{ active: number; total: number }> {
+  const row = await db
+    .selectFrom("workspaces")
+    .select([
+      sql<string>`count(*)`.as("total"),
+      sql<string>`count(*) FILTER (WHERE repo_id = ${repoId ?? null}::uuid)`.as("active"),
+    ])
+    .where("lifecycle", "=", "active")
+    .executeTakeFirstOrThrow();
+  return { active: Number(row.active), total: Number(row.total) };
+}
+
+/** Compare-and-set: ends an active workspace; undefined when it was no longer active. */
+export function endActiveWorkspace(
+  db: Executor,
+  workspaceId: string,
+  lifecycle: "destroyed",
+  reason: string,
+  at: Date,
+): Promise<{ id: string } | undefined> {
+  return db
+    .updateTable("workspaces")
+    .set({ lifecycle, lifecycle_reason: reason, ended_at: at })
+    .where("id", "=", workspaceId)
+    .where("lifecycle", "=", "active")
+    .returning("id")
+    .executeTakeFirst();
+}
+
+export function findRedirect(db: Executor, deadSessionId: string): Promise<{ new_session_id: string; workspace_id: string } | undefined> {
+  return db
+    .selectFrom("session_redirects")
+    .select(["new_session_id", "workspace_id"])
+    .where("dead_session_id", "=", deadSessionId)
+    .executeTakeFirst();
+}

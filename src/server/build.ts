@@ -1,0 +1,125 @@
+/**
+ * build(): a started Berth — database opened and migrated, registry loaded, both transports
+ * listening — and its orderly shutdown. Tests start the real thing on free ports through it.
+ */
+import type { Logger } from "pino";
+import { createAuthenticator } from "../auth/authenticator.js";
+import type { Config } from "../config.js";
+import { systemClock, type Clock } from "../domain/clock.js";
+import { createLogger } from "../logger.js";
+import { WorkspaceRegistry } from "../registry/registry.js";
+import { registration } from "../rpc/handler.js";
+import { workspaceHandlers } from "../rpc/workspace-service.js";
+import { openDatabase, type OpenedDatabase } from "../storage/database.js";
+import { migrateToLatest } from "../storage/migrate.js";
+import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import { HealthState } from "./health.js";
+import { startTransports } from "./transports.js";
+
+export interface BuildOptions {
+  readonly logger?: Logger;
+  readonly clock?: Clock;
+  /** An already opened database (tests share one); otherwise opened from the config and closed on shutdown. */
+  readonly database?: OpenedDatabase;
+}
+
+export interface BerthServer {
+  readonly grpcPort: number;
+  readonly httpPort: number;
+  /** host:port of the gRPC listener. */
+  readonly grpcAddress: string;
+  /** http(s)://host:port of the Connect listener. */
+  readonly httpUrl: string;
+  readonly registry: WorkspaceRegistry;
+  readonly database: OpenedDatabase;
+  readonly health: HealthState;
+  readonly logger: Logger;
+  /** Graceful shutdown: stop accepting, let unary calls finish, end streams, close the database. */
+  close(graceMs?: number): Promise<void>;
+}
+
+const DB_PROBE_INTERVAL_MS = 5_000;
+
+export async function build(config: Config, options: BuildOptions = {}): Promise<BerthServer> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const clock = options.clock ?? systemClock;
+  const health = new HealthState();
+  const ownsDatabase = options.database === undefined;
+  const database = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }));
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    logger.info({ database: database.kind, location: database.location }, "database opened");
+    await migrateToLatest(database.db, (name) => logger.info({ migration: name }, "migration applied"));
+
+    const registry = new WorkspaceRegistry({ db: database.db, clock, logger });
+    await registry.load();
+
+    const authenticator = await createAuthenticator(config.auth);
+    const transports = await startTransports({
+      grpcAddr: config.grpcAddr,
+      httpAddr: config.httpAddr,
+      tls: config.tls,
+      services: [registration(WorkspaceService, workspaceHandlers({ registry }))],
+      authenticator,
+      logger,
+      health,
+    });
+    closers.push(() => transports.shutdown(config.shutdownGraceMs));
+
+    // Readiness follows the database: a lost connection turns health NOT_SERVING until it returns.
+    let databaseUp = true;
+    const probe = setInterval(() => {
+      database.db
+        .selectNoFrom((eb) => eb.val(1).as("one"))
+        .execute()
+        .then(
+          () => {
+            if (!databaseUp) logger.info("database reachable again; health SERVING");
+            databaseUp = true;
+            setServing(health, true);
+          },
+          (err: unknown) => {
+            if (databaseUp) logger.error({ err }, "database unreachable; health NOT_SERVING");
+            databaseUp = false;
+            setServing(health, false);
+          },
+        );
+    }, DB_PROBE_INTERVAL_MS);
+    probe.unref();
+    setServing(health, true);
+
+    const tlsScheme = config.tls ? "https" : "http";
+    const server: BerthServer = {
+      grpcPort: transports.grpcPort,
+      httpPort: transports.httpPort,
+      grpcAddress: `${hostForUrl(config.grpcAddr.host)}:${transports.grpcPort}`,
+      httpUrl: `${tlsScheme}://${hostForUrl(config.httpAddr.host)}:${transports.httpPort}`,
+      registry,
+      database,
+      health,
+      logger,
+      async close(graceMs = config.shutdownGraceMs) {
+        clearInterval(probe);
+        setServing(health, false);
+        await transports.shutdown(graceMs);
+        if (ownsDatabase) await database.close();
+        logger.info("stopped");
+      },
+    };
+    logger.info({ grpc: server.grpcAddress, http: server.httpUrl }, "berth serving");
+    return server;
+  } catch (err) {
+    for (const close of closers.reverse()) await close().catch(() => {});
+    if (ownsDatabase) await database.close().catch(() => {});
+    throw err;
+  }
+}
+
+function setServing(health: HealthState, serving: boolean): void {
+  health.setServing("", serving);
+  health.setServing(WorkspaceService.typeName, serving);
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
+}

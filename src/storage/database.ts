@@ -1,0 +1,61 @@
+/**
+ * Opens the database: PostgreSQL through `pg` when a URL is given, otherwise the embedded
+ * PGlite under the data directory. Both go through Kysely with the same migrations and queries.
+ */
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { Kysely, PostgresDialect } from "kysely";
+import pg from "pg";
+import type { Database } from "./schema.js";
+
+export type Db = Kysely<Database>;
+
+export interface OpenedDatabase {
+  readonly db: Db;
+  readonly kind: "postgres" | "pglite";
+  /** Where the data is, for the log: a URL without password, or a directory. */
+  readonly location: string;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** PostgreSQL URL; undefined selects PGlite. */
+  readonly url: string | undefined;
+  /** PGlite data directory; "memory://" keeps everything in memory (tests). */
+  readonly dataDir: string;
+  readonly poolMax?: number;
+}
+
+// int8 (e.g. events.seq) stays a string from pg; toSeq() converts. Dates stay Dates.
+export async function openDatabase(options: DatabaseOptions): Promise<OpenedDatabase> {
+  if (options.url) {
+    const pool = new pg.Pool({ connectionString: options.url, max: options.poolMax ?? 16 });
+    // An idle client that errors (server restart) must not crash the process; the next query reconnects.
+    pool.on("error", () => {});
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return {
+      db,
+      kind: "postgres",
+      location: options.url.replace(/:[^:@/]*@/, ":***@"),
+      close: () => db.destroy(),
+    };
+  }
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { PGliteDialect } = await import("kysely-pglite-dialect");
+  let dataDir: string | undefined;
+  if (options.dataDir !== "memory://") {
+    dataDir = path.join(options.dataDir, "pgdata");
+    await mkdir(dataDir, { recursive: true });
+  }
+  const client = await PGlite.create(dataDir);
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(client) });
+  return {
+    db,
+    kind: "pglite",
+    location: dataDir ?? "memory",
+    close: async () => {
+      await db.destroy();
+      if (!client.closed) await client.close();
+    },
+  };
+}

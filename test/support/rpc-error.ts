@@ -1,0 +1,66 @@
+/** One view of an RPC failure, whichever client (grpc-js or Connect) raised it. */
+import { Code, ConnectError } from "@connectrpc/connect";
+import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { GrpcCallError } from "./grpc-client.js";
+
+export interface RpcFailure {
+  /** The gRPC status name, e.g. "FAILED_PRECONDITION". */
+  readonly code: string;
+  readonly message: string;
+  readonly reason: string | undefined;
+  readonly metadata: Record<string, string>;
+  readonly fields: string[];
+}
+
+const CONNECT_NAMES: Record<number, string> = {
+  [Code.Canceled]: "CANCELLED",
+  [Code.Unknown]: "UNKNOWN",
+  [Code.InvalidArgument]: "INVALID_ARGUMENT",
+  [Code.DeadlineExceeded]: "DEADLINE_EXCEEDED",
+  [Code.NotFound]: "NOT_FOUND",
+  [Code.AlreadyExists]: "ALREADY_EXISTS",
+  [Code.PermissionDenied]: "PERMISSION_DENIED",
+  [Code.ResourceExhausted]: "RESOURCE_EXHAUSTED",
+  [Code.FailedPrecondition]: "FAILED_PRECONDITION",
+  [Code.Aborted]: "ABORTED",
+  [Code.OutOfRange]: "OUT_OF_RANGE",
+  [Code.Unimplemented]: "UNIMPLEMENTED",
+  [Code.Internal]: "INTERNAL",
+  [Code.Unavailable]: "UNAVAILABLE",
+  [Code.DataLoss]: "DATA_LOSS",
+  [Code.Unauthenticated]: "UNAUTHENTICATED",
+};
+
+export function rpcFailure(err: unknown): RpcFailure {
+  if (err instanceof GrpcCallError) {
+    const info = err.errorInfo;
+    return {
+      code: err.codeName,
+      message: err.details,
+      reason: info?.reason,
+      metadata: { ...(info?.metadata ?? {}) },
+      fields: err.badRequest?.fieldViolations.map((v) => v.field) ?? [],
+    };
+  }
+  if (err instanceof ConnectError) {
+    const info = err.findDetails(ErrorInfoSchema)[0];
+    return {
+      code: CONNECT_NAMES[err.code] ?? String(err.code),
+      message: err.rawMessage,
+      reason: info?.reason,
+      metadata: { ...(info?.metadata ?? {}) },
+      fields: err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field) ?? [],
+    };
+  }
+  throw err;
+}
+
+/** Awaits a call that must fail and returns how it failed. */
+export async function failure(call: Promise<unknown>): Promise<RpcFailure> {
+  try {
+    await call;
+  } catch (err) {
+    return rpcFailure(err);
+  }
+  throw new Error("expected the call to fail, but it succeeded");
+}
