@@ -66,6 +66,7 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_JWT_ISSUER", default: "(unset)", meaning: "jwt auth: required `iss`, when set" },
   { name: "BERTH_JWT_AUDIENCE", default: "(unset)", meaning: "jwt auth: required `aud`, when set" },
   { name: "BERTH_INSECURE", default: "0", meaning: "1 allows a non-loopback address without auth (same as --insecure)" },
+  { name: "BERTH_LOG_FORMAT", default: "(terminal: pretty)", meaning: "json forces JSON logs on a terminal too" },
   { name: "BERTH_LOG_LEVEL", default: "info", meaning: "pino level: trace, debug, info, warn, error, fatal, silent" },
   { name: "BERTH_SHUTDOWN_GRACE_MS", default: "10000", meaning: "on SIGTERM/SIGINT, how long unary calls may finish before streams end with UNAVAILABLE" },
   { name: "BERTH_SESSION_LEASE_MS", default: "30000", meaning: "a session stays connected this long after its last Heartbeat (or while AttachSession is open)" },

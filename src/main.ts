@@ -19,13 +19,16 @@ program
     const config = loadConfig(process.env, opts.insecure ? { insecure: true } : {});
     const logger = createLogger(config.logLevel);
     const server = await build(config, { logger });
-    let stopping = false;
+    let stoppingSince: number | undefined;
     const stop = (signal: string) => {
-      if (stopping) {
+      if (stoppingSince !== undefined) {
+        // npm and tsx relay the terminal's signal too, so one Ctrl-C can arrive twice at once;
+        // only a signal sent deliberately later cuts the graceful shutdown short.
+        if (Date.now() - stoppingSince < 1000) return;
         logger.warn({ signal }, "second signal: exiting now");
         process.exit(1);
       }
-      stopping = true;
+      stoppingSince = Date.now();
       logger.info({ signal, graceMs: config.shutdownGraceMs }, "shutting down");
       server.close().then(
         () => process.exit(0),

@@ -8,6 +8,10 @@ import type { Config } from "../config.js";
 import { systemClock, type Clock } from "../domain/clock.js";
 import { createLogger } from "../logger.js";
 import { WorkspaceRegistry } from "../registry/registry.js";
+import { LifecycleManager, defaultInstanceName } from "../lifecycle/lifecycle.js";
+import { EventHub } from "../events/hub.js";
+import { NatsRelay, leaderLockFor } from "../events/nats-relay.js";
+import { EventPruner } from "../events/pruner.js";
 import { registration } from "../rpc/handler.js";
 import { workspaceHandlers } from "../rpc/workspace-service.js";
 import { openDatabase, type OpenedDatabase } from "../storage/database.js";
@@ -21,6 +25,8 @@ export interface BuildOptions {
   readonly clock?: Clock;
   /** An already opened database (tests share one); otherwise opened from the config and closed on shutdown. */
   readonly database?: OpenedDatabase;
+  /** Stable name of this instance across restarts (startup reconcile); default hostname:grpc-port. */
+  readonly instanceName?: string;
 }
 
 export interface BerthServer {
@@ -34,6 +40,13 @@ export interface BerthServer {
   readonly database: OpenedDatabase;
   readonly health: HealthState;
   readonly logger: Logger;
+  /** Event delivery (src/events/): the hub feeds WatchEvents and AttachSession notices. */
+  readonly events: EventHub;
+  /** The NATS relay, when NATS_URL is set. */
+  readonly relay: NatsRelay | undefined;
+  readonly pruner: EventPruner;
+  /** The session lifecycle: GC loop, strand/resume/abandon, reconcile (src/lifecycle/). */
+  readonly lifecycle: LifecycleManager;
   /** Graceful shutdown: stop accepting, let unary calls finish, end streams, close the database. */
   close(graceMs?: number): Promise<void>;
 }
@@ -51,20 +64,79 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     logger.info({ database: database.kind, location: database.location }, "database opened");
     await migrateToLatest(database.db, (name) => logger.info({ migration: name }, "migration applied"));
 
-    const registry = new WorkspaceRegistry({ db: database.db, clock, logger });
+    // Event delivery: the hub reads the outbox (nudged by local commits, polling for others').
+    const events = new EventHub({ db: database.db, logger });
+    await events.start();
+    closers.push(() => events.stop());
+    let relay: NatsRelay | undefined;
+    const instanceId = crypto.randomUUID();
+    const registry = new WorkspaceRegistry({
+      db: database.db,
+      clock,
+      logger,
+      instanceId,
+      onEventsCommitted: () => {
+        events.nudge();
+        relay?.nudge();
+      },
+    });
+    // Lifecycle: reconcile orphaned workspaces (stranded, before SERVING), then load ours.
+    const lifecycle = new LifecycleManager({
+      registry,
+      clock,
+      logger,
+      instanceName: options.instanceName ?? defaultInstanceName(config.grpcAddr.port),
+      settings: {
+        leaseMs: config.sessionLeaseMs,
+        pinNonTerminal: config.pinNonTerminal,
+        gcIntervalMs: config.gcIntervalMs,
+        idleTtlSeconds: config.idleTtlSeconds,
+        maxTtlSeconds: config.maxTtlSeconds,
+        strandedTtlSeconds: config.strandedTtlSeconds,
+      },
+    });
+    await lifecycle.startup();
     await registry.load();
+    lifecycle.start();
+    closers.push(() => lifecycle.stop());
 
     const authenticator = await createAuthenticator(config.auth);
+    // `events` is read by src/rpc/event-handlers.ts (EventServiceDeps).
+    const serviceDeps = { registry, events };
     const transports = await startTransports({
       grpcAddr: config.grpcAddr,
       httpAddr: config.httpAddr,
       tls: config.tls,
-      services: [registration(WorkspaceService, workspaceHandlers({ registry }))],
+      services: [registration(WorkspaceService, workspaceHandlers(serviceDeps))],
       authenticator,
       logger,
       health,
     });
     closers.push(() => transports.shutdown(config.shutdownGraceMs));
+
+    if (config.natsUrl) {
+      relay = new NatsRelay({
+        db: database.db,
+        logger,
+        natsUrl: config.natsUrl,
+        stream: config.natsStream,
+        encoding: config.natsEncoding,
+        retentionSeconds: config.eventRetentionSeconds,
+        leader: leaderLockFor(database.db, database.kind, config.natsStream),
+      });
+      relay.start();
+      const started = relay;
+      closers.push(() => started.stop());
+    }
+    const pruner = new EventPruner({
+      db: database.db,
+      clock,
+      logger,
+      retentionSeconds: config.eventRetentionSeconds,
+      relayStream: config.natsUrl ? config.natsStream : undefined,
+    });
+    pruner.start();
+    closers.push(() => pruner.stop());
 
     // Readiness follows the database: a lost connection turns health NOT_SERVING until it returns.
     let databaseUp = true;
@@ -98,10 +170,18 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       database,
       health,
       logger,
+      events,
+      relay,
+      pruner,
+      lifecycle,
       async close(graceMs = config.shutdownGraceMs) {
         clearInterval(probe);
         setServing(health, false);
         await transports.shutdown(graceMs);
+        await lifecycle.stop();
+        await pruner.stop();
+        await relay?.stop();
+        await events.stop();
         if (ownsDatabase) await database.close();
         logger.info("stopped");
       },

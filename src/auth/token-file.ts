@@ -1,0 +1,79 @@
+/**
+ * BERTH_AUTH=token: static bearer tokens, stored hashed.
+ *
+ * BERTH_AUTH_TOKENS_FILE is JSON:
+ *
+ *   {
+ *     "tokens": [
+ *       { "sha256": "<64 hex chars: sha256 of the token's UTF-8 bytes>", "agent_id": "agent-a", "roles": ["agent"] },
+ *       { "sha256": "…", "agent_id": "ops", "roles": ["agent", "admin"] }
+ *     ]
+ *   }
+ *
+ * Make a hash with `printf %s "$TOKEN" | sha256sum`. Clients send `authorization: Bearer <token>`.
+ * roles: "agent" and/or "admin"; defaults to ["agent"] when omitted. The file is read once at start.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { ConfigError } from "../config.js";
+import { unauthenticated } from "../domain/errors.js";
+import type { Principal, Role } from "../rpc/handler.js";
+import type { Authenticator, HeaderReader } from "../rpc/pipeline.js";
+import { bearerToken, isRole, principalOf } from "./principal.js";
+
+interface TokenEntry {
+  readonly hash: Buffer;
+  readonly principal: Principal;
+}
+
+const VAR = "BERTH_AUTH_TOKENS_FILE";
+
+export function parseTokensFile(json: string, source = VAR): TokenEntry[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(json);
+  } catch (e) {
+    throw new ConfigError(source, `not valid JSON: ${(e as Error).message}`);
+  }
+  const tokens = (doc as { tokens?: unknown } | null)?.tokens;
+  if (!Array.isArray(tokens)) throw new ConfigError(source, 'expected {"tokens": [...]}');
+  const seen = new Set<string>();
+  return tokens.map((t: unknown, i) => {
+    const e = t as { sha256?: unknown; agent_id?: unknown; roles?: unknown } | null;
+    if (typeof e?.sha256 !== "string" || !/^[0-9a-fA-F]{64}$/.test(e.sha256)) {
+      throw new ConfigError(source, `tokens[${i}].sha256 must be 64 hex characters (sha256 of the token)`);
+    }
+    if (typeof e.agent_id !== "string" || e.agent_id === "") throw new ConfigError(source, `tokens[${i}].agent_id is required`);
+    const roles = e.roles === undefined ? ["agent"] : e.roles;
+    if (!Array.isArray(roles) || !roles.every(isRole)) throw new ConfigError(source, `tokens[${i}].roles must be a list of "agent" / "admin"`);
+    const hex = e.sha256.toLowerCase();
+    if (seen.has(hex)) throw new ConfigError(source, `tokens[${i}]: duplicate sha256`);
+    seen.add(hex);
+    return { hash: Buffer.from(hex, "hex"), principal: principalOf(e.agent_id, roles as Role[]) };
+  });
+}
+
+export function tokenAuthenticator(tokensFile: string): Authenticator {
+  let text: string;
+  try {
+    text = readFileSync(tokensFile, "utf8");
+  } catch (e) {
+    throw new ConfigError(VAR, `cannot read ${tokensFile}: ${(e as Error).message}`);
+  }
+  const entries = parseTokensFile(text);
+  return {
+    authenticate(header: HeaderReader): Principal {
+      const token = bearerToken(header("authorization"));
+      if (token === undefined) throw unauthenticated("TOKEN_MISSING", "missing authorization: Bearer <token>");
+      if (token === "") throw unauthenticated("TOKEN_INVALID", "malformed authorization header; expected Bearer <token>");
+      const hash = createHash("sha256").update(token, "utf8").digest();
+      let found: Principal | undefined;
+      // Compare against every entry, in constant time each, so timing tells nothing.
+      for (const e of entries) {
+        if (timingSafeEqual(e.hash, hash) && found === undefined) found = e.principal;
+      }
+      if (found === undefined) throw unauthenticated("TOKEN_INVALID", "invalid token");
+      return found;
+    },
+  };
+}

@@ -1,0 +1,49 @@
+/** WatchEvents (issue 4): replay from the outbox, then live from the event hub. */
+import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import { BerthError, invalidArgument, type FieldViolation } from "../domain/errors.js";
+import { kindPatternViolations } from "../events/filter.js";
+import type { EventHub, SubscriberOptions } from "../events/hub.js";
+import type { ServiceHandlers } from "./handler.js";
+import { Check } from "./validate.js";
+import type { WorkspaceServiceDeps } from "./workspace-service.js";
+
+type Methods = ServiceHandlers<typeof WorkspaceService>;
+
+/** What event delivery needs beyond WorkspaceServiceDeps (build.ts passes `events`). */
+export interface EventServiceDeps {
+  readonly events?: EventHub | undefined;
+  readonly eventSubscriberOptions?: SubscriberOptions | undefined;
+}
+
+export const MAX_REPO_FILTER = 1000;
+
+export function eventHandlers(deps: WorkspaceServiceDeps): Pick<Methods, "watchEvents"> {
+  const eventDeps = deps as WorkspaceServiceDeps & EventServiceDeps;
+  return {
+    async *watchEvents(req, ctx) {
+      const c = new Check();
+      const repoIds: string[] = [];
+      req.repoIds.forEach((id, i) => {
+        const v = c.uuid(`repo_ids[${i}]`, id);
+        if (v) repoIds.push(v);
+      });
+      const exclude = c.uuid("exclude_session_id", req.excludeSessionId, false);
+      c.done();
+      const extra: FieldViolation[] = kindPatternViolations(req.kinds);
+      if (req.repoIds.length > MAX_REPO_FILTER) {
+        extra.unshift({ field: "repo_ids", reason: "TOO_MANY", description: `at most ${MAX_REPO_FILTER} repositories, got ${req.repoIds.length}` });
+      }
+      if (extra.length > 0) throw invalidArgument(extra);
+
+      const hub = eventDeps.events;
+      if (!hub) throw new BerthError("unavailable", "EVENTS_UNAVAILABLE", "event delivery is not running on this server");
+      ctx.logFields.afterSeq = req.afterSeq.toString();
+      const stream = hub.stream(
+        { afterSeq: req.afterSeq, filter: { repoIds, kinds: req.kinds, excludeSessionId: exclude } },
+        ctx.signal,
+        eventDeps.eventSubscriberOptions ?? {},
+      );
+      for await (const event of stream) yield { event };
+    },
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * The real command, as a user runs it: `berth serve` on the embedded database (what `npm start`
+ * runs on a fresh machine), `berth migrate`, health over reflection with buf curl, and SIGTERM.
+ */
+import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+
+const run = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const BIN = path.join(ROOT, "bin/berth.js");
+const BUF = path.join(ROOT, "node_modules/.bin/buf");
+
+interface Served {
+  readonly child: ChildProcess;
+  readonly grpc: string;
+  readonly http: string;
+  readonly lines: Record<string, unknown>[];
+  exited: Promise<number | null>;
+}
+
+function serve(env: Record<string, string>): Promise<Served> {
+  const child = spawn(process.execPath, [BIN, "serve"], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: "", NATS_URL: "", BERTH_ADDR: "127.0.0.1:0", BERTH_HTTP_ADDR: "127.0.0.1:0", BERTH_LOG_FORMAT: "json", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: Record<string, unknown>[] = [];
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in time; stderr: ${stderr}`)), 60_000);
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      const rec = JSON.parse(line) as Record<string, unknown>;
+      lines.push(rec);
+      if (rec.msg === "berth serving") {
+        clearTimeout(timer);
+        resolve({ child, grpc: String(rec.grpc), http: String(rec.http), lines, exited });
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before serving; stderr: ${stderr}`));
+    });
+  });
+}
+
+const started: Served[] = [];
+afterAll(() => {
+  for (const s of started) s.child.kill("SIGKILL");
+});
+
+describe("berth serve on the embedded database", () => {
+  it("serves gRPC and Connect, answers health and reflection, and stops cleanly on SIGTERM", async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "berth-data-"));
+    const s = await serve({ BERTH_DATA_DIR: dataDir });
+    started.push(s);
+    expect(s.lines.find((l) => l.msg === "database opened")).toMatchObject({ database: "pglite", location: path.join(dataDir, "pgdata") });
+
+    const health = await run(BUF, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--data", "{}", `http://${s.grpc}/grpc.health.v1.Health/Check`]);
+    expect(JSON.parse(health.stdout)).toEqual({ status: "SERVING" });
+
+    const registered = await fetch(`${s.http}/berth.v1.WorkspaceService/RegisterRepository`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "tour" }),
+    });
+    expect(registered.status).toBe(200);
+    const listed = await run(BUF, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--data", "{}", `http://${s.grpc}/berth.v1.WorkspaceService/ListRepositories`]);
+    expect((JSON.parse(listed.stdout) as { repositories: { name: string }[] }).repositories.map((r) => r.name)).toEqual(["tour"]);
+
+    s.child.kill("SIGTERM");
+    expect(await s.exited).toBe(0);
+    expect(s.lines.some((l) => l.msg === "stopped")).toBe(true);
+
+    // The data survived: a second start on the same directory lists the repository.
+    const again = await serve({ BERTH_DATA_DIR: dataDir });
+    started.push(again);
+    const res = await fetch(`${again.http}/berth.v1.WorkspaceService/ListRepositories`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(((await res.json()) as { repositories: { name: string }[] }).repositories.map((r) => r.name)).toEqual(["tour"]);
+    again.child.kill("SIGINT");
+    expect(await again.exited).toBe(0);
+  }, 120_000);
+
+  it("refuses to start with a bad variable, naming it", async () => {
+    const result = await run(process.execPath, [BIN, "serve"], { cwd: ROOT, env: { ...process.env, BERTH_ADDR: "0.0.0.0:0" } }).catch((e: { code: number; stderr: string }) => e);
+    expect((result as { code: number }).code).toBe(2);
+    expect((result as { stderr: string }).stderr).toMatch(/BERTH_ADDR: .*non-loopback.*--insecure/);
+  });
+});
+
+describe("berth migrate", () => {
+  it("lists pending migrations with --dry-run, then applies them with progress", async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "berth-migrate-"));
+    const env = { ...process.env, DATABASE_URL: "", BERTH_DATA_DIR: dataDir };
+    const dry = await run(process.execPath, [BIN, "migrate", "--dry-run"], { cwd: ROOT, env });
+    expect(dry.stdout).toMatch(/pending\s+0001_foundation/);
+    expect(dry.stdout).toMatch(/nothing applied/);
+    const applied = await run(process.execPath, [BIN, "migrate"], { cwd: ROOT, env });
+    expect(applied.stdout).toMatch(/\[1\/\d+\] applied 0001_foundation/);
+    const again = await run(process.execPath, [BIN, "migrate"], { cwd: ROOT, env });
+    expect(again.stdout).toMatch(/up to date/);
+  }, 120_000);
+});

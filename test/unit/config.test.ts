@@ -1,0 +1,49 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig, VARIABLES } from "../../src/config.js";
+
+describe("configuration", () => {
+  it("documents every variable in the README's table", () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const missing = VARIABLES.filter((v) => !readme.includes(`| \`${v.name}\` |`)).map((v) => v.name);
+    expect(missing).toEqual([]);
+  });
+
+  it("has working defaults", () => {
+    const c = loadConfig({});
+    expect(c.grpcAddr).toEqual({ host: "127.0.0.1", port: 50051 });
+    expect(c.httpAddr).toEqual({ host: "127.0.0.1", port: 8080 });
+    expect(c.databaseUrl).toBeUndefined();
+    expect(c.auth.mode).toBe("none");
+    expect(c.pinNonTerminal).toBe(true);
+  });
+
+  it.each([
+    [{ BERTH_ADDR: "nonsense" }, "BERTH_ADDR"],
+    [{ BERTH_ADDR: "127.0.0.1:70000" }, "BERTH_ADDR"],
+    [{ BERTH_AUTH: "magic" }, "BERTH_AUTH"],
+    [{ BERTH_AUTH: "token" }, "BERTH_AUTH_TOKENS_FILE"],
+    [{ BERTH_AUTH: "jwt", BERTH_JWT_SECRET: "short" }, "BERTH_JWT_SECRET"],
+    [{ BERTH_TLS_CERT: "/x.pem" }, "BERTH_TLS_KEY"],
+    [{ BERTH_SESSION_LEASE_MS: "soon" }, "BERTH_SESSION_LEASE_MS"],
+    [{ BERTH_PIN_NONTERMINAL: "maybe" }, "BERTH_PIN_NONTERMINAL"],
+    [{ DATABASE_URL: "mysql://x" }, "DATABASE_URL"],
+    [{ BERTH_NATS_ENCODING: "xml" }, "BERTH_NATS_ENCODING"],
+  ])("refuses %o naming %s", (env, variable) => {
+    let error: unknown;
+    try {
+      loadConfig(env);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe(variable);
+  });
+
+  it("refuses a non-loopback address without auth unless insecure", () => {
+    expect(() => loadConfig({ BERTH_ADDR: "0.0.0.0:50051" })).toThrow(/--insecure/);
+    expect(loadConfig({ BERTH_ADDR: "0.0.0.0:50051" }, { insecure: true }).insecure).toBe(true);
+    expect(() => loadConfig({ BERTH_ADDR: "0.0.0.0:50051", BERTH_AUTH: "jwt", BERTH_JWT_SECRET: "x".repeat(32) })).not.toThrow();
+    expect(loadConfig({ BERTH_ADDR: "[::1]:0" }).grpcAddr).toEqual({ host: "::1", port: 0 });
+  });
+});
