@@ -1,0 +1,55 @@
+/** Types of walk-core.mjs (plain JS so the worker thread can load it without a TS loader). */
+
+export type SkipReason = "home_directory" | "filesystem_root" | "opaque_tree";
+
+export interface WalkOptions {
+  /** Entries deeper than this are neither listed nor read; root children are depth 1. Infinity: unlimited. */
+  readonly maxDepth?: number;
+  /** Entries kept (breadth first); the rest are only counted. Infinity: unlimited. */
+  readonly maxEntries?: number;
+  /** Names longer than this (code points) are truncated with "…". */
+  readonly maxNameLength?: number;
+  /** The home directory: not walkable itself, and `<home>/Library` is pruned. */
+  readonly home?: string | undefined;
+}
+
+export type WalkOutcome =
+  | {
+      readonly kind: "ok";
+      readonly realRoot: string;
+      /** Kept entries in tree order, "/"-separated and sanitised (no control characters). */
+      readonly paths: string[];
+      /** 1 where the entry at the same index of paths is a directory. */
+      readonly dirs: Uint8Array;
+      readonly shown: number;
+      /** Entries found within the depth limit, after gitignore rules. */
+      readonly total: number;
+      readonly truncated: boolean;
+      readonly unreadable: number;
+      readonly prunedOpaque: number;
+      readonly prunedMounts: number;
+    }
+  | { readonly kind: "skipped"; readonly reason: SkipReason }
+  | { readonly kind: "error"; readonly code: string; readonly message: string };
+
+export interface GitignoreRule {
+  readonly re: RegExp;
+  readonly negate: boolean;
+  readonly dirOnly: boolean;
+  readonly basename: boolean;
+}
+export interface GitignoreRuleSet {
+  /** The .gitignore's directory relative to the walk root ("" for the root). */
+  readonly base: string;
+  readonly rules: GitignoreRule[];
+}
+
+export declare const OPAQUE_COMPONENTS: readonly string[];
+export declare const HOME_RELATIVE_OPAQUE: readonly string[];
+export declare const DEFAULT_MAX_NAME_LENGTH: number;
+export declare function isOpaqueComponent(name: string): boolean;
+export declare function skipReason(dir: string, home: string | undefined): SkipReason | undefined;
+export declare function sanitizeName(name: string, maxLength?: number): string;
+export declare function compileGitignore(text: string): GitignoreRule[];
+export declare function isIgnored(ruleSets: GitignoreRuleSet[], relPath: string, name: string, isDir: boolean): boolean;
+export declare function walkTree(root: string, options: WalkOptions): WalkOutcome;

@@ -1,0 +1,564 @@
+// @ts-check
+/**
+ * The workspace-map walk: skip rules, name sanitising, the gitignore subset and the
+ * synchronous tree walk itself.
+ *
+ * Why plain JavaScript: this module is loaded by the walk's dedicated worker thread
+ * (walk-worker.mjs). A worker thread is a fresh Node isolate that does not inherit the
+ * TypeScript loader of its parent — vitest transforms TS in its own module runner, and a
+ * later build would not see a .ts worker entry either — so the worker entry and everything
+ * it imports must be loadable by plain `node`. Types live in walk-core.d.mts; the main
+ * thread imports the pure helpers (skipReason, sanitizeName, ...) from here as well, so the
+ * rules exist once.
+ *
+ * Nothing in this module may be called on the request path except the pure, syscall-free
+ * helpers (skipReason, sanitizeName, isOpaqueComponent, compileGitignore). walkTree does
+ * filesystem calls and runs only in the worker (or in a benchmark/test).
+ */
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import path from "node:path";
+
+/** Directory names that are never descended into, wherever they appear. */
+export const OPAQUE_COMPONENTS = Object.freeze([
+  "Group Containers",
+  "CloudStorage",
+  "Mobile Documents",
+  "FileProvider",
+  ".Trash",
+]);
+const OPAQUE_SET = new Set(OPAQUE_COMPONENTS);
+
+/**
+ * Home-relative opaque trees. Only `<home>/Library` (macOS: app containers, File Provider
+ * mounts). NOT AppData: on Windows the temp directory is `%USERPROFILE%\AppData\Local\Temp`,
+ * so refusing AppData would refuse every scratch workspace (see the reference's third commit).
+ */
+export const HOME_RELATIVE_OPAQUE = Object.freeze(["Library"]);
+
+/** @param {string} name */
+export function isOpaqueComponent(name) {
+  return OPAQUE_SET.has(name);
+}
+
+// ---------------------------------------------------------------------------------------
+// Lexical path handling (no syscalls). Works on POSIX paths and on Windows-shaped paths
+// (`C:\Users\x`, `C:/Users/x`, `\\server\share\x`) on any platform, so the Windows rules
+// are testable on Linux.
+
+const WIN_DRIVE = /^[A-Za-z]:(?:[\\/]|$)/;
+const WIN_UNC = /^[\\/]{2}[^\\/]+[\\/][^\\/]+/;
+
+/** @param {string} p */
+function isWindowsShaped(p) {
+  return WIN_DRIVE.test(p) || (p.startsWith("\\\\") && WIN_UNC.test(p));
+}
+
+/**
+ * Splits a path into { prefix, parts, windows }: prefix is "/" (POSIX), "c:" (drive) or
+ * "//server/share" (UNC); parts are the normalised components ("." and ".." resolved
+ * lexically). Windows-shaped paths are lower-cased, since their comparison is
+ * case-insensitive.
+ * @param {string} p
+ */
+function splitLexical(p) {
+  if (isWindowsShaped(p)) {
+    let prefix;
+    let rest;
+    if (WIN_DRIVE.test(p)) {
+      prefix = p.slice(0, 2).toLowerCase();
+      rest = p.slice(2);
+    } else {
+      const m = /^[\\/]{2}([^\\/]+)[\\/]([^\\/]+)/.exec(p);
+      prefix = m ? `//${m[1]}/${m[2]}`.toLowerCase() : "//";
+      rest = m ? p.slice(m[0].length) : p.slice(2);
+    }
+    return { prefix, parts: normaliseParts(rest.toLowerCase().split(/[\\/]+/)), windows: true };
+  }
+  const abs = path.posix.isAbsolute(p) ? p : path.posix.resolve(p);
+  return { prefix: "/", parts: normaliseParts(abs.split("/")), windows: false };
+}
+
+/** @param {string[]} raw */
+function normaliseParts(raw) {
+  /** @type {string[]} */
+  const out = [];
+  for (const part of raw) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") out.pop();
+    else out.push(part);
+  }
+  return out;
+}
+
+/**
+ * Why a directory gets no map at all, judged lexically (no filesystem call), or undefined.
+ *  - "filesystem_root": `/`, a drive root (`C:\`), a UNC share root.
+ *  - "home_directory": the home directory itself (a home directory is not a workspace).
+ *  - "opaque_tree": inside Group Containers / CloudStorage / Mobile Documents / FileProvider
+ *    / .Trash anywhere, or inside `<home>/Library`.
+ * A project directory that merely *contains* or *is named* Library elsewhere is walkable,
+ * and so is anything under AppData.
+ * @param {string} dir
+ * @param {string | undefined} home
+ * @returns {"filesystem_root" | "home_directory" | "opaque_tree" | undefined}
+ */
+export function skipReason(dir, home) {
+  const d = splitLexical(dir);
+  if (d.parts.length === 0) return "filesystem_root";
+  /** @type {ReturnType<typeof splitLexical> | undefined} */
+  let h;
+  if (home !== undefined && home !== "") {
+    h = splitLexical(home);
+    if (h.windows !== d.windows || h.prefix !== d.prefix) h = undefined;
+  }
+  if (h && h.parts.length > 0 && samePartsPrefix(d.parts, h.parts) && d.parts.length === h.parts.length) {
+    return "home_directory";
+  }
+  // Opaque components are compared in their original case on POSIX; Windows-shaped paths
+  // are already lower-cased, so compare those case-insensitively.
+  const opaque = d.windows ? new Set(OPAQUE_COMPONENTS.map((c) => c.toLowerCase())) : OPAQUE_SET;
+  if (d.parts.some((part) => opaque.has(part))) return "opaque_tree";
+  if (h && h.parts.length > 0 && d.parts.length > h.parts.length && samePartsPrefix(d.parts, h.parts)) {
+    const first = d.parts[h.parts.length];
+    const rel = d.windows ? HOME_RELATIVE_OPAQUE.map((c) => c.toLowerCase()) : HOME_RELATIVE_OPAQUE;
+    if (first !== undefined && rel.includes(first)) return "opaque_tree";
+  }
+  return undefined;
+}
+
+/**
+ * @param {string[]} parts
+ * @param {string[]} prefix
+ */
+function samePartsPrefix(parts, prefix) {
+  if (prefix.length > parts.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (parts[i] !== prefix[i]) return false;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// Name sanitising
+
+export const DEFAULT_MAX_NAME_LENGTH = 100;
+
+// C0 and C1 controls, DEL, the Unicode line/paragraph separators and the bidi overrides and
+// isolates (which can make a name render as something else).
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_TEST = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+/** @param {string} ch */
+function escapeChar(ch) {
+  switch (ch) {
+    case "\n":
+      return "\\n";
+    case "\r":
+      return "\\r";
+    case "\t":
+      return "\\t";
+    default: {
+      const code = ch.charCodeAt(0);
+      return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+    }
+  }
+}
+
+/**
+ * A file name made safe to put on one line of a prompt: control characters (newlines
+ * included) are escaped, and a name longer than maxLength code points is truncated with "…".
+ * @param {string} name
+ * @param {number} [maxLength]
+ */
+export function sanitizeName(name, maxLength = DEFAULT_MAX_NAME_LENGTH) {
+  let out = UNSAFE_TEST.test(name) ? name.replace(UNSAFE, escapeChar) : name;
+  if (out.length > maxLength) {
+    const cps = Array.from(out);
+    if (cps.length > maxLength) out = cps.slice(0, Math.max(1, maxLength - 1)).join("") + "…";
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// gitignore (the common subset): comments, blank lines, `!` negation, trailing `/`
+// (directories only), leading or middle `/` (anchored to the .gitignore's directory), `*`,
+// `?`, `[...]`, `**` (leading `**/`, trailing `/**`, middle `/**/`), backslash escapes,
+// unescaped trailing spaces trimmed. Not implemented: .git/info/exclude, core.excludesFile,
+// .gitignore files above the walk's root.
+
+/**
+ * @typedef {{ re: RegExp, negate: boolean, dirOnly: boolean, basename: boolean }} Rule
+ * @typedef {{ base: string, rules: Rule[] }} RuleSet
+ */
+
+/**
+ * @param {string} text contents of a .gitignore
+ * @returns {Rule[]}
+ */
+export function compileGitignore(text) {
+  /** @type {Rule[]} */
+  const rules = [];
+  for (let line of text.split(/\r?\n/)) {
+    if (line === "" || line.startsWith("#")) continue;
+    // Trailing spaces are ignored unless escaped with a backslash.
+    line = line.replace(/(?<!\\)\s+$/, "");
+    if (line === "") continue;
+    let negate = false;
+    if (line.startsWith("!")) {
+      negate = true;
+      line = line.slice(1);
+    } else if (line.startsWith("\\!") || line.startsWith("\\#")) {
+      line = line.slice(1);
+    }
+    let dirOnly = false;
+    if (line.endsWith("/") && !line.endsWith("\\/")) {
+      dirOnly = true;
+      line = line.replace(/\/+$/, "");
+    }
+    if (line === "") continue;
+    let anchored = false;
+    if (line.startsWith("/")) {
+      anchored = true;
+      line = line.replace(/^\/+/, "");
+    } else if (line.includes("/")) {
+      anchored = true;
+    }
+    if (line === "") continue;
+    const source = globToRegexSource(line);
+    if (source === undefined) continue;
+    rules.push({ re: new RegExp(`^${source}$`), negate, dirOnly, basename: !anchored });
+  }
+  return rules;
+}
+
+/**
+ * @param {string} glob
+ * @returns {string | undefined}
+ */
+function globToRegexSource(glob) {
+  let re = "";
+  let i = 0;
+  const n = glob.length;
+  while (i < n) {
+    const c = glob[i];
+    if (c === "*") {
+      if (glob[i + 1] === "*") {
+        const atStart = i === 0 || glob[i - 1] === "/";
+        let j = i;
+        while (glob[j] === "*") j++;
+        const atEnd = j === n || glob[j] === "/";
+        if (atStart && atEnd) {
+          if (j === n) {
+            // trailing "**" (or a lone "**"): everything
+            re += ".*";
+            i = j;
+          } else {
+            // "**/": zero or more directories
+            re += "(?:.*/)?";
+            i = j + 1;
+          }
+          continue;
+        }
+        // "**" not delimited by slashes behaves like "*"
+        re += "[^/]*";
+        i = j;
+        continue;
+      }
+      re += "[^/]*";
+      i++;
+    } else if (c === "?") {
+      re += "[^/]";
+      i++;
+    } else if (c === "[") {
+      const end = findClassEnd(glob, i);
+      if (end === -1) {
+        re += "\\[";
+        i++;
+        continue;
+      }
+      let body = glob.slice(i + 1, end);
+      let neg = false;
+      if (body.startsWith("!") || body.startsWith("^")) {
+        neg = true;
+        body = body.slice(1);
+      }
+      body = body.replace(/\\/g, "\\\\").replace(/\]/g, "\\]").replace(/\[/g, "\\[");
+      re += neg ? `[^/${body}]` : `[${body}]`;
+      i = end + 1;
+    } else if (c === "\\" && i + 1 < n) {
+      re += escapeRegex(/** @type {string} */ (glob[i + 1]));
+      i += 2;
+    } else {
+      re += escapeRegex(/** @type {string} */ (c));
+      i++;
+    }
+  }
+  return re;
+}
+
+/**
+ * @param {string} glob
+ * @param {number} start index of "["
+ */
+function findClassEnd(glob, start) {
+  let j = start + 1;
+  if (glob[j] === "!" || glob[j] === "^") j++;
+  if (glob[j] === "]") j++; // a leading "]" is literal
+  for (; j < glob.length; j++) {
+    if (glob[j] === "\\") {
+      j++;
+      continue;
+    }
+    if (glob[j] === "]") return j;
+  }
+  return -1;
+}
+
+/** @param {string} s */
+function escapeRegex(s) {
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+}
+
+/**
+ * Whether relPath (relative to the walk root, "/"-separated) is ignored by the rule sets in
+ * force (outermost first). Deeper .gitignore files win over shallower ones; within a file
+ * the last matching rule wins.
+ * @param {RuleSet[]} ruleSets
+ * @param {string} relPath
+ * @param {string} name
+ * @param {boolean} isDir
+ */
+export function isIgnored(ruleSets, relPath, name, isDir) {
+  for (let s = ruleSets.length - 1; s >= 0; s--) {
+    const set = /** @type {RuleSet} */ (ruleSets[s]);
+    const local = set.base === "" ? relPath : relPath.slice(set.base.length + 1);
+    for (let r = set.rules.length - 1; r >= 0; r--) {
+      const rule = /** @type {Rule} */ (set.rules[r]);
+      if (rule.dirOnly && !isDir) continue;
+      if (rule.re.test(rule.basename ? name : local)) return !rule.negate;
+    }
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------
+// The walk
+
+/**
+ * Walks `root` synchronously, breadth first (so a truncated map keeps the top of the tree),
+ * and returns the kept entries in tree order (siblings sorted by name). Must only run on a
+ * dedicated thread: every call here can block for as long as the filesystem likes.
+ *
+ * @param {string} root
+ * @param {import("./walk-core.d.mts").WalkOptions} options
+ * @returns {import("./walk-core.d.mts").WalkOutcome}
+ */
+export function walkTree(root, options) {
+  const maxDepth = options.maxDepth ?? 3;
+  const maxEntries = options.maxEntries ?? 200;
+  const maxNameLength = options.maxNameLength ?? DEFAULT_MAX_NAME_LENGTH;
+  const home = options.home;
+
+  let rootStat;
+  try {
+    rootStat = statSync(root);
+  } catch (err) {
+    return { kind: "error", code: errCode(err), message: `cannot stat the workspace root: ${errMessage(err)}` };
+  }
+  if (!rootStat.isDirectory()) return { kind: "error", code: "ENOTDIR", message: "the workspace root is not a directory" };
+
+  // Canonicalise here, in the worker, never on the request path: a symlink to the home
+  // directory (or into an opaque tree) is refused just like the real thing.
+  let realRoot = root;
+  try {
+    realRoot = realpathSync.native(root);
+  } catch {
+    // keep the root as given
+  }
+  let realHome = home;
+  if (home) {
+    try {
+      realHome = realpathSync.native(home);
+    } catch {
+      realHome = home;
+    }
+  }
+  const reason = skipReason(root, home) ?? skipReason(realRoot, realHome) ?? (realHome !== home ? skipReason(realRoot, home) : undefined);
+  if (reason) return { kind: "skipped", reason };
+
+  const homeLibraries = new Set();
+  if (realHome) for (const c of HOME_RELATIVE_OPAQUE) homeLibraries.add(path.join(realHome, c));
+  if (home) for (const c of HOME_RELATIVE_OPAQUE) homeLibraries.add(path.join(home, c));
+
+  const rootDev = rootStat.dev;
+
+  // Flat, parallel arrays rather than a tree of objects: a 50,000-entry walk allocates little
+  // beyond the Dirents and the names themselves.
+  // Kept entries, in breadth-first order:
+  /** @type {string[]} */ const entName = [];
+  /** @type {number[]} */ const entIsDir = [];
+  /** @type {number[]} */ const entSlot = []; // queue slot of a directory to descend, else -1
+  // Directories to read (the queue), by slot; slot 0 is the root:
+  /** @type {string[]} */ const qAbs = [realRoot];
+  /** @type {string[]} */ const qRel = [""];
+  /** @type {number[]} */ const qDepth = [0];
+  /** @type {RuleSet[][]} */ const qRules = [[]];
+  /** @type {number[]} */ const kidStart = [0]; // first kept child (entry index) of a slot
+  /** @type {number[]} */ const kidCount = [0];
+
+  let total = 0;
+  let unreadable = 0;
+  let prunedOpaque = 0;
+  let prunedMounts = 0;
+
+  for (let qi = 0; qi < qAbs.length; qi++) {
+    const abs = /** @type {string} */ (qAbs[qi]);
+    const rel = /** @type {string} */ (qRel[qi]);
+    const depth = /** @type {number} */ (qDepth[qi]);
+    let rules = /** @type {RuleSet[]} */ (qRules[qi]);
+    qRules[qi] = EMPTY_RULES;
+    kidStart[qi] = entName.length;
+    kidCount[qi] = 0;
+
+    if (depth > 0) {
+      // Never cross a mount point: compare st_dev with the root's. stat (not lstat): the
+      // entry is already known to be a real directory, not a symlink.
+      let st;
+      try {
+        st = statSync(abs);
+      } catch {
+        unreadable++;
+        continue;
+      }
+      if (st.dev !== rootDev) {
+        prunedMounts++;
+        continue;
+      }
+    }
+
+    let dirents;
+    try {
+      dirents = readdirSync(abs, { withFileTypes: true });
+    } catch {
+      unreadable++;
+      continue;
+    }
+
+    for (const d of dirents) {
+      if (d.name === ".gitignore" && !d.isDirectory()) {
+        try {
+          const compiled = compileGitignore(readFileSync(abs + path.sep + ".gitignore", "utf8"));
+          if (compiled.length > 0) rules = rules.concat([{ base: rel, rules: compiled }]);
+        } catch {
+          // unreadable .gitignore: ignore it
+        }
+        break;
+      }
+    }
+
+    dirents.sort(byName);
+    const descend = depth + 1 < maxDepth;
+    for (const d of dirents) {
+      const name = d.name;
+      if (name === ".git") continue;
+      let isDir = d.isDirectory();
+      if (!isDir && !d.isFile() && !d.isSymbolicLink() && !d.isFIFO() && !d.isSocket() && !d.isCharacterDevice() && !d.isBlockDevice()) {
+        // DT_UNKNOWN (some filesystems): ask. lstat, so a symlink is never followed.
+        try {
+          isDir = lstatSync(abs + path.sep + name).isDirectory();
+        } catch {
+          isDir = false;
+        }
+      }
+      // The relative path is only needed by gitignore rules and by directories to descend.
+      const childRel = rules.length > 0 || isDir ? (rel === "" ? name : rel + "/" + name) : "";
+      if (rules.length > 0 && isIgnored(rules, childRel, name, isDir)) continue;
+      total++;
+      const keep = entName.length < maxEntries;
+      let slot = -1;
+      if (isDir && descend) {
+        const childAbs = abs + path.sep + name;
+        if (isOpaqueComponent(name) || homeLibraries.has(childAbs)) {
+          // Opaque trees are listed by name (read from their parent) but never opened.
+          prunedOpaque++;
+        } else {
+          // Over the entry limit a directory is still read, to count ("showing N of M").
+          slot = qAbs.length;
+          qAbs.push(childAbs);
+          qRel.push(childRel);
+          qDepth.push(depth + 1);
+          qRules.push(rules);
+        }
+      }
+      if (keep) {
+        entName.push(sanitizeName(name, maxNameLength));
+        entIsDir.push(isDir ? 1 : 0);
+        entSlot.push(slot);
+        kidCount[qi] = /** @type {number} */ (kidCount[qi]) + 1;
+      }
+    }
+  }
+
+  // Tree order (depth first, siblings sorted), iteratively: a deep tree cannot overflow the
+  // stack. Every kept entry's parent was kept before it (breadth first), so nothing dangles.
+  /** @type {string[]} */
+  const paths = [];
+  const dirs = new Uint8Array(entName.length);
+  /** @type {number[]} */ const stackPos = [/** @type {number} */ (kidStart[0])];
+  /** @type {number[]} */ const stackEnd = [/** @type {number} */ (kidStart[0]) + /** @type {number} */ (kidCount[0])];
+  /** @type {string[]} */ const stackPrefix = [""];
+  while (stackPos.length > 0) {
+    const top = stackPos.length - 1;
+    const pos = /** @type {number} */ (stackPos[top]);
+    if (pos >= /** @type {number} */ (stackEnd[top])) {
+      stackPos.pop();
+      stackEnd.pop();
+      stackPrefix.pop();
+      continue;
+    }
+    stackPos[top] = pos + 1;
+    const prefix = /** @type {string} */ (stackPrefix[top]);
+    const p = prefix === "" ? /** @type {string} */ (entName[pos]) : prefix + "/" + entName[pos];
+    dirs[paths.length] = /** @type {number} */ (entIsDir[pos]);
+    paths.push(p);
+    const slot = /** @type {number} */ (entSlot[pos]);
+    if (slot !== -1 && /** @type {number} */ (kidCount[slot]) > 0) {
+      const ks = /** @type {number} */ (kidStart[slot]);
+      stackPos.push(ks);
+      stackEnd.push(ks + /** @type {number} */ (kidCount[slot]));
+      stackPrefix.push(p);
+    }
+  }
+
+  return {
+    kind: "ok",
+    realRoot,
+    paths,
+    dirs,
+    shown: paths.length,
+    total,
+    truncated: total > paths.length,
+    unreadable,
+    prunedOpaque,
+    prunedMounts,
+  };
+}
+
+/** @type {RuleSet[]} */
+const EMPTY_RULES = [];
+
+/**
+ * @param {import("node:fs").Dirent} a
+ * @param {import("node:fs").Dirent} b
+ */
+function byName(a, b) {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/** @param {unknown} err */
+function errCode(err) {
+  return typeof err === "object" && err !== null && "code" in err && typeof err.code === "string" ? err.code : "EUNKNOWN";
+}
+
+/** @param {unknown} err */
+function errMessage(err) {
+  return err instanceof Error ? err.message : String(err);
+}
