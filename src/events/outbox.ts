@@ -7,6 +7,14 @@
  * transaction-scoped advisory lock before inserting; it is held until commit, so whichever
  * transaction inserts events next gets a higher seq only after this one has committed.
  * Callers append events as the last statements of their transaction to keep the lock short.
+ *
+ * Why this is enough: PostgreSQL makes a committing transaction visible before it releases its
+ * locks, so when the next appender obtains the lock (and only then calls nextval) the previous
+ * appender's rows are already visible. Hence any snapshot that sees seq N also sees every
+ * committed seq < N, and a reader polling `seq > last` never skips. Sequence values of rolled
+ * back transactions leave holes, which readers simply pass over. Every insert into `events`
+ * must go through appendEvents (test/events/hub.test.ts holds one transaction open while
+ * another commits to check it).
  */
 import { randomUUID } from "node:crypto";
 import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";

@@ -1,0 +1,227 @@
+/**
+ * The NATS relay against a real nats-server (our own, on a free port, so it can be stopped and
+ * started) and real PostgreSQL: a durable JetStream consumer sees every event exactly once, in
+ * seq order — through a scripted lifecycle, a NATS outage, a relay killed mid-batch, and a
+ * leader handover.
+ */
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fromBinary, fromJsonString } from "@bufbuild/protobuf";
+import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { EventSchema } from "../../gen/berth/v1/event_pb.js";
+import { NatsRelay, leaderLockFor, type NatsRelayOptions } from "../../src/events/nats-relay.js";
+import { headSeq, readRelayCursor } from "../../src/events/store.js";
+import type { WorkspaceRegistry } from "../../src/registry/registry.js";
+import { PRIMARY_KIND, createTestDatabase, type TestDatabase } from "../support/database.js";
+import { REQUIRE_SERVICES } from "../support/services.js";
+import { NATS_SERVER, NatsServer, input, registryOn, silent, storedIds, storedSeqs, until, writeEvents } from "./helpers.js";
+
+const haveNats = existsSync(NATS_SERVER);
+if (!haveNats) {
+  if (REQUIRE_SERVICES) throw new Error(`${NATS_SERVER} not found, and BERTH_REQUIRE_SERVICES=1 forbids skipping`);
+  console.warn(`\n*** SKIPPED: ${NATS_SERVER} not found; NATS relay tests are skipped ***\n`);
+}
+
+const STREAM = "BERTH_EVENTS";
+
+interface Received {
+  subject: string;
+  seq: bigint;
+  id: string;
+  kind: string;
+  contentType: string;
+  data: Uint8Array;
+}
+
+/** Reads a durable consumer until `expected` messages arrived, then checks nothing more comes. */
+async function consume(nc: NatsConnection, durable: string, expected: number, timeoutMs = 20_000): Promise<Received[]> {
+  const jsm = await jetstreamManager(nc);
+  await jsm.consumers.add(STREAM, { durable_name: durable, ack_policy: AckPolicy.Explicit }).catch(() => {});
+  const c = await jetstream(nc).consumers.get(STREAM, durable);
+  const out: Received[] = [];
+  const end = Date.now() + timeoutMs;
+  while (out.length < expected && Date.now() < end) {
+    const m = await c.next({ expires: 1000 });
+    if (!m) continue;
+    out.push({
+      subject: m.subject,
+      seq: BigInt(m.headers!.get("berth-seq")),
+      id: m.headers!.get("Nats-Msg-Id"),
+      kind: m.headers!.get("berth-kind"),
+      contentType: m.headers!.get("content-type"),
+      data: m.data,
+    });
+    m.ack();
+  }
+  const extra = await c.next({ expires: 1000 });
+  if (extra) out.push({ subject: extra.subject, seq: BigInt(extra.headers!.get("berth-seq")), id: "", kind: "", contentType: "", data: extra.data });
+  return out;
+}
+
+describe.skipIf(!haveNats)("NATS relay (real nats-server)", () => {
+  let nats: NatsServer;
+  let database: TestDatabase;
+  let registry: WorkspaceRegistry;
+  const relays: NatsRelay[] = [];
+  let nc: NatsConnection | undefined;
+
+  function relay(extra: Partial<NatsRelayOptions> = {}): NatsRelay {
+    const r = new NatsRelay({
+      db: database.opened.db,
+      logger: silent,
+      natsUrl: nats.url,
+      stream: STREAM,
+      encoding: "binary",
+      retentionSeconds: 3600,
+      leader: leaderLockFor(database.opened.db, database.kind, STREAM),
+      pollIntervalMs: 100,
+      leaderIntervalMs: 200,
+      publishTimeoutMs: 1000,
+      backoffMaxMs: 500,
+      ...extra,
+    });
+    relays.push(r);
+    r.start();
+    return r;
+  }
+
+  async function client(): Promise<NatsConnection> {
+    nc ??= await connect({ servers: nats.url });
+    return nc;
+  }
+
+  async function expectExactlyOnceInOrder(durable: string): Promise<Received[]> {
+    const ids = await storedIds(database.opened.db);
+    const seqs = await storedSeqs(database.opened.db);
+    const got = await consume(await client(), durable, ids.length);
+    expect(got.map((m) => m.seq)).toEqual(seqs);
+    expect(got.map((m) => m.id)).toEqual(ids);
+    return got;
+  }
+
+  beforeEach(async () => {
+    nats = await NatsServer.launch();
+    database = await createTestDatabase(PRIMARY_KIND);
+    registry = registryOn(database.opened.db, () => relays.forEach((r) => r.nudge()));
+  });
+  afterEach(async () => {
+    await nc?.close().catch(() => {});
+    nc = undefined;
+    for (const r of relays.splice(0)) await r.stop();
+    await database.drop();
+    await nats.destroy();
+  });
+
+  it("delivers a scripted lifecycle to a durable consumer exactly once, in order, with subject, headers and payload", async () => {
+    const r = relay();
+    const repo = await registry.registerRepository("relay-repo", undefined);
+    const ws = await registry.createWorkspace({
+      repoId: repo.id, intent: "relay", baseCommit: "abc", mode: "ephemeral", ttlSeconds: undefined,
+      agentId: "agent-x", agentName: undefined, sessionId: undefined, changesetId: undefined,
+    });
+    await registry.transitionChangeset(ws.changeset.id, "submitted", "ready");
+    await writeEvents(registry, [input("session.stranded", repo.id, { sessionId: ws.sessionId })]);
+    await writeEvents(registry, [input("session.resumed", repo.id, { sessionId: ws.sessionId })]);
+    await registry.destroyWorkspace(ws.sessionId, "client");
+    await until(async () => r.publishedSeq === (await headSeq(database.opened.db)), 15_000, "relay to publish");
+
+    const got = await expectExactlyOnceInOrder("lifecycle");
+    expect(got.map((m) => m.kind)).toEqual(["session.created", "changeset.transitioned", "session.stranded", "session.resumed", "session.destroyed"]);
+    expect(got[0]!.subject).toBe(`berth.session.created.${repo.id}`);
+    expect(got[0]!.contentType).toBe("application/x-protobuf");
+    const ev = fromBinary(EventSchema, got[1]!.data);
+    expect(ev).toMatchObject({ seq: got[1]!.seq, kind: "changeset.transitioned", changesetId: ws.changeset.id, reason: "ready" });
+    expect(ev.payload.case).toBe("changesetTransitioned");
+    // The cursor is persisted at the acknowledged head.
+    expect(await readRelayCursor(database.opened.db, STREAM)).toBe(got.at(-1)!.seq);
+    const info = await (await jetstreamManager(await client())).streams.info(STREAM);
+    expect(info.config.subjects).toEqual(["berth.>"]);
+    expect(info.config.max_age).toBe(3600 * 1e9);
+    expect(info.config.duplicate_window).toBe(120 * 1e9);
+  });
+
+  it("publishes proto3 JSON with encoding=json", async () => {
+    const r = relay({ encoding: "json" });
+    await writeEvents(registry, [input("session.created"), input("session.abandoned")]);
+    await until(async () => r.publishedSeq === (await headSeq(database.opened.db)), 15_000, "relay to publish");
+    const got = await expectExactlyOnceInOrder("json");
+    expect(got[0]!.contentType).toBe("application/json");
+    const ev = fromJsonString(EventSchema, new TextDecoder().decode(got[1]!.data));
+    expect(ev.kind).toBe("session.abandoned");
+    expect(ev.seq).toBe(got[1]!.seq);
+    expect(JSON.parse(new TextDecoder().decode(got[1]!.data)).seq).toBe(got[1]!.seq.toString());
+  });
+
+  it("keeps working while NATS is down and drains the outbox when it returns, exactly once and in order", async () => {
+    const r = relay();
+    for (let i = 0; i < 20; i++) await writeEvents(registry, [input(`session.before${i}`)]);
+    await until(async () => r.publishedSeq === (await headSeq(database.opened.db)), 15_000, "relay to publish");
+    await nats.stop();
+    // Writes (RPCs) are unaffected by the outage.
+    const t0 = Date.now();
+    for (let i = 0; i < 30; i++) await writeEvents(registry, [input(`session.during${i}`), input(`session.during${i}b`)]);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    await new Promise((res) => setTimeout(res, 1500));
+    expect(r.publishedSeq).toBeLessThan(await headSeq(database.opened.db));
+    await nats.start();
+    await until(async () => r.publishedSeq === (await headSeq(database.opened.db)), 30_000, "relay to drain after NATS returns");
+    await expectExactlyOnceInOrder("outage");
+  }, 60_000);
+
+  it("a relay process killed mid-batch loses nothing and duplicates nothing (cursor reconciled from the stream)", async () => {
+    if (!database.url) return; // needs a second process on the same database
+    for (let i = 0; i < 40; i++) await writeEvents(registry, Array.from({ length: 5 }, (_, j) => input(`session.k${i}_${j}`)));
+    const child = spawn(process.execPath, ["--import", "tsx", "test/events/relay-child.ts"], {
+      env: { ...process.env, CHILD_DATABASE_URL: database.url, CHILD_NATS_URL: nats.url, CHILD_STREAM: STREAM },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let published = 0;
+    child.stdout!.on("data", (b: Buffer) => (published += b.toString().split("\n").filter(Boolean).length));
+    const exited = new Promise((res) => child.once("exit", res));
+    await until(() => published >= 50, 30_000, "the child relay to publish");
+    child.kill("SIGKILL");
+    await exited;
+    expect(published).toBeLessThan(200);
+    // It never saved its cursor: a naive restart would republish everything it had sent.
+    expect(await readRelayCursor(database.opened.db, STREAM)).toBe(0n);
+    const r = relay();
+    await until(async () => r.publishedSeq === (await headSeq(database.opened.db)), 30_000, "the new relay to finish");
+    await expectExactlyOnceInOrder("killed");
+  }, 60_000);
+
+  it("after a crash, JetStream's Nats-Msg-Id dedupe alone drops the republished events", async () => {
+    if (!database.url) return;
+    for (let i = 0; i < 30; i++) await writeEvents(registry, [input(`session.d${i}`)]);
+    const child = spawn(process.execPath, ["--import", "tsx", "test/events/relay-child.ts"], {
+      env: { ...process.env, CHILD_DATABASE_URL: database.url, CHILD_NATS_URL: nats.url, CHILD_STREAM: STREAM },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let published = 0;
+    child.stdout!.on("data", (b: Buffer) => (published += b.toString().split("\n").filter(Boolean).length));
+    const exited = new Promise((res) => child.once("exit", res));
+    await until(() => published >= 10, 30_000, "the child relay to publish");
+    child.kill("SIGKILL");
+    await exited;
+    const r = relay({ reconcile: false });
+    await until(async () => r.publishedSeq === (await headSeq(database.opened.db)), 30_000, "the new relay to finish");
+    await expectExactlyOnceInOrder("dedupe");
+  }, 60_000);
+
+  it("one leader at a time: a second relay on the same database waits, then takes over without loss or duplicate", async () => {
+    if (database.kind !== "postgres") return;
+    const a = relay();
+    await until(() => a.isLeader, 5000, "first relay to lead");
+    const b = relay();
+    for (let i = 0; i < 20; i++) await writeEvents(registry, [input(`session.a${i}`)]);
+    await until(async () => a.publishedSeq === (await headSeq(database.opened.db)), 15_000, "leader to publish");
+    expect(b.isLeader).toBe(false);
+    expect(b.publishedSeq).toBe(0n);
+    await a.stop();
+    for (let i = 0; i < 20; i++) await writeEvents(registry, [input(`session.b${i}`)]);
+    await until(async () => b.publishedSeq === (await headSeq(database.opened.db)), 15_000, "second relay to take over");
+    expect(b.isLeader).toBe(true);
+    await expectExactlyOnceInOrder("handover");
+  }, 60_000);
+});
