@@ -9,6 +9,7 @@ import { effectiveAgentId, requireRole } from "../auth/authorize.js";
 import { permissionDenied } from "../domain/errors.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
+import { overlayHandlers } from "./overlay-handlers.js";
 import { changesetStateName, type WorkspaceRegistry } from "../registry/registry.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { assertOwnsSession } from "./session-access.js";
@@ -128,5 +129,6 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
 
     ...lifecycleHandlers(deps),
     ...eventHandlers(deps),
+    ...overlayHandlers(deps),
   };
 }

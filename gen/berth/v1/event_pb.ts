@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { ChangesetState, WorkspaceMode } from "./types_pb.js";
+import type { ChangesetState, FileChange, SymbolChange, TurnOutcome, WorkspaceMode } from "./types_pb.js";
 import { file_berth_v1_types } from "./types_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/event.proto.
  */
 export const file_berth_v1_event: GenFile = /*@__PURE__*/
-  fileDesc("ChRiZXJ0aC92MS9ldmVudC5wcm90bxIIYmVydGgudjEiqwQKBUV2ZW50EgsKA3NlcRgBIAEoBBIKCgJpZBgCIAEoCRIMCgRraW5kGAMgASgJEg8KB3JlcG9faWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBiABKAkSEAoIYWdlbnRfaWQYByABKAkSFAoMY2hhbmdlc2V0X2lkGAggASgJEi8KC29jY3VycmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YCiABKAkSMwoPc2Vzc2lvbl9jcmVhdGVkGBQgASgLMhguYmVydGgudjEuU2Vzc2lvbkNyZWF0ZWRIABI1ChBzZXNzaW9uX3N0cmFuZGVkGBUgASgLMhkuYmVydGgudjEuU2Vzc2lvblN0cmFuZGVkSAASMwoPc2Vzc2lvbl9yZXN1bWVkGBYgASgLMhguYmVydGgudjEuU2Vzc2lvblJlc3VtZWRIABI3ChFzZXNzaW9uX2FiYW5kb25lZBgXIAEoCzIaLmJlcnRoLnYxLlNlc3Npb25BYmFuZG9uZWRIABIvCg1zZXNzaW9uX2VuZGVkGBggASgLMhYuYmVydGgudjEuU2Vzc2lvbkVuZGVkSAASQQoWY2hhbmdlc2V0X3RyYW5zaXRpb25lZBgZIAEoCzIfLmJlcnRoLnYxLkNoYW5nZXNldFRyYW5zaXRpb25lZEgAQgkKB3BheWxvYWQicAoOU2Vzc2lvbkNyZWF0ZWQSEgoKYWdlbnRfbmFtZRgBIAEoCRIlCgRtb2RlGAIgASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIOCgZpbnRlbnQYAyABKAkSEwoLYmFzZV9jb21taXQYBCABKAkiQgoPU2Vzc2lvblN0cmFuZGVkEi8KC3N0cmFuZGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJACg5TZXNzaW9uUmVzdW1lZBIWCg5vbGRfc2Vzc2lvbl9pZBgBIAEoCRIWCg5uZXdfc2Vzc2lvbl9pZBgCIAEoCSJOChBTZXNzaW9uQWJhbmRvbmVkEjoKGHByZXZpb3VzX2NoYW5nZXNldF9zdGF0ZRgBIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlIh0KDFNlc3Npb25FbmRlZBINCgVjYXVzZRgBIAEoCSJxChVDaGFuZ2VzZXRUcmFuc2l0aW9uZWQSLAoKZnJvbV9zdGF0ZRgBIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEioKCHRvX3N0YXRlGAIgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGViBnByb3RvMw", [file_berth_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("ChRiZXJ0aC92MS9ldmVudC5wcm90bxIIYmVydGgudjEi9wUKBUV2ZW50EgsKA3NlcRgBIAEoBBIKCgJpZBgCIAEoCRIMCgRraW5kGAMgASgJEg8KB3JlcG9faWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBiABKAkSEAoIYWdlbnRfaWQYByABKAkSFAoMY2hhbmdlc2V0X2lkGAggASgJEi8KC29jY3VycmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YCiABKAkSMwoPc2Vzc2lvbl9jcmVhdGVkGBQgASgLMhguYmVydGgudjEuU2Vzc2lvbkNyZWF0ZWRIABI1ChBzZXNzaW9uX3N0cmFuZGVkGBUgASgLMhkuYmVydGgudjEuU2Vzc2lvblN0cmFuZGVkSAASMwoPc2Vzc2lvbl9yZXN1bWVkGBYgASgLMhguYmVydGgudjEuU2Vzc2lvblJlc3VtZWRIABI3ChFzZXNzaW9uX2FiYW5kb25lZBgXIAEoCzIaLmJlcnRoLnYxLlNlc3Npb25BYmFuZG9uZWRIABIvCg1zZXNzaW9uX2VuZGVkGBggASgLMhYuYmVydGgudjEuU2Vzc2lvbkVuZGVkSAASQQoWY2hhbmdlc2V0X3RyYW5zaXRpb25lZBgZIAEoCzIfLmJlcnRoLnYxLkNoYW5nZXNldFRyYW5zaXRpb25lZEgAEi0KDGZpbGVfY2hhbmdlZBgaIAEoCzIVLmJlcnRoLnYxLkZpbGVDaGFuZ2VkSAASLwoNY2xhaW1fY2hhbmdlZBgbIAEoCzIWLmJlcnRoLnYxLkNsYWltQ2hhbmdlZEgAEi0KDHR1cm5fY2hhbmdlZBgcIAEoCzIVLmJlcnRoLnYxLlR1cm5DaGFuZ2VkSAASOwoTZW52aXJvbm1lbnRfZXZpY3RlZBgdIAEoCzIcLmJlcnRoLnYxLkVudmlyb25tZW50RXZpY3RlZEgAQgkKB3BheWxvYWQicAoOU2Vzc2lvbkNyZWF0ZWQSEgoKYWdlbnRfbmFtZRgBIAEoCRIlCgRtb2RlGAIgASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIOCgZpbnRlbnQYAyABKAkSEwoLYmFzZV9jb21taXQYBCABKAkiQgoPU2Vzc2lvblN0cmFuZGVkEi8KC3N0cmFuZGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJACg5TZXNzaW9uUmVzdW1lZBIWCg5vbGRfc2Vzc2lvbl9pZBgBIAEoCRIWCg5uZXdfc2Vzc2lvbl9pZBgCIAEoCSJOChBTZXNzaW9uQWJhbmRvbmVkEjoKGHByZXZpb3VzX2NoYW5nZXNldF9zdGF0ZRgBIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlIh0KDFNlc3Npb25FbmRlZBINCgVjYXVzZRgBIAEoCSJxChVDaGFuZ2VzZXRUcmFuc2l0aW9uZWQSLAoKZnJvbV9zdGF0ZRgBIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEioKCHRvX3N0YXRlGAIgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUifAoLRmlsZUNoYW5nZWQSDAoEcGF0aBgBIAEoCRIkCgZjaGFuZ2UYAiABKA4yFC5iZXJ0aC52MS5GaWxlQ2hhbmdlEicKB3N5bWJvbHMYAyADKAsyFi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2USEAoIbmV3X2hhc2gYBCABKAkiYwoMQ2xhaW1DaGFuZ2VkEgwKBHBhdGgYASABKAkSDwoHc3ltYm9scxgCIAMoCRIZChFob2xkZXJfc2Vzc2lvbl9pZBgDIAEoCRIZChFob2xkZXJfYWdlbnRfbmFtZRgEIAEoCSKDAQoLVHVybkNoYW5nZWQSDwoHdHVybl9pZBgBIAEoCRIWCg5jbGllbnRfdHVybl9pZBgCIAEoCRIVCg1vdGhlcl90dXJuX2lkGAMgASgJEiYKB291dGNvbWUYBCABKA4yFS5iZXJ0aC52MS5UdXJuT3V0Y29tZRIMCgR3YXJtGAUgASgIIj4KEkVudmlyb25tZW50RXZpY3RlZBIYChBlbnZpcm9ubWVudF9wYXRoGAEgASgJEg4KBnJlYXNvbhgCIAEoCWIGcHJvdG8z", [file_berth_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * A lifecycle event, stored in the same transaction as the change that caused it
@@ -146,6 +146,38 @@ export type Event = Message<"berth.v1.Event"> & {
      */
     value: ChangesetTransitioned;
     case: "changesetTransitioned";
+  } | {
+    /**
+     * file.written and file.deleted
+     *
+     * @generated from field: berth.v1.FileChanged file_changed = 26;
+     */
+    value: FileChanged;
+    case: "fileChanged";
+  } | {
+    /**
+     * claim.acquired, claim.released and claim.conflict
+     *
+     * @generated from field: berth.v1.ClaimChanged claim_changed = 27;
+     */
+    value: ClaimChanged;
+    case: "claimChanged";
+  } | {
+    /**
+     * turn.started, turn.superseded, turn.rejected, turn.cancelled, turn.parked and turn.ended
+     *
+     * @generated from field: berth.v1.TurnChanged turn_changed = 28;
+     */
+    value: TurnChanged;
+    case: "turnChanged";
+  } | {
+    /**
+     * env.evicted
+     *
+     * @generated from field: berth.v1.EnvironmentEvicted environment_evicted = 29;
+     */
+    value: EnvironmentEvicted;
+    case: "environmentEvicted";
   } | { case: undefined; value?: undefined };
 };
 
@@ -316,4 +348,165 @@ export type ChangesetTransitioned = Message<"berth.v1.ChangesetTransitioned"> & 
  */
 export const ChangesetTransitionedSchema: GenMessage<ChangesetTransitioned> = /*@__PURE__*/
   messageDesc(file_berth_v1_event, 6);
+
+/**
+ * Payload of file.written and file.deleted.
+ *
+ * @generated from message berth.v1.FileChanged
+ */
+export type FileChanged = Message<"berth.v1.FileChanged"> & {
+  /**
+   * Repository-relative path.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * ADDED, MODIFIED or DELETED.
+   *
+   * @generated from field: berth.v1.FileChange change = 2;
+   */
+  change: FileChange;
+
+  /**
+   * The symbols changed.
+   *
+   * @generated from field: repeated berth.v1.SymbolChange symbols = 3;
+   */
+  symbols: SymbolChange[];
+
+  /**
+   * sha256 (hex) of the new content; empty for a delete.
+   *
+   * @generated from field: string new_hash = 4;
+   */
+  newHash: string;
+};
+
+/**
+ * Describes the message berth.v1.FileChanged.
+ * Use `create(FileChangedSchema)` to create a new message.
+ */
+export const FileChangedSchema: GenMessage<FileChanged> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 7);
+
+/**
+ * Payload of claim.acquired, claim.released and claim.conflict.
+ *
+ * @generated from message berth.v1.ClaimChanged
+ */
+export type ClaimChanged = Message<"berth.v1.ClaimChanged"> & {
+  /**
+   * Repository-relative path.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * The qualified symbols concerned.
+   *
+   * @generated from field: repeated string symbols = 2;
+   */
+  symbols: string[];
+
+  /**
+   * claim.conflict: the session holding the claim.
+   *
+   * @generated from field: string holder_session_id = 3;
+   */
+  holderSessionId: string;
+
+  /**
+   * claim.conflict: the holder's agent name.
+   *
+   * @generated from field: string holder_agent_name = 4;
+   */
+  holderAgentName: string;
+};
+
+/**
+ * Describes the message berth.v1.ClaimChanged.
+ * Use `create(ClaimChangedSchema)` to create a new message.
+ */
+export const ClaimChangedSchema: GenMessage<ClaimChanged> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 8);
+
+/**
+ * Payload of the turn.* events.
+ *
+ * @generated from message berth.v1.TurnChanged
+ */
+export type TurnChanged = Message<"berth.v1.TurnChanged"> & {
+  /**
+   * The turn.
+   *
+   * @generated from field: string turn_id = 1;
+   */
+  turnId: string;
+
+  /**
+   * The client's id of the turn, if it gave one.
+   *
+   * @generated from field: string client_turn_id = 2;
+   */
+  clientTurnId: string;
+
+  /**
+   * turn.superseded: the turn that replaced it; turn.started: the turn it replaced.
+   *
+   * @generated from field: string other_turn_id = 3;
+   */
+  otherTurnId: string;
+
+  /**
+   * turn.ended and turn.parked: how it ended.
+   *
+   * @generated from field: berth.v1.TurnOutcome outcome = 4;
+   */
+  outcome: TurnOutcome;
+
+  /**
+   * turn.started: whether the environment was warm.
+   *
+   * @generated from field: bool warm = 5;
+   */
+  warm: boolean;
+};
+
+/**
+ * Describes the message berth.v1.TurnChanged.
+ * Use `create(TurnChangedSchema)` to create a new message.
+ */
+export const TurnChangedSchema: GenMessage<TurnChanged> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 9);
+
+/**
+ * Payload of env.evicted.
+ *
+ * @generated from message berth.v1.EnvironmentEvicted
+ */
+export type EnvironmentEvicted = Message<"berth.v1.EnvironmentEvicted"> & {
+  /**
+   * The environment's directory.
+   *
+   * @generated from field: string environment_path = 1;
+   */
+  environmentPath: string;
+
+  /**
+   * supersede-busy, pre-acquire, mount-lost, idle-expiry, approval-expiry, capacity or session-ended.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message berth.v1.EnvironmentEvicted.
+ * Use `create(EnvironmentEvictedSchema)` to create a new message.
+ */
+export const EnvironmentEvictedSchema: GenMessage<EnvironmentEvicted> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 10);
 

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/types.proto.
  */
 export const file_berth_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChRiZXJ0aC92MS90eXBlcy5wcm90bxIIYmVydGgudjEiawoKUmVwb3NpdG9yeRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC3NvdXJjZV9wYXRoGAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsEBCglDaGFuZ2VzZXQSCgoCaWQYASABKAkSDwoHcmVwb19pZBgCIAEoCRInCgVzdGF0ZRgDIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEg4KBnJlYXNvbhgEIAEoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK0BAoJV29ya3NwYWNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3JlcG9faWQYAyABKAkSEAoIYWdlbnRfaWQYBCABKAkSEgoKYWdlbnRfbmFtZRgFIAEoCRIUCgxjaGFuZ2VzZXRfaWQYBiABKAkSMQoPY2hhbmdlc2V0X3N0YXRlGAcgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUSDgoGaW50ZW50GAggASgJEhMKC2Jhc2VfY29tbWl0GAkgASgJEiUKBG1vZGUYCiABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEi4KCmV4cGlyZXNfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3RfYWN0aXZlX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg9saWZlY3ljbGVfc3RhdGUYDiABKA4yGC5iZXJ0aC52MS5MaWZlY3ljbGVTdGF0ZRIvCgtzdHJhbmRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoQbGlmZWN5Y2xlX3JlYXNvbhgQIAEoCRIfChdyZXN1bWVkX2Zyb21fc2Vzc2lvbl9pZBgRIAEoCSL0AgoLU2Vzc2lvbkluZm8SEgoKc2Vzc2lvbl9pZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSEgoKYWdlbnRfbmFtZRgEIAEoCRIOCgZpbnRlbnQYBSABKAkSFAoMY2hhbmdlc2V0X2lkGAYgASgJEjEKD2NoYW5nZXNldF9zdGF0ZRgHIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEiUKBG1vZGUYCCABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3RfYWN0aXZlX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg9saWZlY3ljbGVfc3RhdGUYCyABKA4yGC5iZXJ0aC52MS5MaWZlY3ljbGVTdGF0ZSpsCg1Xb3Jrc3BhY2VNb2RlEh4KGldPUktTUEFDRV9NT0RFX1VOU1BFQ0lGSUVEEAASHAoYV09SS1NQQUNFX01PREVfRVBIRU1FUkFMEAESHQoZV09SS1NQQUNFX01PREVfUEVSU0lTVEVOVBACKv4BCg5DaGFuZ2VzZXRTdGF0ZRIfChtDSEFOR0VTRVRfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVDSEFOR0VTRVRfU1RBVEVfRFJBRlQQARIdChlDSEFOR0VTRVRfU1RBVEVfU1VCTUlUVEVEEAISHQoZQ0hBTkdFU0VUX1NUQVRFX1ZFUklGWUlORxADEhwKGENIQU5HRVNFVF9TVEFURV9BUFBST1ZFRBAEEhwKGENIQU5HRVNFVF9TVEFURV9SRUpFQ1RFRBAFEhoKFkNIQU5HRVNFVF9TVEFURV9NRVJHRUQQBhIaChZDSEFOR0VTRVRfU1RBVEVfQ0xPU0VEEAcqqQEKDkxpZmVjeWNsZVN0YXRlEh8KG0xJRkVDWUNMRV9TVEFURV9VTlNQRUNJRklFRBAAEhoKFkxJRkVDWUNMRV9TVEFURV9BQ1RJVkUQARIcChhMSUZFQ1lDTEVfU1RBVEVfU1RSQU5ERUQQAhIdChlMSUZFQ1lDTEVfU1RBVEVfQUJBTkRPTkVEEAMSHQoZTElGRUNZQ0xFX1NUQVRFX0RFU1RST1lFRBAEYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChRiZXJ0aC92MS90eXBlcy5wcm90bxIIYmVydGgudjEiawoKUmVwb3NpdG9yeRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC3NvdXJjZV9wYXRoGAMgASgJEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsEBCglDaGFuZ2VzZXQSCgoCaWQYASABKAkSDwoHcmVwb19pZBgCIAEoCRInCgVzdGF0ZRgDIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEg4KBnJlYXNvbhgEIAEoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK0BAoJV29ya3NwYWNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3JlcG9faWQYAyABKAkSEAoIYWdlbnRfaWQYBCABKAkSEgoKYWdlbnRfbmFtZRgFIAEoCRIUCgxjaGFuZ2VzZXRfaWQYBiABKAkSMQoPY2hhbmdlc2V0X3N0YXRlGAcgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUSDgoGaW50ZW50GAggASgJEhMKC2Jhc2VfY29tbWl0GAkgASgJEiUKBG1vZGUYCiABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEi4KCmV4cGlyZXNfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3RfYWN0aXZlX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg9saWZlY3ljbGVfc3RhdGUYDiABKA4yGC5iZXJ0aC52MS5MaWZlY3ljbGVTdGF0ZRIvCgtzdHJhbmRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoQbGlmZWN5Y2xlX3JlYXNvbhgQIAEoCRIfChdyZXN1bWVkX2Zyb21fc2Vzc2lvbl9pZBgRIAEoCSL0AgoLU2Vzc2lvbkluZm8SEgoKc2Vzc2lvbl9pZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSEgoKYWdlbnRfbmFtZRgEIAEoCRIOCgZpbnRlbnQYBSABKAkSFAoMY2hhbmdlc2V0X2lkGAYgASgJEjEKD2NoYW5nZXNldF9zdGF0ZRgHIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEiUKBG1vZGUYCCABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3RfYWN0aXZlX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg9saWZlY3ljbGVfc3RhdGUYCyABKA4yGC5iZXJ0aC52MS5MaWZlY3ljbGVTdGF0ZSJWCgxTeW1ib2xDaGFuZ2USDAoEbmFtZRgBIAEoCRIMCgRraW5kGAIgASgJEioKBmNoYW5nZRgDIAEoDjIaLmJlcnRoLnYxLlN5bWJvbENoYW5nZUtpbmQqbAoNV29ya3NwYWNlTW9kZRIeChpXT1JLU1BBQ0VfTU9ERV9VTlNQRUNJRklFRBAAEhwKGFdPUktTUEFDRV9NT0RFX0VQSEVNRVJBTBABEh0KGVdPUktTUEFDRV9NT0RFX1BFUlNJU1RFTlQQAir+AQoOQ2hhbmdlc2V0U3RhdGUSHwobQ0hBTkdFU0VUX1NUQVRFX1VOU1BFQ0lGSUVEEAASGQoVQ0hBTkdFU0VUX1NUQVRFX0RSQUZUEAESHQoZQ0hBTkdFU0VUX1NUQVRFX1NVQk1JVFRFRBACEh0KGUNIQU5HRVNFVF9TVEFURV9WRVJJRllJTkcQAxIcChhDSEFOR0VTRVRfU1RBVEVfQVBQUk9WRUQQBBIcChhDSEFOR0VTRVRfU1RBVEVfUkVKRUNURUQQBRIaChZDSEFOR0VTRVRfU1RBVEVfTUVSR0VEEAYSGgoWQ0hBTkdFU0VUX1NUQVRFX0NMT1NFRBAHKqkBCg5MaWZlY3ljbGVTdGF0ZRIfChtMSUZFQ1lDTEVfU1RBVEVfVU5TUEVDSUZJRUQQABIaChZMSUZFQ1lDTEVfU1RBVEVfQUNUSVZFEAESHAoYTElGRUNZQ0xFX1NUQVRFX1NUUkFOREVEEAISHQoZTElGRUNZQ0xFX1NUQVRFX0FCQU5ET05FRBADEh0KGUxJRkVDWUNMRV9TVEFURV9ERVNUUk9ZRUQQBCqEAQoLVHVybk91dGNvbWUSHAoYVFVSTl9PVVRDT01FX1VOU1BFQ0lGSUVEEAASGgoWVFVSTl9PVVRDT01FX0NPTVBMRVRFRBABEiIKHlRVUk5fT1VUQ09NRV9BV0FJVElOR19BUFBST1ZBTBACEhcKE1RVUk5fT1VUQ09NRV9GQUlMRUQQAypzCgpGaWxlQ2hhbmdlEhsKF0ZJTEVfQ0hBTkdFX1VOU1BFQ0lGSUVEEAASFQoRRklMRV9DSEFOR0VfQURERUQQARIYChRGSUxFX0NIQU5HRV9NT0RJRklFRBACEhcKE0ZJTEVfQ0hBTkdFX0RFTEVURUQQAypYCgpGaWxlU291cmNlEhsKF0ZJTEVfU09VUkNFX1VOU1BFQ0lGSUVEEAASFwoTRklMRV9TT1VSQ0VfT1ZFUkxBWRABEhQKEEZJTEVfU09VUkNFX0JBU0UQAiqVAQoQU3ltYm9sQ2hhbmdlS2luZBIiCh5TWU1CT0xfQ0hBTkdFX0tJTkRfVU5TUEVDSUZJRUQQABIcChhTWU1CT0xfQ0hBTkdFX0tJTkRfQURERUQQARIfChtTWU1CT0xfQ0hBTkdFX0tJTkRfTU9ESUZJRUQQAhIeChpTWU1CT0xfQ0hBTkdFX0tJTkRfREVMRVRFRBADYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * A git repository that agents work on.
@@ -337,6 +337,41 @@ export const SessionInfoSchema: GenMessage<SessionInfo> = /*@__PURE__*/
   messageDesc(file_berth_v1_types, 3);
 
 /**
+ * A symbol a write added, modified or deleted.
+ *
+ * @generated from message berth.v1.SymbolChange
+ */
+export type SymbolChange = Message<"berth.v1.SymbolChange"> & {
+  /**
+   * Qualified name, e.g. "TaskService.create_task"; the path itself for a file without symbols.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * function, method, class, interface, type, enum, struct, trait, impl, module, const, variable, macro or file.
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * How it changed.
+   *
+   * @generated from field: berth.v1.SymbolChangeKind change = 3;
+   */
+  change: SymbolChangeKind;
+};
+
+/**
+ * Describes the message berth.v1.SymbolChange.
+ * Use `create(SymbolChangeSchema)` to create a new message.
+ */
+export const SymbolChangeSchema: GenMessage<SymbolChange> = /*@__PURE__*/
+  messageDesc(file_berth_v1_types, 4);
+
+/**
  * How long a workspace lives.
  *
  * @generated from enum berth.v1.WorkspaceMode
@@ -486,4 +521,161 @@ export enum LifecycleState {
  */
 export const LifecycleStateSchema: GenEnum<LifecycleState> = /*@__PURE__*/
   enumDesc(file_berth_v1_types, 2);
+
+/**
+ * How a turn ended.
+ *
+ * @generated from enum berth.v1.TurnOutcome
+ */
+export enum TurnOutcome {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: TURN_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Done: the environment is parked idle.
+   *
+   * @generated from enum value: TURN_OUTCOME_COMPLETED = 1;
+   */
+  COMPLETED = 1,
+
+  /**
+   * Waiting for a person's approval: the environment is parked for BERTH_ENV_APPROVAL_TTL_MS.
+   *
+   * @generated from enum value: TURN_OUTCOME_AWAITING_APPROVAL = 2;
+   */
+  AWAITING_APPROVAL = 2,
+
+  /**
+   * Failed: the environment is torn down (after its changes are captured).
+   *
+   * @generated from enum value: TURN_OUTCOME_FAILED = 3;
+   */
+  FAILED = 3,
+}
+
+/**
+ * Describes the enum berth.v1.TurnOutcome.
+ */
+export const TurnOutcomeSchema: GenEnum<TurnOutcome> = /*@__PURE__*/
+  enumDesc(file_berth_v1_types, 3);
+
+/**
+ * How a write changed a file.
+ *
+ * @generated from enum berth.v1.FileChange
+ */
+export enum FileChange {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: FILE_CHANGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The file did not exist in the base or the overlay.
+   *
+   * @generated from enum value: FILE_CHANGE_ADDED = 1;
+   */
+  ADDED = 1,
+
+  /**
+   * The file existed and now has other content.
+   *
+   * @generated from enum value: FILE_CHANGE_MODIFIED = 2;
+   */
+  MODIFIED = 2,
+
+  /**
+   * The file was deleted.
+   *
+   * @generated from enum value: FILE_CHANGE_DELETED = 3;
+   */
+  DELETED = 3,
+}
+
+/**
+ * Describes the enum berth.v1.FileChange.
+ */
+export const FileChangeSchema: GenEnum<FileChange> = /*@__PURE__*/
+  enumDesc(file_berth_v1_types, 4);
+
+/**
+ * Where a file's content comes from.
+ *
+ * @generated from enum berth.v1.FileSource
+ */
+export enum FileSource {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: FILE_SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The session's overlay.
+   *
+   * @generated from enum value: FILE_SOURCE_OVERLAY = 1;
+   */
+  OVERLAY = 1,
+
+  /**
+   * The repository's source at the workspace's base commit.
+   *
+   * @generated from enum value: FILE_SOURCE_BASE = 2;
+   */
+  BASE = 2,
+}
+
+/**
+ * Describes the enum berth.v1.FileSource.
+ */
+export const FileSourceSchema: GenEnum<FileSource> = /*@__PURE__*/
+  enumDesc(file_berth_v1_types, 5);
+
+/**
+ * How a symbol changed.
+ *
+ * @generated from enum berth.v1.SymbolChangeKind
+ */
+export enum SymbolChangeKind {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: SYMBOL_CHANGE_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * New in this write.
+   *
+   * @generated from enum value: SYMBOL_CHANGE_KIND_ADDED = 1;
+   */
+  ADDED = 1,
+
+  /**
+   * Its text changed.
+   *
+   * @generated from enum value: SYMBOL_CHANGE_KIND_MODIFIED = 2;
+   */
+  MODIFIED = 2,
+
+  /**
+   * Removed by this write.
+   *
+   * @generated from enum value: SYMBOL_CHANGE_KIND_DELETED = 3;
+   */
+  DELETED = 3,
+}
+
+/**
+ * Describes the enum berth.v1.SymbolChangeKind.
+ */
+export const SymbolChangeKindSchema: GenEnum<SymbolChangeKind> = /*@__PURE__*/
+  enumDesc(file_berth_v1_types, 6);
 

@@ -6,15 +6,17 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Event } from "./event_pb.js";
 import { file_berth_v1_event } from "./event_pb.js";
-import type { Changeset, ChangesetState, Repository, SessionInfo, Workspace, WorkspaceMode } from "./types_pb.js";
+import type { Changeset, ChangesetState, FileChange, FileSource, Repository, SessionInfo, SymbolChange, Workspace, WorkspaceMode } from "./types_pb.js";
 import { file_berth_v1_types } from "./types_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file berth/v1/workspace_service.proto.
  */
 export const file_berth_v1_workspace_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBiZXJ0aC92MS93b3Jrc3BhY2Vfc2VydmljZS5wcm90bxIIYmVydGgudjEiPgoZUmVnaXN0ZXJSZXBvc2l0b3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC3NvdXJjZV9wYXRoGAIgASgJIkYKGlJlZ2lzdGVyUmVwb3NpdG9yeVJlc3BvbnNlEigKCnJlcG9zaXRvcnkYASABKAsyFC5iZXJ0aC52MS5SZXBvc2l0b3J5IhkKF0xpc3RSZXBvc2l0b3JpZXNSZXF1ZXN0IkYKGExpc3RSZXBvc2l0b3JpZXNSZXNwb25zZRIqCgxyZXBvc2l0b3JpZXMYASADKAsyFC5iZXJ0aC52MS5SZXBvc2l0b3J5Iu8BChZDcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0Eg8KB3JlcG9faWQYASABKAkSDgoGaW50ZW50GAIgASgJEhMKC2Jhc2VfY29tbWl0GAMgASgJEiUKBG1vZGUYBCABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEhgKC3R0bF9zZWNvbmRzGAUgASgNSACIAQESEAoIYWdlbnRfaWQYBiABKAkSEgoKYWdlbnRfbmFtZRgHIAEoCRISCgpzZXNzaW9uX2lkGAggASgJEhQKDGNoYW5nZXNldF9pZBgJIAEoCUIOCgxfdHRsX3NlY29uZHMiQQoXQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIikKE0dldFdvcmtzcGFjZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI+ChRHZXRXb3Jrc3BhY2VSZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiLQoXRGVzdHJveVdvcmtzcGFjZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSJCChhEZXN0cm95V29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIiYKE0xpc3RTZXNzaW9uc1JlcXVlc3QSDwoHcmVwb19pZBgBIAEoCSI/ChRMaXN0U2Vzc2lvbnNSZXNwb25zZRInCghzZXNzaW9ucxgBIAMoCzIVLmJlcnRoLnYxLlNlc3Npb25JbmZvIiUKEkNvdW50QWN0aXZlUmVxdWVzdBIPCgdyZXBvX2lkGAEgASgJIjQKE0NvdW50QWN0aXZlUmVzcG9uc2USDgoGYWN0aXZlGAEgASgNEg0KBXRvdGFsGAIgASgNIm4KGlRyYW5zaXRpb25DaGFuZ2VzZXRSZXF1ZXN0EhQKDGNoYW5nZXNldF9pZBgBIAEoCRIqCgh0b19zdGF0ZRgCIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEg4KBnJlYXNvbhgDIAEoCSJFChtUcmFuc2l0aW9uQ2hhbmdlc2V0UmVzcG9uc2USJgoJY2hhbmdlc2V0GAEgASgLMhMuYmVydGgudjEuQ2hhbmdlc2V0IiYKEEhlYXJ0YmVhdFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIlChFIZWFydGJlYXRSZXNwb25zZRIQCghsZWFzZV9tcxgBIAEoDSIqChRBdHRhY2hTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIm4KFUF0dGFjaFNlc3Npb25SZXNwb25zZRIoCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2VIABIgCgVldmVudBgCIAEoCzIPLmJlcnRoLnYxLkV2ZW50SABCCQoHbWVzc2FnZSI6ChRTdHJhbmRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI/ChVTdHJhbmRTZXNzaW9uUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIkEKFFJlc3VtZVNlc3Npb25SZXF1ZXN0EhcKD2RlYWRfc2Vzc2lvbl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSJXChVSZXN1bWVTZXNzaW9uUmVzcG9uc2USFgoObmV3X3Nlc3Npb25faWQYASABKAkSJgoJd29ya3NwYWNlGAIgASgLMhMuYmVydGgudjEuV29ya3NwYWNlImIKFUFiYW5kb25TZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIlCgVjYXVzZRgDIAEoDjIWLmJlcnRoLnYxLkFiYW5kb25DYXVzZSJAChZBYmFuZG9uU2Vzc2lvblJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSJkChJXYXRjaEV2ZW50c1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEhAKCHJlcG9faWRzGAIgAygJEg0KBWtpbmRzGAMgAygJEhoKEmV4Y2x1ZGVfc2Vzc2lvbl9pZBgEIAEoCSI1ChNXYXRjaEV2ZW50c1Jlc3BvbnNlEh4KBWV2ZW50GAEgASgLMg8uYmVydGgudjEuRXZlbnQqYgoMQWJhbmRvbkNhdXNlEh0KGUFCQU5ET05fQ0FVU0VfVU5TUEVDSUZJRUQQABIaChZBQkFORE9OX0NBVVNFX0VYUExJQ0lUEAESFwoTQUJBTkRPTl9DQVVTRV9BRE1JThACMrAJChBXb3Jrc3BhY2VTZXJ2aWNlEl8KElJlZ2lzdGVyUmVwb3NpdG9yeRIjLmJlcnRoLnYxLlJlZ2lzdGVyUmVwb3NpdG9yeVJlcXVlc3QaJC5iZXJ0aC52MS5SZWdpc3RlclJlcG9zaXRvcnlSZXNwb25zZRJZChBMaXN0UmVwb3NpdG9yaWVzEiEuYmVydGgudjEuTGlzdFJlcG9zaXRvcmllc1JlcXVlc3QaIi5iZXJ0aC52MS5MaXN0UmVwb3NpdG9yaWVzUmVzcG9uc2USVgoPQ3JlYXRlV29ya3NwYWNlEiAuYmVydGgudjEuQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBohLmJlcnRoLnYxLkNyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEk0KDEdldFdvcmtzcGFjZRIdLmJlcnRoLnYxLkdldFdvcmtzcGFjZVJlcXVlc3QaHi5iZXJ0aC52MS5HZXRXb3Jrc3BhY2VSZXNwb25zZRJZChBEZXN0cm95V29ya3NwYWNlEiEuYmVydGgudjEuRGVzdHJveVdvcmtzcGFjZVJlcXVlc3QaIi5iZXJ0aC52MS5EZXN0cm95V29ya3NwYWNlUmVzcG9uc2USTQoMTGlzdFNlc3Npb25zEh0uYmVydGgudjEuTGlzdFNlc3Npb25zUmVxdWVzdBoeLmJlcnRoLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEkoKC0NvdW50QWN0aXZlEhwuYmVydGgudjEuQ291bnRBY3RpdmVSZXF1ZXN0Gh0uYmVydGgudjEuQ291bnRBY3RpdmVSZXNwb25zZRJiChNUcmFuc2l0aW9uQ2hhbmdlc2V0EiQuYmVydGgudjEuVHJhbnNpdGlvbkNoYW5nZXNldFJlcXVlc3QaJS5iZXJ0aC52MS5UcmFuc2l0aW9uQ2hhbmdlc2V0UmVzcG9uc2USRAoJSGVhcnRiZWF0EhouYmVydGgudjEuSGVhcnRiZWF0UmVxdWVzdBobLmJlcnRoLnYxLkhlYXJ0YmVhdFJlc3BvbnNlElIKDUF0dGFjaFNlc3Npb24SHi5iZXJ0aC52MS5BdHRhY2hTZXNzaW9uUmVxdWVzdBofLmJlcnRoLnYxLkF0dGFjaFNlc3Npb25SZXNwb25zZTABElAKDVN0cmFuZFNlc3Npb24SHi5iZXJ0aC52MS5TdHJhbmRTZXNzaW9uUmVxdWVzdBofLmJlcnRoLnYxLlN0cmFuZFNlc3Npb25SZXNwb25zZRJQCg1SZXN1bWVTZXNzaW9uEh4uYmVydGgudjEuUmVzdW1lU2Vzc2lvblJlcXVlc3QaHy5iZXJ0aC52MS5SZXN1bWVTZXNzaW9uUmVzcG9uc2USUwoOQWJhbmRvblNlc3Npb24SHy5iZXJ0aC52MS5BYmFuZG9uU2Vzc2lvblJlcXVlc3QaIC5iZXJ0aC52MS5BYmFuZG9uU2Vzc2lvblJlc3BvbnNlEkwKC1dhdGNoRXZlbnRzEhwuYmVydGgudjEuV2F0Y2hFdmVudHNSZXF1ZXN0Gh0uYmVydGgudjEuV2F0Y2hFdmVudHNSZXNwb25zZTABYgZwcm90bzM", [file_berth_v1_event, file_berth_v1_types]);
+  fileDesc("CiBiZXJ0aC92MS93b3Jrc3BhY2Vfc2VydmljZS5wcm90bxIIYmVydGgudjEiPgoZUmVnaXN0ZXJSZXBvc2l0b3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC3NvdXJjZV9wYXRoGAIgASgJIkYKGlJlZ2lzdGVyUmVwb3NpdG9yeVJlc3BvbnNlEigKCnJlcG9zaXRvcnkYASABKAsyFC5iZXJ0aC52MS5SZXBvc2l0b3J5IhkKF0xpc3RSZXBvc2l0b3JpZXNSZXF1ZXN0IkYKGExpc3RSZXBvc2l0b3JpZXNSZXNwb25zZRIqCgxyZXBvc2l0b3JpZXMYASADKAsyFC5iZXJ0aC52MS5SZXBvc2l0b3J5Iu8BChZDcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0Eg8KB3JlcG9faWQYASABKAkSDgoGaW50ZW50GAIgASgJEhMKC2Jhc2VfY29tbWl0GAMgASgJEiUKBG1vZGUYBCABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEhgKC3R0bF9zZWNvbmRzGAUgASgNSACIAQESEAoIYWdlbnRfaWQYBiABKAkSEgoKYWdlbnRfbmFtZRgHIAEoCRISCgpzZXNzaW9uX2lkGAggASgJEhQKDGNoYW5nZXNldF9pZBgJIAEoCUIOCgxfdHRsX3NlY29uZHMiQQoXQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIikKE0dldFdvcmtzcGFjZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI+ChRHZXRXb3Jrc3BhY2VSZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiLQoXRGVzdHJveVdvcmtzcGFjZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSJCChhEZXN0cm95V29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIiYKE0xpc3RTZXNzaW9uc1JlcXVlc3QSDwoHcmVwb19pZBgBIAEoCSI/ChRMaXN0U2Vzc2lvbnNSZXNwb25zZRInCghzZXNzaW9ucxgBIAMoCzIVLmJlcnRoLnYxLlNlc3Npb25JbmZvIiUKEkNvdW50QWN0aXZlUmVxdWVzdBIPCgdyZXBvX2lkGAEgASgJIjQKE0NvdW50QWN0aXZlUmVzcG9uc2USDgoGYWN0aXZlGAEgASgNEg0KBXRvdGFsGAIgASgNIm4KGlRyYW5zaXRpb25DaGFuZ2VzZXRSZXF1ZXN0EhQKDGNoYW5nZXNldF9pZBgBIAEoCRIqCgh0b19zdGF0ZRgCIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEg4KBnJlYXNvbhgDIAEoCSJFChtUcmFuc2l0aW9uQ2hhbmdlc2V0UmVzcG9uc2USJgoJY2hhbmdlc2V0GAEgASgLMhMuYmVydGgudjEuQ2hhbmdlc2V0IiYKEEhlYXJ0YmVhdFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIlChFIZWFydGJlYXRSZXNwb25zZRIQCghsZWFzZV9tcxgBIAEoDSIqChRBdHRhY2hTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIm4KFUF0dGFjaFNlc3Npb25SZXNwb25zZRIoCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2VIABIgCgVldmVudBgCIAEoCzIPLmJlcnRoLnYxLkV2ZW50SABCCQoHbWVzc2FnZSI6ChRTdHJhbmRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI/ChVTdHJhbmRTZXNzaW9uUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIkEKFFJlc3VtZVNlc3Npb25SZXF1ZXN0EhcKD2RlYWRfc2Vzc2lvbl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSJXChVSZXN1bWVTZXNzaW9uUmVzcG9uc2USFgoObmV3X3Nlc3Npb25faWQYASABKAkSJgoJd29ya3NwYWNlGAIgASgLMhMuYmVydGgudjEuV29ya3NwYWNlImIKFUFiYW5kb25TZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIlCgVjYXVzZRgDIAEoDjIWLmJlcnRoLnYxLkFiYW5kb25DYXVzZSJAChZBYmFuZG9uU2Vzc2lvblJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSJkChJXYXRjaEV2ZW50c1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEhAKCHJlcG9faWRzGAIgAygJEg0KBWtpbmRzGAMgAygJEhoKEmV4Y2x1ZGVfc2Vzc2lvbl9pZBgEIAEoCSI1ChNXYXRjaEV2ZW50c1Jlc3BvbnNlEh4KBWV2ZW50GAEgASgLMg8uYmVydGgudjEuRXZlbnQijQEKDU90aGVyTW9kaWZpZXISEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRISCgphZ2VudF9uYW1lGAMgASgJEg8KB3N5bWJvbHMYBCADKAkSMQoPY2hhbmdlc2V0X3N0YXRlGAUgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUijQEKEFdyaXRlRmlsZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEg8KB2NvbnRlbnQYAyABKAwSGgoNZXhwZWN0ZWRfaGFzaBgEIAEoCUgAiAEBEhgKEGRlY2xhcmVkX3N5bWJvbHMYBSADKAlCEAoOX2V4cGVjdGVkX2hhc2gioAEKEVdyaXRlRmlsZVJlc3BvbnNlEhAKCG5ld19oYXNoGAEgASgJEiQKBmNoYW5nZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVDaGFuZ2USJwoHc3ltYm9scxgDIAMoCzIWLmJlcnRoLnYxLlN5bWJvbENoYW5nZRIqCgljb25mbGljdHMYBCADKAsyFy5iZXJ0aC52MS5PdGhlck1vZGlmaWVyImMKEURlbGV0ZUZpbGVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEcGF0aBgCIAEoCRIaCg1leHBlY3RlZF9oYXNoGAMgASgJSACIAQFCEAoOX2V4cGVjdGVkX2hhc2giaQoSRGVsZXRlRmlsZVJlc3BvbnNlEicKB3N5bWJvbHMYASADKAsyFi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2USKgoJY29uZmxpY3RzGAIgAygLMhcuYmVydGgudjEuT3RoZXJNb2RpZmllciIzCg9SZWFkRmlsZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRwYXRoGAIgASgJIlcKEFJlYWRGaWxlUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBIMCgRoYXNoGAIgASgJEiQKBnNvdXJjZRgDIAEoDjIULmJlcnRoLnYxLkZpbGVTb3VyY2UiXQoQTGlzdEZpbGVzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnByZWZpeBgCIAEoCRIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCSKAAQoJRmlsZUVudHJ5EgwKBHBhdGgYASABKAkSJAoGc291cmNlGAIgASgOMhQuYmVydGgudjEuRmlsZVNvdXJjZRIkCgZjaGFuZ2UYAyABKA4yFC5iZXJ0aC52MS5GaWxlQ2hhbmdlEhkKEW1vZGlmaWVkX2J5X290aGVyGAQgASgIIlIKEUxpc3RGaWxlc1Jlc3BvbnNlEiQKB2VudHJpZXMYASADKAsyEy5iZXJ0aC52MS5GaWxlRW50cnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIikKCVN5bWJvbFJlZhIMCgRwYXRoGAEgASgJEg4KBnN5bWJvbBgCIAEoCSKhAQoFQ2xhaW0SDwoHcmVwb19pZBgBIAEoCRIMCgRwYXRoGAIgASgJEg4KBnN5bWJvbBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhIKCmFnZW50X25hbWUYBiABKAkSLwoLYWNxdWlyZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIk8KE0NsYWltU3ltYm9sc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIkCgdzeW1ib2xzGAIgAygLMhMuYmVydGgudjEuU3ltYm9sUmVmIjcKFENsYWltU3ltYm9sc1Jlc3BvbnNlEh8KBmNsYWltcxgBIAMoCzIPLmJlcnRoLnYxLkNsYWltIlEKFVJlbGVhc2VTeW1ib2xzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiQKB3N5bWJvbHMYAiADKAsyEy5iZXJ0aC52MS5TeW1ib2xSZWYiKgoWUmVsZWFzZVN5bWJvbHNSZXNwb25zZRIQCghyZWxlYXNlZBgBIAEoDSJaCh1EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVxdWVzdBIPCgdyZXBvX2lkGAEgASgJEgwKBHBhdGgYAiABKAkSGgoSZXhjbHVkZV9zZXNzaW9uX2lkGAMgASgJIloKHkRlc2NyaWJlT3RoZXJNb2RpZmllcnNSZXNwb25zZRIMCgR0ZXh0GAEgASgJEioKCW1vZGlmaWVycxgCIAMoCzIXLmJlcnRoLnYxLk90aGVyTW9kaWZpZXIqYgoMQWJhbmRvbkNhdXNlEh0KGUFCQU5ET05fQ0FVU0VfVU5TUEVDSUZJRUQQABIaChZBQkFORE9OX0NBVVNFX0VYUExJQ0lUEAESFwoTQUJBTkRPTl9DQVVTRV9BRE1JThACMtkNChBXb3Jrc3BhY2VTZXJ2aWNlEl8KElJlZ2lzdGVyUmVwb3NpdG9yeRIjLmJlcnRoLnYxLlJlZ2lzdGVyUmVwb3NpdG9yeVJlcXVlc3QaJC5iZXJ0aC52MS5SZWdpc3RlclJlcG9zaXRvcnlSZXNwb25zZRJZChBMaXN0UmVwb3NpdG9yaWVzEiEuYmVydGgudjEuTGlzdFJlcG9zaXRvcmllc1JlcXVlc3QaIi5iZXJ0aC52MS5MaXN0UmVwb3NpdG9yaWVzUmVzcG9uc2USVgoPQ3JlYXRlV29ya3NwYWNlEiAuYmVydGgudjEuQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBohLmJlcnRoLnYxLkNyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEk0KDEdldFdvcmtzcGFjZRIdLmJlcnRoLnYxLkdldFdvcmtzcGFjZVJlcXVlc3QaHi5iZXJ0aC52MS5HZXRXb3Jrc3BhY2VSZXNwb25zZRJZChBEZXN0cm95V29ya3NwYWNlEiEuYmVydGgudjEuRGVzdHJveVdvcmtzcGFjZVJlcXVlc3QaIi5iZXJ0aC52MS5EZXN0cm95V29ya3NwYWNlUmVzcG9uc2USTQoMTGlzdFNlc3Npb25zEh0uYmVydGgudjEuTGlzdFNlc3Npb25zUmVxdWVzdBoeLmJlcnRoLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEkoKC0NvdW50QWN0aXZlEhwuYmVydGgudjEuQ291bnRBY3RpdmVSZXF1ZXN0Gh0uYmVydGgudjEuQ291bnRBY3RpdmVSZXNwb25zZRJiChNUcmFuc2l0aW9uQ2hhbmdlc2V0EiQuYmVydGgudjEuVHJhbnNpdGlvbkNoYW5nZXNldFJlcXVlc3QaJS5iZXJ0aC52MS5UcmFuc2l0aW9uQ2hhbmdlc2V0UmVzcG9uc2USRAoJSGVhcnRiZWF0EhouYmVydGgudjEuSGVhcnRiZWF0UmVxdWVzdBobLmJlcnRoLnYxLkhlYXJ0YmVhdFJlc3BvbnNlElIKDUF0dGFjaFNlc3Npb24SHi5iZXJ0aC52MS5BdHRhY2hTZXNzaW9uUmVxdWVzdBofLmJlcnRoLnYxLkF0dGFjaFNlc3Npb25SZXNwb25zZTABElAKDVN0cmFuZFNlc3Npb24SHi5iZXJ0aC52MS5TdHJhbmRTZXNzaW9uUmVxdWVzdBofLmJlcnRoLnYxLlN0cmFuZFNlc3Npb25SZXNwb25zZRJQCg1SZXN1bWVTZXNzaW9uEh4uYmVydGgudjEuUmVzdW1lU2Vzc2lvblJlcXVlc3QaHy5iZXJ0aC52MS5SZXN1bWVTZXNzaW9uUmVzcG9uc2USUwoOQWJhbmRvblNlc3Npb24SHy5iZXJ0aC52MS5BYmFuZG9uU2Vzc2lvblJlcXVlc3QaIC5iZXJ0aC52MS5BYmFuZG9uU2Vzc2lvblJlc3BvbnNlEkwKC1dhdGNoRXZlbnRzEhwuYmVydGgudjEuV2F0Y2hFdmVudHNSZXF1ZXN0Gh0uYmVydGgudjEuV2F0Y2hFdmVudHNSZXNwb25zZTABEkQKCVdyaXRlRmlsZRIaLmJlcnRoLnYxLldyaXRlRmlsZVJlcXVlc3QaGy5iZXJ0aC52MS5Xcml0ZUZpbGVSZXNwb25zZRJHCgpEZWxldGVGaWxlEhsuYmVydGgudjEuRGVsZXRlRmlsZVJlcXVlc3QaHC5iZXJ0aC52MS5EZWxldGVGaWxlUmVzcG9uc2USQQoIUmVhZEZpbGUSGS5iZXJ0aC52MS5SZWFkRmlsZVJlcXVlc3QaGi5iZXJ0aC52MS5SZWFkRmlsZVJlc3BvbnNlEkQKCUxpc3RGaWxlcxIaLmJlcnRoLnYxLkxpc3RGaWxlc1JlcXVlc3QaGy5iZXJ0aC52MS5MaXN0RmlsZXNSZXNwb25zZRJNCgxDbGFpbVN5bWJvbHMSHS5iZXJ0aC52MS5DbGFpbVN5bWJvbHNSZXF1ZXN0Gh4uYmVydGgudjEuQ2xhaW1TeW1ib2xzUmVzcG9uc2USUwoOUmVsZWFzZVN5bWJvbHMSHy5iZXJ0aC52MS5SZWxlYXNlU3ltYm9sc1JlcXVlc3QaIC5iZXJ0aC52MS5SZWxlYXNlU3ltYm9sc1Jlc3BvbnNlEmsKFkRlc2NyaWJlT3RoZXJNb2RpZmllcnMSJy5iZXJ0aC52MS5EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVxdWVzdBooLmJlcnRoLnYxLkRlc2NyaWJlT3RoZXJNb2RpZmllcnNSZXNwb25zZWIGcHJvdG8z", [file_berth_v1_event, file_berth_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * Request of RegisterRepository.
@@ -755,6 +757,636 @@ export const WatchEventsResponseSchema: GenMessage<WatchEventsResponse> = /*@__P
   messageDesc(file_berth_v1_workspace_service, 27);
 
 /**
+ * Another session that touched the same file.
+ *
+ * @generated from message berth.v1.OtherModifier
+ */
+export type OtherModifier = Message<"berth.v1.OtherModifier"> & {
+  /**
+   * The other session.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * Its agent.
+   *
+   * @generated from field: string agent_id = 2;
+   */
+  agentId: string;
+
+  /**
+   * Its agent's name.
+   *
+   * @generated from field: string agent_name = 3;
+   */
+  agentName: string;
+
+  /**
+   * The symbols of the file it changed; empty when it changed the file as a whole.
+   *
+   * @generated from field: repeated string symbols = 4;
+   */
+  symbols: string[];
+
+  /**
+   * Its changeset's state.
+   *
+   * @generated from field: berth.v1.ChangesetState changeset_state = 5;
+   */
+  changesetState: ChangesetState;
+};
+
+/**
+ * Describes the message berth.v1.OtherModifier.
+ * Use `create(OtherModifierSchema)` to create a new message.
+ */
+export const OtherModifierSchema: GenMessage<OtherModifier> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 28);
+
+/**
+ * Request of WriteFile.
+ *
+ * @generated from message berth.v1.WriteFileRequest
+ */
+export type WriteFileRequest = Message<"berth.v1.WriteFileRequest"> & {
+  /**
+   * The session (UUID).
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * Repository-relative path: no leading /, no .. segments, no backslashes or NUL, at most 4096 bytes.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * The new content, at most BERTH_MAX_FILE_BYTES.
+   *
+   * @generated from field: bytes content = 3;
+   */
+  content: Uint8Array;
+
+  /**
+   * Write only if the current content (overlay, else base) has this sha256 (hex); empty string: only if the file does not exist.
+   *
+   * @generated from field: optional string expected_hash = 4;
+   */
+  expectedHash?: string | undefined;
+
+  /**
+   * Symbols the client declares it changes, in addition to those Berth extracts.
+   *
+   * @generated from field: repeated string declared_symbols = 5;
+   */
+  declaredSymbols: string[];
+};
+
+/**
+ * Describes the message berth.v1.WriteFileRequest.
+ * Use `create(WriteFileRequestSchema)` to create a new message.
+ */
+export const WriteFileRequestSchema: GenMessage<WriteFileRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 29);
+
+/**
+ * Response of WriteFile.
+ *
+ * @generated from message berth.v1.WriteFileResponse
+ */
+export type WriteFileResponse = Message<"berth.v1.WriteFileResponse"> & {
+  /**
+   * sha256 (hex) of the stored content.
+   *
+   * @generated from field: string new_hash = 1;
+   */
+  newHash: string;
+
+  /**
+   * ADDED or MODIFIED.
+   *
+   * @generated from field: berth.v1.FileChange change = 2;
+   */
+  change: FileChange;
+
+  /**
+   * The symbols the write changed (and claimed).
+   *
+   * @generated from field: repeated berth.v1.SymbolChange symbols = 3;
+   */
+  symbols: SymbolChange[];
+
+  /**
+   * Other sessions that touched this file.
+   *
+   * @generated from field: repeated berth.v1.OtherModifier conflicts = 4;
+   */
+  conflicts: OtherModifier[];
+};
+
+/**
+ * Describes the message berth.v1.WriteFileResponse.
+ * Use `create(WriteFileResponseSchema)` to create a new message.
+ */
+export const WriteFileResponseSchema: GenMessage<WriteFileResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 30);
+
+/**
+ * Request of DeleteFile.
+ *
+ * @generated from message berth.v1.DeleteFileRequest
+ */
+export type DeleteFileRequest = Message<"berth.v1.DeleteFileRequest"> & {
+  /**
+   * The session (UUID).
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * Repository-relative path.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * Delete only if the current content has this sha256 (hex).
+   *
+   * @generated from field: optional string expected_hash = 3;
+   */
+  expectedHash?: string | undefined;
+};
+
+/**
+ * Describes the message berth.v1.DeleteFileRequest.
+ * Use `create(DeleteFileRequestSchema)` to create a new message.
+ */
+export const DeleteFileRequestSchema: GenMessage<DeleteFileRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 31);
+
+/**
+ * Response of DeleteFile.
+ *
+ * @generated from message berth.v1.DeleteFileResponse
+ */
+export type DeleteFileResponse = Message<"berth.v1.DeleteFileResponse"> & {
+  /**
+   * The symbols the delete removed (and claimed).
+   *
+   * @generated from field: repeated berth.v1.SymbolChange symbols = 1;
+   */
+  symbols: SymbolChange[];
+
+  /**
+   * Other sessions that touched this file.
+   *
+   * @generated from field: repeated berth.v1.OtherModifier conflicts = 2;
+   */
+  conflicts: OtherModifier[];
+};
+
+/**
+ * Describes the message berth.v1.DeleteFileResponse.
+ * Use `create(DeleteFileResponseSchema)` to create a new message.
+ */
+export const DeleteFileResponseSchema: GenMessage<DeleteFileResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 32);
+
+/**
+ * Request of ReadFile.
+ *
+ * @generated from message berth.v1.ReadFileRequest
+ */
+export type ReadFileRequest = Message<"berth.v1.ReadFileRequest"> & {
+  /**
+   * The session (UUID).
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * Repository-relative path.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+};
+
+/**
+ * Describes the message berth.v1.ReadFileRequest.
+ * Use `create(ReadFileRequestSchema)` to create a new message.
+ */
+export const ReadFileRequestSchema: GenMessage<ReadFileRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 33);
+
+/**
+ * Response of ReadFile.
+ *
+ * @generated from message berth.v1.ReadFileResponse
+ */
+export type ReadFileResponse = Message<"berth.v1.ReadFileResponse"> & {
+  /**
+   * The content.
+   *
+   * @generated from field: bytes content = 1;
+   */
+  content: Uint8Array;
+
+  /**
+   * sha256 (hex) of the content.
+   *
+   * @generated from field: string hash = 2;
+   */
+  hash: string;
+
+  /**
+   * Overlay or base.
+   *
+   * @generated from field: berth.v1.FileSource source = 3;
+   */
+  source: FileSource;
+};
+
+/**
+ * Describes the message berth.v1.ReadFileResponse.
+ * Use `create(ReadFileResponseSchema)` to create a new message.
+ */
+export const ReadFileResponseSchema: GenMessage<ReadFileResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 34);
+
+/**
+ * Request of ListFiles.
+ *
+ * @generated from message berth.v1.ListFilesRequest
+ */
+export type ListFilesRequest = Message<"berth.v1.ListFilesRequest"> & {
+  /**
+   * The session (UUID).
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * Only paths starting with this prefix.
+   *
+   * @generated from field: string prefix = 2;
+   */
+  prefix: string;
+
+  /**
+   * At most this many entries (default 1000, at most 10000).
+   *
+   * @generated from field: uint32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of the previous page.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message berth.v1.ListFilesRequest.
+ * Use `create(ListFilesRequestSchema)` to create a new message.
+ */
+export const ListFilesRequestSchema: GenMessage<ListFilesRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 35);
+
+/**
+ * One file of the merged view.
+ *
+ * @generated from message berth.v1.FileEntry
+ */
+export type FileEntry = Message<"berth.v1.FileEntry"> & {
+  /**
+   * Repository-relative path.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * Overlay or base.
+   *
+   * @generated from field: berth.v1.FileSource source = 2;
+   */
+  source: FileSource;
+
+  /**
+   * For overlay entries: ADDED or MODIFIED.
+   *
+   * @generated from field: berth.v1.FileChange change = 3;
+   */
+  change: FileChange;
+
+  /**
+   * Another live session has this path in its overlay.
+   *
+   * @generated from field: bool modified_by_other = 4;
+   */
+  modifiedByOther: boolean;
+};
+
+/**
+ * Describes the message berth.v1.FileEntry.
+ * Use `create(FileEntrySchema)` to create a new message.
+ */
+export const FileEntrySchema: GenMessage<FileEntry> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 36);
+
+/**
+ * Response of ListFiles.
+ *
+ * @generated from message berth.v1.ListFilesResponse
+ */
+export type ListFilesResponse = Message<"berth.v1.ListFilesResponse"> & {
+  /**
+   * Entries in path order.
+   *
+   * @generated from field: repeated berth.v1.FileEntry entries = 1;
+   */
+  entries: FileEntry[];
+
+  /**
+   * Pass to get the next page; empty on the last.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message berth.v1.ListFilesResponse.
+ * Use `create(ListFilesResponseSchema)` to create a new message.
+ */
+export const ListFilesResponseSchema: GenMessage<ListFilesResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 37);
+
+/**
+ * A symbol of a file.
+ *
+ * @generated from message berth.v1.SymbolRef
+ */
+export type SymbolRef = Message<"berth.v1.SymbolRef"> & {
+  /**
+   * Repository-relative path.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * Qualified symbol name; empty for the file as a whole.
+   *
+   * @generated from field: string symbol = 2;
+   */
+  symbol: string;
+};
+
+/**
+ * Describes the message berth.v1.SymbolRef.
+ * Use `create(SymbolRefSchema)` to create a new message.
+ */
+export const SymbolRefSchema: GenMessage<SymbolRef> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 38);
+
+/**
+ * A claim held by a session.
+ *
+ * @generated from message berth.v1.Claim
+ */
+export type Claim = Message<"berth.v1.Claim"> & {
+  /**
+   * The repository.
+   *
+   * @generated from field: string repo_id = 1;
+   */
+  repoId: string;
+
+  /**
+   * The path.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * The qualified symbol.
+   *
+   * @generated from field: string symbol = 3;
+   */
+  symbol: string;
+
+  /**
+   * The holder.
+   *
+   * @generated from field: string session_id = 4;
+   */
+  sessionId: string;
+
+  /**
+   * The holder's agent.
+   *
+   * @generated from field: string agent_id = 5;
+   */
+  agentId: string;
+
+  /**
+   * The holder's agent name.
+   *
+   * @generated from field: string agent_name = 6;
+   */
+  agentName: string;
+
+  /**
+   * Since when.
+   *
+   * @generated from field: google.protobuf.Timestamp acquired_at = 7;
+   */
+  acquiredAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message berth.v1.Claim.
+ * Use `create(ClaimSchema)` to create a new message.
+ */
+export const ClaimSchema: GenMessage<Claim> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 39);
+
+/**
+ * Request of ClaimSymbols.
+ *
+ * @generated from message berth.v1.ClaimSymbolsRequest
+ */
+export type ClaimSymbolsRequest = Message<"berth.v1.ClaimSymbolsRequest"> & {
+  /**
+   * The session (UUID).
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * The symbols, 1 to 1000.
+   *
+   * @generated from field: repeated berth.v1.SymbolRef symbols = 2;
+   */
+  symbols: SymbolRef[];
+};
+
+/**
+ * Describes the message berth.v1.ClaimSymbolsRequest.
+ * Use `create(ClaimSymbolsRequestSchema)` to create a new message.
+ */
+export const ClaimSymbolsRequestSchema: GenMessage<ClaimSymbolsRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 40);
+
+/**
+ * Response of ClaimSymbols.
+ *
+ * @generated from message berth.v1.ClaimSymbolsResponse
+ */
+export type ClaimSymbolsResponse = Message<"berth.v1.ClaimSymbolsResponse"> & {
+  /**
+   * The claims now held.
+   *
+   * @generated from field: repeated berth.v1.Claim claims = 1;
+   */
+  claims: Claim[];
+};
+
+/**
+ * Describes the message berth.v1.ClaimSymbolsResponse.
+ * Use `create(ClaimSymbolsResponseSchema)` to create a new message.
+ */
+export const ClaimSymbolsResponseSchema: GenMessage<ClaimSymbolsResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 41);
+
+/**
+ * Request of ReleaseSymbols.
+ *
+ * @generated from message berth.v1.ReleaseSymbolsRequest
+ */
+export type ReleaseSymbolsRequest = Message<"berth.v1.ReleaseSymbolsRequest"> & {
+  /**
+   * The session (UUID).
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * The symbols to release; empty releases every claim of the session.
+   *
+   * @generated from field: repeated berth.v1.SymbolRef symbols = 2;
+   */
+  symbols: SymbolRef[];
+};
+
+/**
+ * Describes the message berth.v1.ReleaseSymbolsRequest.
+ * Use `create(ReleaseSymbolsRequestSchema)` to create a new message.
+ */
+export const ReleaseSymbolsRequestSchema: GenMessage<ReleaseSymbolsRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 42);
+
+/**
+ * Response of ReleaseSymbols.
+ *
+ * @generated from message berth.v1.ReleaseSymbolsResponse
+ */
+export type ReleaseSymbolsResponse = Message<"berth.v1.ReleaseSymbolsResponse"> & {
+  /**
+   * How many claims were released.
+   *
+   * @generated from field: uint32 released = 1;
+   */
+  released: number;
+};
+
+/**
+ * Describes the message berth.v1.ReleaseSymbolsResponse.
+ * Use `create(ReleaseSymbolsResponseSchema)` to create a new message.
+ */
+export const ReleaseSymbolsResponseSchema: GenMessage<ReleaseSymbolsResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 43);
+
+/**
+ * Request of DescribeOtherModifiers.
+ *
+ * @generated from message berth.v1.DescribeOtherModifiersRequest
+ */
+export type DescribeOtherModifiersRequest = Message<"berth.v1.DescribeOtherModifiersRequest"> & {
+  /**
+   * The repository (UUID).
+   *
+   * @generated from field: string repo_id = 1;
+   */
+  repoId: string;
+
+  /**
+   * Repository-relative path.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * Leave out this session (UUID), usually the caller's.
+   *
+   * @generated from field: string exclude_session_id = 3;
+   */
+  excludeSessionId: string;
+};
+
+/**
+ * Describes the message berth.v1.DescribeOtherModifiersRequest.
+ * Use `create(DescribeOtherModifiersRequestSchema)` to create a new message.
+ */
+export const DescribeOtherModifiersRequestSchema: GenMessage<DescribeOtherModifiersRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 44);
+
+/**
+ * Response of DescribeOtherModifiers.
+ *
+ * @generated from message berth.v1.DescribeOtherModifiersResponse
+ */
+export type DescribeOtherModifiersResponse = Message<"berth.v1.DescribeOtherModifiersResponse"> & {
+  /**
+   * e.g. "create_task modified by agent-2" or "{a, b, c} modified by agent-2; modified by agent-3"; empty when nobody.
+   *
+   * @generated from field: string text = 1;
+   */
+  text: string;
+
+  /**
+   * The same, structured.
+   *
+   * @generated from field: repeated berth.v1.OtherModifier modifiers = 2;
+   */
+  modifiers: OtherModifier[];
+};
+
+/**
+ * Describes the message berth.v1.DescribeOtherModifiersResponse.
+ * Use `create(DescribeOtherModifiersResponseSchema)` to create a new message.
+ */
+export const DescribeOtherModifiersResponseSchema: GenMessage<DescribeOtherModifiersResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 45);
+
+/**
  * Who abandoned a session.
  *
  * @generated from enum berth.v1.AbandonCause
@@ -942,6 +1574,77 @@ export const WorkspaceService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchEventsRequestSchema;
     output: typeof WatchEventsResponseSchema;
+  },
+  /**
+   * Writes a file into the session's overlay, claiming every symbol the write changes (all or
+   * nothing: SYMBOL_LOCKED names the holder). Stored in PostgreSQL before it returns.
+   *
+   * @generated from rpc berth.v1.WorkspaceService.WriteFile
+   */
+  writeFile: {
+    methodKind: "unary";
+    input: typeof WriteFileRequestSchema;
+    output: typeof WriteFileResponseSchema;
+  },
+  /**
+   * Deletes a file in the session's overlay (a tombstone over the base), with the same claims as a write.
+   *
+   * @generated from rpc berth.v1.WorkspaceService.DeleteFile
+   */
+  deleteFile: {
+    methodKind: "unary";
+    input: typeof DeleteFileRequestSchema;
+    output: typeof DeleteFileResponseSchema;
+  },
+  /**
+   * Reads a file: the overlay first, then the repository's source at the base commit.
+   *
+   * @generated from rpc berth.v1.WorkspaceService.ReadFile
+   */
+  readFile: {
+    methodKind: "unary";
+    input: typeof ReadFileRequestSchema;
+    output: typeof ReadFileResponseSchema;
+  },
+  /**
+   * Lists the merged view of the base tree and the overlay.
+   *
+   * @generated from rpc berth.v1.WorkspaceService.ListFiles
+   */
+  listFiles: {
+    methodKind: "unary";
+    input: typeof ListFilesRequestSchema;
+    output: typeof ListFilesResponseSchema;
+  },
+  /**
+   * Claims symbols before editing them; all or nothing.
+   *
+   * @generated from rpc berth.v1.WorkspaceService.ClaimSymbols
+   */
+  claimSymbols: {
+    methodKind: "unary";
+    input: typeof ClaimSymbolsRequestSchema;
+    output: typeof ClaimSymbolsResponseSchema;
+  },
+  /**
+   * Releases claims the session holds.
+   *
+   * @generated from rpc berth.v1.WorkspaceService.ReleaseSymbols
+   */
+  releaseSymbols: {
+    methodKind: "unary";
+    input: typeof ReleaseSymbolsRequestSchema;
+    output: typeof ReleaseSymbolsResponseSchema;
+  },
+  /**
+   * Says who else touched a file and which of its symbols, e.g. "create_task modified by agent-2".
+   *
+   * @generated from rpc berth.v1.WorkspaceService.DescribeOtherModifiers
+   */
+  describeOtherModifiers: {
+    methodKind: "unary";
+    input: typeof DescribeOtherModifiersRequestSchema;
+    output: typeof DescribeOtherModifiersResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_berth_v1_workspace_service, 0);
