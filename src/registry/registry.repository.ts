@@ -100,10 +100,13 @@ export interface NewWorkspaceRow {
   expires_at: Date | null;
   created_at: Date;
   last_active_at: Date;
+  /** The instance that holds it live (migration 0002); null when none. */
+  owner_instance: string | null;
 }
 
 export async function insertWorkspace(db: Executor, row: NewWorkspaceRow): Promise<void> {
-  await db.insertInto("workspaces").values(row).execute();
+  // owner_instance is added by migrations/0002_lifecycle.ts and not (yet) in storage/schema.ts.
+  await db.insertInto("workspaces").values(row as unknown as never).execute();
 }
 
 function selectWorkspaces(db: Executor) {
@@ -126,6 +129,15 @@ export function listWorkspacesByLifecycle(db: Executor, lifecycles: readonly Lif
   let q = selectWorkspaces(db).where("w.lifecycle", "in", lifecycles);
   if (repoId !== undefined) q = q.where("w.repo_id", "=", repoId);
   return q.orderBy("w.created_at").orderBy("w.id").execute() as Promise<WorkspaceRow[]>;
+}
+
+export function listActiveWorkspacesOfInstance(db: Executor, instanceId: string): Promise<WorkspaceRow[]> {
+  return selectWorkspaces(db)
+    .where("w.lifecycle", "=", "active")
+    .where(sql<boolean>`w.owner_instance = ${instanceId}::uuid`)
+    .orderBy("w.created_at")
+    .orderBy("w.id")
+    .execute() as Promise<WorkspaceRow[]>;
 }
 
 export async function agentsOfChangeset(db: Executor, changesetId: string): Promise<string[]> {

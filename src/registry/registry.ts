@@ -25,7 +25,16 @@ export interface RegistryDeps {
   readonly newId?: () => string;
   /** Called after a transaction that stored events has committed (wakes event delivery). */
   readonly onEventsCommitted?: () => void;
+  /**
+   * The instance (incarnation) this registry runs in: written as workspaces.owner_instance of the
+   * workspaces it creates or resumes, and the only active workspaces load() takes into memory.
+   * Undefined (tests of the registry alone): owner NULL, and load() takes every active workspace.
+   */
+  readonly instanceId?: string;
 }
+
+/** Receives, after commit, each stored event that names a session (AttachSession notices). */
+export type SessionListener = (event: EventInput) => void;
 
 export interface CreateWorkspaceInput {
   readonly repoId: string;
@@ -70,6 +79,10 @@ export class WorkspaceRegistry {
   /** Changesets of live workspaces, shared between the workspaces that reference them. */
   private readonly changesets = new Map<string, Changeset>();
   private readonly newId: () => string;
+  /** Live workspaces touched since the last activity flush (src/lifecycle/activity.ts). */
+  private dirty = new Set<Workspace>();
+  /** Open AttachSession streams, by session id. */
+  private readonly listeners = new Map<string, Set<SessionListener>>();
 
   constructor(private readonly deps: RegistryDeps) {
     this.newId = deps.newId ?? randomUUID;
@@ -82,7 +95,20 @@ export class WorkspaceRegistry {
   /** Loads repositories and this instance's active workspaces into memory. */
   async load(): Promise<void> {
     for (const row of await sqlRepo.listRepositories(this.deps.db)) this.repos.set(row.id, repositoryFromRow(row));
-    for (const row of await sqlRepo.listWorkspacesByLifecycle(this.deps.db, ["active"])) this.admit(this.workspaceFromRow(row));
+    const rows = this.deps.instanceId === undefined
+      ? await sqlRepo.listWorkspacesByLifecycle(this.deps.db, ["active"])
+      : await sqlRepo.listActiveWorkspacesOfInstance(this.deps.db, this.deps.instanceId);
+    for (const row of rows) this.admit(this.workspaceFromRow(row));
+  }
+
+  /** The instance this registry runs in (undefined when it has none). */
+  get instanceId(): string | undefined {
+    return this.deps.instanceId;
+  }
+
+  /** A fresh id (session ids minted by a resume). */
+  mintId(): string {
+    return this.newId();
   }
 
   // ---- repositories -------------------------------------------------------------------
@@ -179,6 +205,7 @@ export class WorkspaceRegistry {
           expires_at: expiresAt === null ? null : new Date(expiresAt),
           created_at: new Date(now),
           last_active_at: new Date(now),
+          owner_instance: this.deps.instanceId ?? null,
         });
       } catch (err) {
         if (sqlRepo.isUniqueViolation(err)) {
@@ -250,9 +277,56 @@ export class WorkspaceRegistry {
     return ws;
   }
 
-  /** Records activity of a session: in memory at once. */
+  /**
+   * Records activity of a session: in memory at once; the lifecycle's activity flusher writes
+   * last_active_at of every touched workspace in one batched UPDATE every few seconds.
+   */
   touch(ws: Workspace): void {
     ws.lastActiveAt = this.deps.clock.now();
+    if (ws.lifecycle === "active") this.dirty.add(ws);
+  }
+
+  /** Marks a workspace for the next activity flush again (a failed flush puts its batch back). */
+  markDirty(ws: Workspace): void {
+    if (ws.lifecycle === "active") this.dirty.add(ws);
+  }
+
+  /** The workspaces touched since the last call (the flusher writes them). */
+  takeDirty(): Workspace[] {
+    if (this.dirty.size === 0) return [];
+    const out = [...this.dirty];
+    this.dirty = new Set();
+    return out;
+  }
+
+  /** Subscribes to the events of a session (an open AttachSession); returns the unsubscribe. */
+  subscribe(sessionId: string, listener: SessionListener): () => void {
+    let set = this.listeners.get(sessionId);
+    if (!set) this.listeners.set(sessionId, (set = new Set()));
+    set.add(listener);
+    return () => {
+      const s = this.listeners.get(sessionId);
+      if (!s) return;
+      s.delete(listener);
+      if (s.size === 0) this.listeners.delete(sessionId);
+    };
+  }
+
+  /** Number of open AttachSession streams of a session (connected while > 0). */
+  attachedCount(sessionId: string): number {
+    return this.listeners.get(sessionId)?.size ?? 0;
+  }
+
+  /** Brings a cached changeset up to date with a row read or written elsewhere. */
+  refreshChangeset(row: sqlRepo.ChangesetRow): Changeset {
+    const cs = this.internChangeset(row);
+    // Rows given here were just read or written: they win even at an equal updated_at.
+    if (row.updated_at.getTime() >= cs.updatedAt) {
+      cs.state = row.state;
+      cs.reason = row.reason;
+      cs.updatedAt = row.updated_at.getTime();
+    }
+    return cs;
   }
 
   liveWorkspace(sessionId: string): Workspace | undefined {
@@ -364,15 +438,41 @@ export class WorkspaceRegistry {
     events: (result: T) => readonly EventInput[],
   ): Promise<T> {
     let stored = 0;
+    let lastEvents: readonly EventInput[] = [];
     const result = await this.deps.db.transaction().execute(async (trx) => {
       const r = await work(trx);
       const list = events(r);
       stored = list.length;
+      lastEvents = list;
       await appendEvents(trx, list);
       return r;
     });
-    if (stored > 0) this.deps.onEventsCommitted?.();
+    if (stored > 0) this.eventsCommitted(lastEvents);
     return result;
+  }
+
+  /** After a commit that stored `events` (inTransaction, or a caller that appended its own batches). */
+  eventsCommitted(events: readonly EventInput[]): void {
+    if (events.length === 0) return;
+    this.deps.onEventsCommitted?.();
+    this.notifySessions(events);
+  }
+
+  /** Delivers committed events to the open AttachSession streams of the sessions they name. */
+  notifySessions(events: readonly EventInput[]): void {
+    if (this.listeners.size === 0) return;
+    for (const e of events) {
+      if (e.sessionId === undefined) continue;
+      const set = this.listeners.get(e.sessionId);
+      if (!set) continue;
+      for (const l of [...set]) {
+        try {
+          l(e);
+        } catch (err) {
+          this.deps.logger.warn({ err, sessionId: e.sessionId }, "session listener failed");
+        }
+      }
+    }
   }
 
   admit(ws: Workspace): void {
@@ -384,6 +484,7 @@ export class WorkspaceRegistry {
     const ws = this.live.get(sessionId);
     if (!ws) return undefined;
     this.live.delete(sessionId);
+    this.dirty.delete(ws);
     const cs = ws.changeset;
     for (const other of this.live.values()) if (other.changeset === cs) return ws;
     this.changesets.delete(cs.id);

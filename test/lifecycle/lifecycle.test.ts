@@ -1,0 +1,376 @@
+/**
+ * The session lifecycle at the domain level (WorkspaceRegistry + LifecycleManager) on real
+ * databases: every kind this machine has (PostgreSQL and PGlite). Time is a ManualClock.
+ */
+import { sql } from "kysely";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { ManualClock } from "../../src/domain/clock.js";
+import { createTestDatabase, DATABASE_KINDS, PRIMARY_KIND, type TestDatabase } from "../support/database.js";
+import { eventsOf, failure, harness, setChangesetState, workspaceRow, type Harness } from "./helpers.js";
+import type { ChangesetStateName } from "../../src/storage/schema.js";
+
+const MIN = 60_000;
+const STATES: ChangesetStateName[] = ["draft", "submitted", "verifying", "approved", "rejected", "merged", "closed"];
+const TERMINAL = new Set<ChangesetStateName>(["rejected", "merged", "closed"]);
+
+describe(`GC truth table (pinning × changeset state × reason) on ${PRIMARY_KIND}`, () => {
+    let database: TestDatabase;
+    let h: Harness;
+    beforeAll(async () => {
+      database = await createTestDatabase(PRIMARY_KIND);
+      h = await harness(database.opened.db);
+    });
+    afterAll(async () => {
+      await h.lifecycle.stop();
+      await database.drop();
+    });
+
+    type Reason = "idle" | "max" | "disconnected" | "expired";
+    const cases: { reason: Reason; pin: boolean; state: ChangesetStateName }[] = [];
+    for (const reason of ["idle", "max", "disconnected", "expired"] as const)
+      for (const pin of [true, false]) for (const state of STATES) cases.push({ reason, pin, state });
+
+    /** The expected outcome: the reference's table, with DRAFT non-terminal. */
+    function expected(reason: Reason, pin: boolean, state: ChangesetStateName): { lifecycle: string; cause?: string } {
+      const pinned = pin && !TERMINAL.has(state);
+      if (reason === "idle" || reason === "max") return pinned ? { lifecycle: "active" } : { lifecycle: "destroyed", cause: reason === "idle" ? "gc_idle" : "gc_max_lifetime" };
+      if (reason === "expired") return pinned ? { lifecycle: "stranded", cause: "expired" } : { lifecycle: "destroyed", cause: "gc_expired" };
+      return pinned ? { lifecycle: "stranded", cause: "disconnected" } : { lifecycle: "destroyed", cause: "disconnected" };
+    }
+
+    it.each(cases)("$reason, pinning $pin, $state", async ({ reason, pin, state }) => {
+      const g = await harness(database.opened.db, { settings: { pinNonTerminal: pin }, clock: new ManualClock(), repoId: h.repoId, startup: false });
+      const mode = reason === "disconnected" ? "ephemeral" : "persistent";
+      const ws = await g.create({ mode, ttlSeconds: mode === "ephemeral" ? undefined : reason === "expired" ? 60 : 30 * 86_400 });
+      await setChangesetState(g.db, ws.changeset.id, state);
+      if (reason === "idle") {
+        g.clock.advance(3601 * 1000);
+      } else if (reason === "max") {
+        // Active all along (heartbeats), but alive beyond max TTL.
+        for (let t = 0; t < 25; t++) {
+          g.clock.advance(3600 * 1000);
+          g.registry.touch(ws);
+        }
+      } else if (reason === "disconnected") {
+        g.clock.advance(31_000);
+      } else {
+        g.clock.advance(61_000);
+        g.registry.touch(ws);
+      }
+      await g.lifecycle.tick();
+      const want = expected(reason, pin, state);
+      const row = await workspaceRow(g.db, ws.workspaceId);
+      expect(row.lifecycle).toBe(want.lifecycle);
+      if (want.cause) expect(row.lifecycle_reason).toBe(want.cause);
+      expect(g.registry.liveWorkspace(ws.sessionId) !== undefined).toBe(want.lifecycle === "active");
+      await g.lifecycle.stop();
+    });
+
+});
+
+describe(`lifecycle on ${PRIMARY_KIND}`, () => {
+  let database: TestDatabase;
+  let h: Harness;
+  beforeEach(async () => {
+    database = await createTestDatabase(PRIMARY_KIND);
+    h = await harness(database.opened.db);
+  });
+  afterEach(async () => {
+    await h.lifecycle.stop();
+    await database.drop();
+  });
+
+  it("a failed pin lookup counts as pinned (nothing is evicted)", async () => {
+      const ws = await h.create({ mode: "persistent" });
+      await setChangesetState(h.db, ws.changeset.id, "merged");
+      h.clock.advance(3601 * 1000);
+      // The lookup selects from workspaces JOIN changesets: make it fail.
+      await sql`ALTER TABLE changesets RENAME TO changesets_gone`.execute(h.db);
+      try {
+        const report = await h.lifecycle.tick();
+        expect(report.pinned).toBe(1);
+      } finally {
+        await sql`ALTER TABLE changesets_gone RENAME TO changesets`.execute(h.db);
+      }
+      expect((await workspaceRow(h.db, ws.workspaceId)).lifecycle).toBe("active");
+      expect(h.registry.liveWorkspace(ws.sessionId)).toBeDefined();
+  });
+
+  it("defect 1: idle GC measures inactivity, not time since creation; activity reaches the database batched", async () => {
+    const ws = await h.create({ mode: "persistent" });
+    await setChangesetState(h.db, ws.changeset.id, "closed"); // unpinned: idle GC may evict it
+    h.clock.advance(50 * MIN);
+    h.registry.touch(ws); // e.g. a GetWorkspace
+    h.clock.advance(20 * MIN); // 70 min since creation, 20 min idle
+    let report = await h.lifecycle.tick();
+    expect(report.idle).toBe(0);
+    expect(report.flushed).toBe(1);
+    expect((await workspaceRow(h.db, ws.workspaceId)).last_active_at.getTime()).toBe(ws.lastActiveAt);
+    h.clock.advance(41 * MIN); // 61 min idle
+    report = await h.lifecycle.tick();
+    expect(report.idle).toBe(1);
+    const row = await workspaceRow(h.db, ws.workspaceId);
+    expect(row).toMatchObject({ lifecycle: "destroyed", lifecycle_reason: "gc_idle" });
+    expect((await eventsOf(h.db, ws.workspaceId)).map((e) => e.kind)).toEqual(["session.created", "session.expired"]);
+  });
+
+  it("flushes the activity of many sessions in batches", async () => {
+    const list = [];
+    for (let i = 0; i < 30; i++) list.push(await h.create({ mode: "persistent" }));
+    h.clock.advance(5000);
+    for (const ws of list) h.registry.touch(ws);
+    expect(await h.lifecycle.flushActivity()).toBe(30);
+    expect(await h.lifecycle.flushActivity()).toBe(0);
+    for (const ws of list) expect((await workspaceRow(h.db, ws.workspaceId)).last_active_at.getTime()).toBe(h.clock.now());
+  });
+
+  describe("liveness", () => {
+    it("a session created and then silent for the lease is disconnected: draft work is stranded", async () => {
+      const ws = await h.create();
+      h.clock.advance(29_000);
+      expect((await h.lifecycle.tick()).disconnected).toBe(0);
+      h.clock.advance(2_000);
+      expect((await h.lifecycle.tick()).disconnected).toBe(1);
+      expect(await workspaceRow(h.db, ws.workspaceId)).toMatchObject({ lifecycle: "stranded", lifecycle_reason: "disconnected" });
+    });
+
+    it("heartbeats keep a session connected; an open attach stream does too", async () => {
+      const a = await h.create();
+      const b = await h.create();
+      const unsubscribe = h.registry.subscribe(b.sessionId, () => {});
+      for (let i = 0; i < 5; i++) {
+        h.clock.advance(20_000);
+        h.registry.touch(a);
+        await h.lifecycle.tick();
+      }
+      expect(h.registry.liveWorkspace(a.sessionId)).toBeDefined();
+      expect(h.registry.liveWorkspace(b.sessionId)).toBeDefined();
+      unsubscribe();
+      h.clock.advance(31_000);
+      await h.lifecycle.tick();
+      expect(h.registry.liveWorkspace(b.sessionId)).toBeUndefined();
+      expect((await workspaceRow(h.db, b.workspaceId)).lifecycle).toBe("stranded");
+    });
+
+    it("a disconnected ephemeral session with a terminal changeset is destroyed", async () => {
+      const ws = await h.create();
+      await h.registry.transitionChangeset(ws.changeset.id, "closed", "done");
+      h.clock.advance(31_000);
+      await h.lifecycle.tick();
+      expect(await workspaceRow(h.db, ws.workspaceId)).toMatchObject({ lifecycle: "destroyed", lifecycle_reason: "disconnected" });
+    });
+  });
+
+  describe("strand", () => {
+    it("defect 2: a stranded session answers SESSION_STRANDED with the facts, never NOT_FOUND; GetWorkspace reads it", async () => {
+      const ws = await h.create();
+      await h.lifecycle.strand(ws.sessionId, "explicit");
+      const err = await failure(h.registry.requireActive(ws.sessionId));
+      expect(err.kind).toBe("failed_precondition");
+      expect(err.reason).toBe("SESSION_STRANDED");
+      expect(err.metadata).toMatchObject({ changeset_id: ws.changeset.id, reason: "explicit" });
+      expect(err.metadata.stranded_at).toBe(new Date(h.clock.now()).toISOString());
+      expect((await h.registry.getWorkspace(ws.sessionId)).lifecycle).toBe("stranded");
+      expect(h.registry.liveWorkspace(ws.sessionId)).toBeUndefined();
+      const destroy = await failure(h.registry.destroyWorkspace(ws.sessionId, "client"));
+      expect(destroy.reason).toBe("SESSION_STRANDED");
+    });
+
+    it("is idempotent: the first stranded_at is kept, one event", async () => {
+      const ws = await h.create();
+      await h.lifecycle.strand(ws.sessionId, "first");
+      const first = h.clock.now();
+      h.clock.advance(10_000);
+      const again = await h.lifecycle.strand(ws.sessionId, "second");
+      expect(again.strandedAt).toBe(first);
+      expect(again.lifecycleReason).toBe("first");
+      const row = await workspaceRow(h.db, ws.workspaceId);
+      expect(row.stranded_at!.getTime()).toBe(first);
+      expect((await eventsOf(h.db, ws.workspaceId)).filter((e) => e.kind === "session.stranded")).toHaveLength(1);
+    });
+
+    it("refuses abandoned and destroyed sessions", async () => {
+      const a = await h.create();
+      await h.lifecycle.abandon(a.sessionId, "explicit");
+      expect((await failure(h.lifecycle.strand(a.sessionId, "x"))).reason).toBe("SESSION_ABANDONED");
+      const d = await h.create();
+      await h.registry.destroyWorkspace(d.sessionId, "client");
+      expect((await failure(h.lifecycle.strand(d.sessionId, "x"))).reason).toBe("SESSION_DESTROYED");
+    });
+  });
+
+  describe("resume", () => {
+    it("defect 3: the resumed session is live at once; the workspace id is stable; old id redirects", async () => {
+      const ws = await h.create();
+      await h.lifecycle.strand(ws.sessionId, "explicit");
+      const resumed = await h.lifecycle.resume(ws.sessionId, "agent-a");
+      expect(resumed.workspaceId).toBe(ws.workspaceId);
+      expect(resumed.sessionId).not.toBe(ws.sessionId);
+      expect(resumed.resumedFrom).toBe(ws.sessionId);
+      expect(h.registry.liveWorkspace(resumed.sessionId)).toBe(resumed);
+      expect((await h.registry.requireActive(resumed.sessionId)).lifecycle).toBe("active");
+      const old = await failure(h.registry.requireActive(ws.sessionId));
+      expect(old.reason).toBe("SESSION_RESUMED");
+      expect(old.metadata.new_session_id).toBe(resumed.sessionId);
+      const row = await workspaceRow(h.db, ws.workspaceId);
+      expect(row).toMatchObject({ lifecycle: "active", session_id: resumed.sessionId, stranded_at: null, owner_instance: h.instanceId });
+      const events = await eventsOf(h.db, ws.workspaceId);
+      expect(events.map((e) => e.kind)).toEqual(["session.created", "session.stranded", "session.resumed"]);
+      // And the lifecycle goes on: it can be stranded and resumed again.
+      await h.lifecycle.strand(resumed.sessionId, "again");
+      const third = await h.lifecycle.resume(resumed.sessionId, "agent-a");
+      expect(third.workspaceId).toBe(ws.workspaceId);
+    });
+
+    it("defect 4: a second resume gets ALREADY_RESUMED with the first one's id, never a new session", async () => {
+      const ws = await h.create();
+      await h.lifecycle.strand(ws.sessionId, "explicit");
+      const won = await h.lifecycle.resume(ws.sessionId, "agent-a");
+      const err = await failure(h.lifecycle.resume(ws.sessionId, "agent-a"));
+      expect(err.kind).toBe("failed_precondition");
+      expect(err.reason).toBe("ALREADY_RESUMED");
+      expect(err.metadata.new_session_id).toBe(won.sessionId);
+      const count = await sql<{ n: string }>`SELECT count(*) AS n FROM workspaces`.execute(h.db);
+      expect(Number(count.rows[0]!.n)).toBe(1);
+    });
+
+    it("refuses: wrong agent (PERMISSION_DENIED), active, abandoned, terminal changeset, unknown", async () => {
+      const ws = await h.create();
+      expect((await failure(h.lifecycle.resume(ws.sessionId, "agent-a"))).reason).toBe("SESSION_NOT_STRANDED");
+      await h.lifecycle.strand(ws.sessionId, "explicit");
+      const wrong = await failure(h.lifecycle.resume(ws.sessionId, "agent-b"));
+      expect([wrong.kind, wrong.reason]).toEqual(["permission_denied", "AGENT_MISMATCH"]);
+      await setChangesetState(h.db, ws.changeset.id, "merged");
+      expect((await failure(h.lifecycle.resume(ws.sessionId, "agent-a"))).reason).toBe("CHANGESET_TERMINAL");
+      const ab = await h.create();
+      await h.lifecycle.strand(ab.sessionId, "explicit");
+      await h.lifecycle.abandon(ab.sessionId, "explicit");
+      expect((await failure(h.lifecycle.resume(ab.sessionId, "agent-a"))).reason).toBe("SESSION_ABANDONED");
+      const unknown = await failure(h.lifecycle.resume("00000000-0000-4000-8000-000000000000", "agent-a"));
+      expect([unknown.kind, unknown.reason]).toEqual(["not_found", "SESSION_NOT_FOUND"]);
+    });
+  });
+
+  describe("abandon", () => {
+    it("rejects the changeset, tombstones the workspace, records the events; idempotent; active or stranded", async () => {
+      const active = await h.create();
+      const stranded = await h.create();
+      await h.lifecycle.strand(stranded.sessionId, "explicit");
+      for (const ws of [active, stranded]) {
+        const out = await h.lifecycle.abandon(ws.sessionId, "explicit", "gave up");
+        expect(out.lifecycle).toBe("abandoned");
+        expect(out.changeset.state).toBe("rejected");
+        expect(out.changeset.reason).toBe("session_abandoned:explicit");
+        const again = await h.lifecycle.abandon(ws.sessionId, "explicit");
+        expect(again.lifecycle).toBe("abandoned");
+        const events = (await eventsOf(h.db, ws.workspaceId)).map((e) => e.kind);
+        expect(events.filter((k) => k === "session.abandoned")).toHaveLength(1);
+        const err = await failure(h.registry.requireActive(ws.sessionId));
+        expect(err.reason).toBe("SESSION_ABANDONED");
+      }
+      const transitions = await sql<{ n: string }>`SELECT count(*) AS n FROM events WHERE kind = 'changeset.transitioned'`.execute(h.db);
+      expect(Number(transitions.rows[0]!.n)).toBe(2);
+    });
+
+    it("sweep_stranded abandons stranded workspaces past the TTL (auto_ttl)", async () => {
+      const old = await h.create();
+      await h.lifecycle.strand(old.sessionId, "explicit");
+      h.clock.advance(3 * 3600 * 1000);
+      const young = await h.create();
+      await h.lifecycle.strand(young.sessionId, "explicit");
+      h.clock.advance(3600 * 1000 + 1000); // old: 4 h + 1 s stranded; young: 1 h
+      const report = await h.lifecycle.tick();
+      expect(report.abandoned).toBe(1);
+      expect(await workspaceRow(h.db, old.workspaceId)).toMatchObject({ lifecycle: "abandoned", lifecycle_reason: "session_abandoned:auto_ttl" });
+      expect((await workspaceRow(h.db, young.workspaceId)).lifecycle).toBe("stranded");
+      const cs = await sql<{ state: string; reason: string }>`SELECT state, reason FROM changesets WHERE id = ${old.changeset.id}::uuid`.execute(h.db);
+      expect(cs.rows[0]).toEqual({ state: "rejected", reason: "session_abandoned:auto_ttl" });
+    });
+  });
+
+  it("a failing tick step logs and the tick (and the next one) goes on", async () => {
+    const ws = await h.create();
+    await h.lifecycle.strand(ws.sessionId, "explicit");
+    h.clock.advance(5 * 3600 * 1000);
+    const spy = vi.spyOn(h.registry, "liveWorkspaces").mockImplementationOnce(() => {
+      throw new Error("boom");
+    });
+    const report = await h.lifecycle.tick();
+    expect(report.errors).toBe(1);
+    expect(report.abandoned).toBe(1); // the later step still ran
+    expect(h.logs.some((l) => l.msg === "lifecycle GC step failed; continuing" && l.step === "gc_live")).toBe(true);
+    spy.mockRestore();
+    expect((await h.lifecycle.tick()).errors).toBe(0);
+  });
+
+  describe("reconcile", () => {
+    it("a restart strands every non-terminal workspace of the previous incarnation; each is resumable", async () => {
+      const draft = await h.create();
+      const persistent = await h.create({ mode: "persistent" });
+      const closedEphemeral = await h.create();
+      await h.registry.transitionChangeset(closedEphemeral.changeset.id, "closed", "");
+      const closedPersistent = await h.create({ mode: "persistent" });
+      await h.registry.transitionChangeset(closedPersistent.changeset.id, "closed", "");
+      // The process dies (no stop()); the same instance starts again.
+      const next = await harness(h.db, { clock: h.clock, repoId: h.repoId });
+      expect(next.logs.find((l) => l.msg === "startup reconcile")).toMatchObject({ stranded: 2, destroyed: 1, adopted: 1 });
+      for (const ws of [draft, persistent]) {
+        expect(await workspaceRow(h.db, ws.workspaceId)).toMatchObject({ lifecycle: "stranded", lifecycle_reason: "startup_reconcile" });
+        const resumed = await next.lifecycle.resume(ws.sessionId, "agent-a");
+        expect(next.registry.liveWorkspace(resumed.sessionId)).toBeDefined();
+      }
+      expect((await workspaceRow(h.db, closedEphemeral.workspaceId)).lifecycle).toBe("destroyed");
+      expect(await workspaceRow(h.db, closedPersistent.workspaceId)).toMatchObject({ lifecycle: "active", owner_instance: next.instanceId });
+      expect(next.registry.liveWorkspace(closedPersistent.sessionId)).toBeDefined();
+    });
+
+    it("multi-instance: a live instance's workspaces are left alone until its heartbeat goes stale", async () => {
+      const mine = await h.create();
+      const other = await harness(h.db, { clock: h.clock, repoId: h.repoId, instanceName: "other-host:50051" });
+      expect((await workspaceRow(h.db, mine.workspaceId)).lifecycle).toBe("active");
+      h.clock.advance(10_000);
+      expect((await other.lifecycle.tick()).orphansStranded).toBe(0);
+      h.clock.advance(6_000); // h's heartbeat (never sent since start) is now > 15 s old
+      expect((await other.lifecycle.tick()).orphansStranded).toBe(1);
+      expect(await workspaceRow(h.db, mine.workspaceId)).toMatchObject({ lifecycle: "stranded", lifecycle_reason: "owner_lost" });
+      await other.lifecycle.stop();
+    });
+
+    it("a stopped instance's workspaces are orphans at once", async () => {
+      const mine = await h.create();
+      const other = await harness(h.db, { clock: h.clock, repoId: h.repoId, instanceName: "other-host:50051" });
+      await h.lifecycle.stop();
+      expect((await other.lifecycle.tick()).orphansStranded).toBe(1);
+      expect((await workspaceRow(h.db, mine.workspaceId)).lifecycle).toBe("stranded");
+    });
+  });
+});
+
+/** The same SQL on every other kind this machine has (PGlite: the embedded database). */
+describe.each(DATABASE_KINDS.filter((k) => k !== PRIMARY_KIND))("lifecycle smoke on %s", (kind) => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase(kind);
+  }, 120_000);
+  afterAll(async () => {
+    await database?.drop();
+  });
+
+  it("strand, resume, abandon, sweep, flush and reconcile run", async () => {
+    const h = await harness(database.opened.db);
+    const a = await h.create();
+    const b = await h.create({ mode: "persistent" });
+    h.clock.advance(1000);
+    h.registry.touch(b);
+    expect(await h.lifecycle.flushActivity()).toBe(1);
+    await h.lifecycle.strand(a.sessionId, "explicit");
+    const resumed = await h.lifecycle.resume(a.sessionId, "agent-a");
+    expect((await failure(h.lifecycle.resume(a.sessionId, "agent-a"))).metadata.new_session_id).toBe(resumed.sessionId);
+    await h.lifecycle.abandon(resumed.sessionId, "explicit");
+    expect((await workspaceRow(h.db, a.workspaceId)).lifecycle).toBe("abandoned");
+    const next = await harness(h.db, { clock: h.clock, repoId: h.repoId });
+    expect((await workspaceRow(h.db, b.workspaceId)).lifecycle).toBe("stranded");
+    next.clock.advance(5 * 3600 * 1000);
+    expect((await next.lifecycle.tick()).abandoned).toBe(1);
+  }, 60_000);
+});
