@@ -1,0 +1,67 @@
+/**
+ * What the rest of Berth needs of the overlay: the turn scheduler captures a directory's
+ * changes through exactly the same path as the WriteFile and DeleteFile RPCs (claims, events),
+ * and materialises environments from the base plus the overlay.
+ */
+import type { Workspace } from "../domain/workspace.js";
+
+export type FileChangeName = "added" | "modified" | "deleted";
+export type SymbolChangeName = "added" | "modified" | "deleted";
+
+export interface SymbolChangeInfo {
+  readonly name: string;
+  readonly kind: string;
+  readonly change: SymbolChangeName;
+}
+
+export interface OtherModifierInfo {
+  readonly sessionId: string;
+  readonly agentId: string;
+  readonly agentName: string;
+  readonly symbols: readonly string[];
+  readonly changesetState: string;
+}
+
+export interface WriteInput {
+  readonly workspace: Workspace;
+  /** Normalised repository-relative path. */
+  readonly path: string;
+  readonly content: Uint8Array;
+  /** sha256 hex of the current content; "" = the file must not exist; undefined = unconditional. */
+  readonly expectedHash?: string | undefined;
+  readonly declaredSymbols?: readonly string[];
+}
+
+export interface WriteResult {
+  readonly newHash: string;
+  readonly change: Exclude<FileChangeName, "deleted">;
+  readonly symbols: readonly SymbolChangeInfo[];
+  readonly conflicts: readonly OtherModifierInfo[];
+}
+
+export interface DeleteInput {
+  readonly workspace: Workspace;
+  readonly path: string;
+  readonly expectedHash?: string | undefined;
+}
+
+export interface DeleteResult {
+  readonly symbols: readonly SymbolChangeInfo[];
+  readonly conflicts: readonly OtherModifierInfo[];
+}
+
+/** One overlay entry of a workspace: content for writes, null for a deletion (tombstone). */
+export interface OverlayEntry {
+  readonly path: string;
+  readonly content: Uint8Array | null;
+  readonly hash: string | null;
+}
+
+export interface OverlayPort {
+  writeFile(input: WriteInput): Promise<WriteResult>;
+  deleteFile(input: DeleteInput): Promise<DeleteResult>;
+  /** Every overlay entry of the workspace (from the in-memory cache, rebuilt from PostgreSQL). */
+  entries(workspace: Workspace): Promise<readonly OverlayEntry[]>;
+  /** The base content of a path at the workspace's base commit; undefined when it does not exist there. */
+  readBase(workspace: Workspace, path: string): Promise<Uint8Array | undefined>;
+}
