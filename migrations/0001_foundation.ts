@@ -59,11 +59,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       created_at timestamptz NOT NULL
     )`.execute(db);
 
-  // The transactional outbox. seq is assigned under a transaction-scoped advisory lock held
-  // until commit (src/events/outbox.ts), so seq order is commit order and readers never skip.
+  // The transactional outbox. Writers insert rows with seq NULL (staged gives their insert
+  // order); the sequencer (src/events/sequencer.ts) numbers committed rows afterwards, one pass
+  // at a time, so seq order is the order readers can see, and writers never wait for each other.
   await sql`
     CREATE TABLE events (
-      seq bigserial PRIMARY KEY,
+      staged bigserial PRIMARY KEY,
+      seq bigint UNIQUE,
       id uuid NOT NULL UNIQUE,
       kind text NOT NULL,
       repo_id uuid NOT NULL,
@@ -73,14 +75,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       changeset_id uuid,
       occurred_at timestamptz NOT NULL,
       reason text NOT NULL DEFAULT '',
-      -- The binary berth.v1.Event with seq left 0; seq is the column.
+      -- A berth.v1.Event holding only its kind-specific payload; every other field is a column.
       payload bytea NOT NULL
     )`.execute(db);
+  await sql`CREATE INDEX events_unsequenced ON events (staged) WHERE seq IS NULL`.execute(db);
+  await sql`CREATE TABLE outbox_head (id integer PRIMARY KEY CHECK (id = 1), last_seq bigint NOT NULL)`.execute(db);
+  await sql`INSERT INTO outbox_head (id, last_seq) VALUES (1, 0)`.execute(db);
   await sql`CREATE INDEX events_occurred ON events (occurred_at)`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  for (const t of ["events", "session_redirects", "workspaces", "changesets", "repositories"]) {
+  for (const t of ["outbox_head", "events", "session_redirects", "workspaces", "changesets", "repositories"]) {
     await sql`DROP TABLE IF EXISTS ${sql.table(t)}`.execute(db);
   }
 }

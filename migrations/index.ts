@@ -2,10 +2,14 @@ import type { Migration } from "kysely";
 import * as m0001 from "./0001_foundation.js";
 import * as m0002 from "./0002_lifecycle.js";
 import * as m0003 from "./0003_events.js";
+import * as m0004 from "./0004_overlay.js";
+import * as m0005 from "./0005_turns.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
 export const migrations: Readonly<Record<string, Migration>> = {
   "0001_foundation": m0001,
   "0002_lifecycle": m0002,
   "0003_events": m0003,
+  "0004_overlay": m0004,
+  "0005_turns": m0005,
 };

@@ -39,10 +39,21 @@ export interface Config {
   readonly idleTtlSeconds: number;
   readonly maxTtlSeconds: number;
   readonly strandedTtlSeconds: number;
+  readonly maxFileBytes: number;
+  readonly releaseClaimsOnSubmit: boolean;
   readonly natsUrl: string | undefined;
   readonly natsEncoding: NatsEncoding;
   readonly natsStream: string;
   readonly eventRetentionSeconds: number;
+  /** Turns (src/turns/): environments and the workspace map. */
+  readonly envRoot: string;
+  readonly envIdleTtlMs: number;
+  readonly envApprovalTtlMs: number;
+  readonly envPoolMax: number;
+  readonly mapMaxDepth: number;
+  readonly mapMaxEntries: number;
+  readonly mapBudgetMs: number;
+  readonly mapTtlMs: number;
 }
 
 export interface VariableSpec {
@@ -75,10 +86,20 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_IDLE_TTL_S", default: "3600", meaning: "a workspace idle this long is collected (pin-aware)" },
   { name: "BERTH_MAX_TTL_S", default: "86400", meaning: "a workspace alive this long is collected (pin-aware)" },
   { name: "BERTH_STRANDED_TTL_S", default: "14400", meaning: "a stranded workspace is abandoned (reason session_abandoned:auto_ttl) after this long" },
+  { name: "BERTH_MAX_FILE_BYTES", default: "8388608", meaning: "largest file WriteFile accepts (8 MiB); larger content is RESOURCE_EXHAUSTED FILE_TOO_LARGE" },
+  { name: "BERTH_RELEASE_CLAIMS_ON_SUBMIT", default: "1", meaning: "1: a changeset entering SUBMITTED releases its sessions' symbol claims; 0: they are held until merged, rejected or closed" },
   { name: "NATS_URL", default: "(unset)", meaning: "NATS server with JetStream; when set, stored events are relayed to it" },
   { name: "BERTH_NATS_ENCODING", default: "binary", meaning: "payload of relayed events: binary (protobuf) or json (proto3 JSON)" },
   { name: "BERTH_NATS_STREAM", default: "BERTH_EVENTS", meaning: "JetStream stream the relay creates or updates at start" },
   { name: "BERTH_EVENT_RETENTION_S", default: "604800", meaning: "events older than this are pruned from PostgreSQL and JetStream (7 days)" },
+  { name: "BERTH_ENV_ROOT", default: "./.berth/envs", meaning: "where turn environments live, one directory per workspace id" },
+  { name: "BERTH_ENV_IDLE_TTL_MS", default: "60000", meaning: "an environment parked idle (turn COMPLETED) is kept warm this long" },
+  { name: "BERTH_ENV_APPROVAL_TTL_MS", default: "600000", meaning: "an environment parked AWAITING_APPROVAL is kept warm this long" },
+  { name: "BERTH_ENV_POOL_MAX", default: "64", meaning: "environments the pool seats; when full, the least recently used IDLE one is evicted, and a turn that cannot be seated runs unreserved" },
+  { name: "BERTH_MAP_MAX_DEPTH", default: "3", meaning: "workspace map: depth of the tree (root children are depth 1)" },
+  { name: "BERTH_MAP_MAX_ENTRIES", default: "200", meaning: "workspace map: entries shown (\"showing N of M\")" },
+  { name: "BERTH_MAP_BUDGET_MS", default: "1500", meaning: "workspace map: how long a turn waits for the walk; zero or negative is refused" },
+  { name: "BERTH_MAP_TTL_MS", default: "30000", meaning: "workspace map: how long a map (or a lapsed budget) is cached; 0 caches nothing" },
 ];
 
 export class ConfigError extends Error {
@@ -206,9 +227,19 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     idleTtlSeconds: integer(env, "BERTH_IDLE_TTL_S", 3600, 1),
     maxTtlSeconds: integer(env, "BERTH_MAX_TTL_S", 86_400, 1),
     strandedTtlSeconds: integer(env, "BERTH_STRANDED_TTL_S", 14_400, 1),
+    maxFileBytes: integer(env, "BERTH_MAX_FILE_BYTES", 8 * 1024 * 1024, 1, 256 * 1024 * 1024),
+    releaseClaimsOnSubmit: flag(env, "BERTH_RELEASE_CLAIMS_ON_SUBMIT", true),
     natsUrl,
     natsEncoding: oneOf<NatsEncoding>(env, "BERTH_NATS_ENCODING", ["binary", "json"], "binary"),
     natsStream,
     eventRetentionSeconds: integer(env, "BERTH_EVENT_RETENTION_S", 604_800, 60),
+    envRoot: path.resolve(get(env, "BERTH_ENV_ROOT") ?? "./.berth/envs"),
+    envIdleTtlMs: integer(env, "BERTH_ENV_IDLE_TTL_MS", 60_000, 0),
+    envApprovalTtlMs: integer(env, "BERTH_ENV_APPROVAL_TTL_MS", 600_000, 0),
+    envPoolMax: integer(env, "BERTH_ENV_POOL_MAX", 64, 0, 1_000_000),
+    mapMaxDepth: integer(env, "BERTH_MAP_MAX_DEPTH", 3, 1, 64),
+    mapMaxEntries: integer(env, "BERTH_MAP_MAX_ENTRIES", 200, 1, 1_000_000),
+    mapBudgetMs: integer(env, "BERTH_MAP_BUDGET_MS", 1500, 1, 600_000),
+    mapTtlMs: integer(env, "BERTH_MAP_TTL_MS", 30_000, 0),
   };
 }

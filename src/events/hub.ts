@@ -4,8 +4,8 @@
  * The reader keeps `position`: every stored event with seq <= position has been offered to
  * every subscriber that existed when it was read. It reads `seq > position ORDER BY seq` when
  * nudged (a local commit: the registry's onEventsCommitted) and every pollIntervalMs (commits
- * of other instances on the same database). That a reader never skips an event relies on the
- * outbox's guarantee that seq order is commit order (src/events/outbox.ts).
+ * of other instances on the same database). Before reading it numbers what has committed
+ * (src/events/sequencer.ts), so a reader never skips an event.
  *
  * Subscribers get a bounded buffer. One that falls more than maxBufferedEvents (or
  * maxBufferedBytes) behind is ended with RESOURCE_EXHAUSTED / SUBSCRIBER_TOO_SLOW carrying
@@ -17,7 +17,8 @@ import type { Logger } from "pino";
 import { BerthError } from "../domain/errors.js";
 import type { Db } from "../storage/database.js";
 import { compileFilter, type EventFilter, type Matcher } from "./filter.js";
-import { headSeq, oldestSeq, prunedThrough, readEvents, type Event, type StoredEvent } from "./store.js";
+import { sequencePending } from "./sequencer.js";
+import { oldestSeq, prunedThrough, readEvents, type Event, type StoredEvent } from "./store.js";
 
 export interface SubscriberOptions {
   /** Events a subscriber may have buffered before it is ended as too slow (default 10,000). */
@@ -199,7 +200,7 @@ export class EventHub {
   /** Starts at the current head of the outbox: earlier events are only available by replay. */
   async start(): Promise<void> {
     if (this.started) return;
-    this.position = await headSeq(this.db);
+    this.position = await sequencePending(this.db);
     this.started = true;
     this.timer = setInterval(() => this.nudge(), this.pollIntervalMs);
     this.timer.unref();
@@ -241,6 +242,7 @@ export class EventHub {
       this.dirty = false;
       try {
         for (;;) {
+          await sequencePending(this.db);
           const batch = await readEvents(this.db, this.position, this.batchSize);
           if (this.stopped) return;
           // position and fan-out change together, synchronously: a subscriber added between

@@ -25,6 +25,7 @@ import type { Logger } from "pino";
 import type { NatsEncoding } from "../config.js";
 import type { Db } from "../storage/database.js";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
+import { sequencePending } from "./sequencer.js";
 import { advanceRelayCursor, readEvents, readRelayCursor, type StoredEvent } from "./store.js";
 
 // ---- leadership ---------------------------------------------------------------------------
@@ -240,6 +241,8 @@ export class NatsRelay {
         await this.ensureConnected();
         if (this.stored === undefined) await this.loadCursor();
         this.nudged = false;
+        // The hub numbers committed rows too; a relay running alone (its own process) must as well.
+        await sequencePending(this.o.db);
         const batch = await readEvents(this.o.db, this.acked, this.o.batchSize);
         if (batch.length === 0) {
           await this.sleep(this.o.pollIntervalMs);

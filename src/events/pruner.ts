@@ -71,7 +71,7 @@ export class EventPruner {
         let upTo = pruned;
         let blocked = false;
         for (const r of rows) {
-          const seq = toSeq(r.seq);
+          const seq = toSeq(r.seq!);
           if (new Date(r.occurred_at).getTime() >= cutoff || (published !== undefined && seq > published)) {
             blocked = true;
             break;

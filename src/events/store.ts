@@ -3,6 +3,7 @@
  * Shared by the hub, the WatchEvents replay, the NATS relay and the pruner.
  */
 import { create, fromBinary, type MessageShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { sql, type Kysely } from "kysely";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
 import type { Db } from "../storage/database.js";
@@ -30,20 +31,45 @@ export interface StoredEvent {
   readonly size: number;
 }
 
-/** Decodes a stored row: the payload is the binary Event without seq; seq is the column. */
-export function decodeRow(row: { seq: string | number | bigint; payload: Uint8Array }): StoredEvent {
+const EVENT_COLUMNS = ["seq", "id", "kind", "repo_id", "session_id", "workspace_id", "agent_id", "changeset_id", "occurred_at", "reason", "payload"] as const;
+
+type EventRow = {
+  seq: string | number | bigint;
+  id: string;
+  kind: string;
+  repo_id: string;
+  session_id: string | null;
+  workspace_id: string | null;
+  agent_id: string | null;
+  changeset_id: string | null;
+  occurred_at: Date;
+  reason: string;
+  payload: Uint8Array;
+};
+
+/** Decodes a stored row: the payload holds the kind-specific oneof (src/events/outbox.ts); the rest are columns. */
+export function decodeRow(row: EventRow): StoredEvent {
   const seq = toSeq(row.seq);
-  const event = fromBinary(EventSchema, row.payload);
+  const event = row.payload.byteLength > 0 ? fromBinary(EventSchema, row.payload) : create(EventSchema);
   event.seq = seq;
-  return { seq, event, size: row.payload.byteLength };
+  event.id = row.id;
+  event.kind = row.kind;
+  event.repoId = row.repo_id;
+  event.sessionId = row.session_id ?? "";
+  event.workspaceId = row.workspace_id ?? "";
+  event.agentId = row.agent_id ?? "";
+  event.changesetId = row.changeset_id ?? "";
+  event.occurredAt = timestampFromDate(row.occurred_at);
+  event.reason = row.reason;
+  return { seq, event, size: 96 + row.payload.byteLength + row.reason.length };
 }
 
 /** Events with after < seq <= upTo (upTo optional), in seq order, at most `limit`. */
 export async function readEvents(db: Db, after: bigint, limit: number, upTo?: bigint): Promise<StoredEvent[]> {
-  let q = db.selectFrom("events").select(["seq", "payload"]).where("seq", ">", after.toString() as never);
+  let q = db.selectFrom("events").select(EVENT_COLUMNS).where("seq", ">", after.toString() as never);
   if (upTo !== undefined) q = q.where("seq", "<=", upTo.toString() as never);
   const rows = await q.orderBy("seq").limit(limit).execute();
-  return rows.map(decodeRow);
+  return rows.map((r) => decodeRow(r as EventRow));
 }
 
 /** The highest stored seq, 0 when there is none. */

@@ -201,24 +201,47 @@ function orphaned(scope: OrphanScope): RawBuilder<unknown> {
   return scope.includeUnowned ? sql`(w.owner_instance IS NULL OR (${owned}))` : sql`(${owned})`;
 }
 
-/** Strands every orphaned active workspace whose changeset is not terminal. */
-export async function strandOrphans(trx: Transaction<Database>, scope: OrphanScope, reason: string, at: Date): Promise<LifecycleRow[]> {
-  const r = await sql<LifecycleRow>`
-    UPDATE workspaces AS w SET lifecycle = 'stranded', stranded_at = ${at}, lifecycle_reason = ${reason}
-    FROM changesets c
-    WHERE c.id = w.changeset_id AND c.state NOT IN ${TERMINAL} AND w.lifecycle = 'active' AND ${orphaned(scope)}
-    RETURNING ${RETURNING}`.execute(trx);
-  return r.rows;
+/** The event each row changed by a set-based UPDATE gets: the same kind, time, reason and payload for all. */
+export interface SetEvent {
+  readonly kind: string;
+  readonly at: Date;
+  readonly reason: string;
+  readonly payload: Uint8Array;
 }
 
-/** Destroys every orphaned active ephemeral workspace whose changeset is terminal. */
-export async function destroyOrphans(trx: Transaction<Database>, scope: OrphanScope, reason: string, at: Date): Promise<LifecycleRow[]> {
-  const r = await sql<LifecycleRow>`
-    UPDATE workspaces AS w SET lifecycle = 'destroyed', lifecycle_reason = ${reason}, ended_at = ${at}
+/**
+ * Runs `update` (an UPDATE … RETURNING the LifecycleRow columns) and stores one event per
+ * changed row in the same statement: no row travels to Node and back, so 100,000 rows take one
+ * round trip. Returns the ids of the changed workspaces.
+ */
+async function updateWithEvents(trx: Transaction<Database>, update: RawBuilder<unknown>, ev: SetEvent): Promise<string[]> {
+  const r = await sql<{ id: string }>`
+    WITH changed AS (${update}),
+    stored AS (
+      INSERT INTO events (id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload)
+      SELECT gen_random_uuid(), ${ev.kind}, repo_id, session_id, id, agent_id, changeset_id, ${ev.at}, ${ev.reason}, ${ev.payload}
+      FROM changed ORDER BY id
+    )
+    SELECT id FROM changed`.execute(trx);
+  return r.rows.map((row) => row.id);
+}
+
+/** Strands every orphaned active workspace whose changeset is not terminal, with its session.stranded event. */
+export function strandOrphans(trx: Transaction<Database>, scope: OrphanScope, ev: SetEvent): Promise<string[]> {
+  return updateWithEvents(trx, sql`
+    UPDATE workspaces AS w SET lifecycle = 'stranded', stranded_at = ${ev.at}, lifecycle_reason = ${ev.reason}
+    FROM changesets c
+    WHERE c.id = w.changeset_id AND c.state NOT IN ${TERMINAL} AND w.lifecycle = 'active' AND ${orphaned(scope)}
+    RETURNING ${RETURNING}`, ev);
+}
+
+/** Destroys every orphaned active ephemeral workspace whose changeset is terminal, with its session.destroyed event. */
+export function destroyOrphans(trx: Transaction<Database>, scope: OrphanScope, ev: SetEvent): Promise<string[]> {
+  return updateWithEvents(trx, sql`
+    UPDATE workspaces AS w SET lifecycle = 'destroyed', lifecycle_reason = ${ev.reason}, ended_at = ${ev.at}
     FROM changesets c
     WHERE c.id = w.changeset_id AND c.state IN ${TERMINAL} AND w.mode = 'ephemeral' AND w.lifecycle = 'active' AND ${orphaned(scope)}
-    RETURNING ${RETURNING}`.execute(trx);
-  return r.rows;
+    RETURNING ${RETURNING}`, ev);
 }
 
 /** Takes over every orphaned active persistent workspace whose changeset is terminal (it lives until expires_at). */

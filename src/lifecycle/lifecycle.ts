@@ -22,11 +22,13 @@ import type { Clock } from "../domain/clock.js";
 import { failedPrecondition, notFound, permissionDenied } from "../domain/errors.js";
 import type { Workspace } from "../domain/workspace.js";
 import type { EventInput } from "../events/outbox.js";
-import { appendEvents } from "../events/outbox.js";
+import { encodePayload } from "../events/outbox.js";
 import { assertActive, changesetStateEnum, type WorkspaceRegistry } from "../registry/registry.js";
 import * as regRepo from "../registry/registry.repository.js";
 import type { ChangesetStateName } from "../storage/schema.js";
 import * as repo from "./lifecycle.repository.js";
+import { claimEvents } from "../overlay/claim-events.js";
+import * as overlayRepo from "../overlay/overlay.repository.js";
 
 export interface LifecycleSettings {
   /** BERTH_SESSION_LEASE_MS */
@@ -111,13 +113,6 @@ function strandedEvent(row: repo.LifecycleRow, at: number, reason: string): Even
 
 function endedEvent(row: repo.LifecycleRow, kind: "session.destroyed" | "session.expired", at: number, cause: string): EventInput {
   return eventOf(row, kind, at, cause, { case: "sessionEnded", value: { cause } });
-}
-
-const EVENT_BATCH = 1000;
-
-/** appendEvents in batches (one INSERT per batch; a statement has at most 65,535 parameters). */
-async function appendInBatches(trx: Parameters<typeof appendEvents>[0], events: readonly EventInput[]): Promise<void> {
-  for (let i = 0; i < events.length; i += EVENT_BATCH) await appendEvents(trx, events.slice(i, i + EVENT_BATCH));
 }
 
 /**
@@ -219,9 +214,15 @@ export class LifecycleManager {
     if (ws.lifecycle === "stranded") return ws;
     assertActive(ws);
     const now = this.clock.now();
-    const rows = await this.registry.inTransaction(
-      (trx) => repo.strandWorkspaces(trx, [ws.workspaceId], reason, new Date(now)),
-      (rows) => rows.map((r) => strandedEvent(r, now, reason)),
+    const { rows } = await this.registry.inTransaction(
+      async (trx) => {
+        // Claims are released on strand (issue 3 defect 5); the overlay rows stay for the resume.
+        // Released before the update, to report them (migrations/0004's trigger would take them silently).
+        const released = await overlayRepo.releaseClaimsOfSession(trx, ws.workspaceId, ws.sessionId);
+        const rows = await repo.strandWorkspaces(trx, [ws.workspaceId], reason, new Date(now));
+        return { rows, released };
+      },
+      ({ rows, released }) => [...claimEvents("claim.released", released, now, "session_stranded"), ...rows.map((r) => strandedEvent(r, now, reason))],
     );
     if (rows.length === 0) {
       // Lost a race (another strand, an abandon, a destroy): report what it is now.
@@ -356,6 +357,9 @@ export class LifecycleManager {
   }
 
   private async rejectFor(trx: Parameters<typeof repo.rejectChangesets>[0], rows: repo.LifecycleRow[], reason: string, now: number) {
+    // Abandoned (explicitly or by the stranded sweep): overlay rows deleted. Claims go with the
+    // workspace leaving 'active' (the workspaces_release_claims trigger, migrations/0004_overlay.ts).
+    await overlayRepo.deleteOverlaysOf(trx, rows.map((r) => r.id));
     const ids = [...new Set(rows.map((r) => r.changeset_id))];
     const rejected = await repo.rejectChangesets(trx, ids, reason, new Date(now));
     const done = new Set(rejected.map((c) => c.id));
@@ -545,6 +549,7 @@ export class LifecycleManager {
     }
     for (const [reason, list] of strand) {
       const rows = await this.registry.inTransaction(
+        // Claims go with the workspace leaving 'active' (trigger, migrations/0004_overlay.ts).
         (trx) => repo.strandWorkspaces(trx, list.map((w) => w.workspaceId), reason, new Date(now)),
         (rows) => rows.map((r) => strandedEvent(r, now, reason)),
       );
@@ -556,7 +561,11 @@ export class LifecycleManager {
     }
     for (const [cause, { kind, list }] of destroy) {
       const rows = await this.registry.inTransaction(
-        (trx) => repo.destroyWorkspaces(trx, list.map((w) => w.workspaceId), cause, new Date(now)),
+        async (trx) => {
+          const rows = await repo.destroyWorkspaces(trx, list.map((w) => w.workspaceId), cause, new Date(now));
+          await overlayRepo.deleteOverlaysOf(trx, rows.map((r) => r.id));
+          return rows;
+        },
         (rows) => rows.map((r) => endedEvent(r, kind, now, cause)),
       );
       const byId = new Map(list.map((w) => [w.workspaceId, w]));
@@ -625,18 +634,27 @@ export class LifecycleManager {
       staleBefore: new Date(now - 3 * this.settings.instanceHeartbeatMs),
     };
     const reason = atStartup ? "startup_reconcile" : "owner_lost";
+    const at = new Date(now);
     const out = await this.db.transaction().execute(async (trx) => {
-      const stranded = await repo.strandOrphans(trx, scope, reason, new Date(now));
-      const destroyed = await repo.destroyOrphans(trx, scope, "owner_lost", new Date(now));
+      // Each UPDATE stores its rows' events in the same statement (set-based: 100,000 rows, one round trip).
+      const stranded = await repo.strandOrphans(trx, scope, {
+        kind: "session.stranded",
+        at,
+        reason,
+        payload: encodePayload({ case: "sessionStranded", value: { strandedAt: timestampFromMs(now) } }),
+      });
+      const destroyed = await repo.destroyOrphans(trx, scope, {
+        kind: "session.destroyed",
+        at,
+        reason: "owner_lost",
+        payload: encodePayload({ case: "sessionEnded", value: { cause: "owner_lost" } }),
+      });
+      // Their claims go with the workspaces leaving 'active' (trigger, migrations/0004_overlay.ts).
+      await overlayRepo.deleteOverlaysOf(trx, destroyed);
       const adopted = await repo.adoptOrphans(trx, scope);
-      const events = [
-        ...stranded.map((r) => strandedEvent(r, now, reason)),
-        ...destroyed.map((r) => endedEvent(r, "session.destroyed", now, "owner_lost")),
-      ];
-      await appendInBatches(trx, events);
-      return { stranded: stranded.length, destroyed: destroyed.length, adopted, events };
+      return { stranded: stranded.length, destroyed: destroyed.length, adopted };
     });
-    this.registry.eventsCommitted(out.events);
+    if (out.stranded + out.destroyed > 0) this.registry.eventsCommitted();
     if (!atStartup) {
       // Adopted at a tick: take them into memory (at startup registry.load() does).
       for (const wid of out.adopted) {

@@ -1,6 +1,6 @@
 /** Every SQL statement of the registry: plain functions taking the database or a transaction first. */
-import { sql, type Kysely, type Transaction } from "kysely";
-import type { ChangesetStateName, Database, LifecycleName } from "../storage/schema.js";
+import { sql, type Insertable, type Kysely, type Transaction } from "kysely";
+import type { ChangesetStateName, Database, EventTable, LifecycleName } from "../storage/schema.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -46,6 +46,22 @@ export function listRepositories(db: Executor): Promise<RepositoryRow[]> {
 
 export function findRepository(db: Executor, id: string): Promise<RepositoryRow | undefined> {
   return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at"]).where("id", "=", id).executeTakeFirst();
+}
+
+/**
+ * Bumps the repository's agent counter under its row lock and, in the same statement, inserts
+ * the new changeset: one round trip. Undefined (and nothing inserted) when the repository does not exist.
+ */
+export async function takeAgentNumberWithChangeset(trx: Transaction<Database>, repoId: string, changeset: ChangesetRow): Promise<number | undefined> {
+  const r = await sql<{ n: number }>`
+    WITH n AS (
+      UPDATE repositories SET next_agent_number = next_agent_number + 1 WHERE id = ${repoId}::uuid RETURNING next_agent_number
+    ), cs AS (
+      INSERT INTO changesets (id, repo_id, state, reason, created_at, updated_at)
+      SELECT ${changeset.id}::uuid, ${changeset.repo_id}::uuid, ${changeset.state}, ${changeset.reason}, ${changeset.created_at}, ${changeset.updated_at} FROM n
+    )
+    SELECT next_agent_number AS n FROM n`.execute(trx);
+  return r.rows[0]?.n;
 }
 
 /** Bumps the repository's agent counter under its row lock; undefined when the repository does not exist. */
@@ -105,8 +121,58 @@ export interface NewWorkspaceRow {
 }
 
 export async function insertWorkspace(db: Executor, row: NewWorkspaceRow): Promise<void> {
-  // owner_instance is added by migrations/0002_lifecycle.ts and not (yet) in storage/schema.ts.
-  await db.insertInto("workspaces").values(row as unknown as never).execute();
+  await db.insertInto("workspaces").values(row).execute();
+}
+
+/**
+ * The common CreateWorkspace — a new DRAFT changeset and the next agent-N — as ONE statement in
+ * autocommit: the counter bump, the changeset, the workspace and its session.created event. The
+ * repository row lock that keeps names gap-free is then held for a single round trip, and any
+ * failure (a taken session id) rolls the counter back with the rest.
+ *
+ * The event's payload needs the name the counter yields, so it is completed in SQL: `rest` is the
+ * encoded Event with the SessionCreated fields other than agent_name, and a second occurrence of
+ * field 20 (session_created) carrying only agent_name is appended. Protobuf parsers merge repeated
+ * occurrences of a message field, so the stored bytes decode to the whole SessionCreated; the
+ * relay and the hub re-encode events before they leave Berth.
+ */
+export async function createAutoNamedWorkspace(
+  db: Executor,
+  row: Omit<NewWorkspaceRow, "agent_name">,
+  changeset: ChangesetRow,
+  event: { id: string; rest: Uint8Array },
+): Promise<string | undefined> {
+  const r = await sql<{ name: string }>`
+    WITH n AS (
+      UPDATE repositories SET next_agent_number = next_agent_number + 1 WHERE id = ${row.repo_id}::uuid
+      RETURNING 'agent-' || next_agent_number AS name
+    ), cs AS (
+      INSERT INTO changesets (id, repo_id, state, reason, created_at, updated_at)
+      SELECT ${changeset.id}::uuid, ${changeset.repo_id}::uuid, ${changeset.state}, ${changeset.reason}, ${changeset.created_at}, ${changeset.updated_at} FROM n
+    ), ws AS (
+      INSERT INTO workspaces (id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance)
+      SELECT ${row.id}::uuid, ${row.session_id}::uuid, ${row.repo_id}::uuid, ${row.agent_id}, n.name, ${row.changeset_id}::uuid, ${row.intent},
+             ${row.base_commit}, ${row.mode}, ${row.expires_at}::timestamptz, ${row.created_at}, ${row.last_active_at}, ${row.owner_instance}::uuid
+      FROM n
+    ), ev AS (
+      INSERT INTO events (id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload)
+      SELECT ${event.id}::uuid, 'session.created', ${row.repo_id}::uuid, ${row.session_id}::uuid, ${row.id}::uuid, ${row.agent_id},
+             ${row.changeset_id}::uuid, ${row.created_at}, '',
+             ${event.rest}::bytea || '\\xa201'::bytea || set_byte('\\x00'::bytea, 0, 2 + octet_length(n.name))
+               || '\\x0a'::bytea || set_byte('\\x00'::bytea, 0, octet_length(n.name)) || convert_to(n.name, 'UTF8')
+      FROM n
+    )
+    SELECT name FROM n`.execute(db);
+  return r.rows[0]?.name;
+}
+
+/** Inserts a workspace and its event in one statement (one round trip). */
+export async function insertWorkspaceWithEvent(trx: Transaction<Database>, row: NewWorkspaceRow, event: Insertable<EventTable>): Promise<void> {
+  await trx
+    .with("ws", (db) => db.insertInto("workspaces").values(row))
+    .insertInto("events")
+    .values(event)
+    .execute();
 }
 
 function selectWorkspaces(db: Executor) {

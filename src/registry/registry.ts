@@ -11,12 +11,14 @@ import { canTransition, isTerminal, sourcesOf } from "../domain/changeset-states
 import type { Clock } from "../domain/clock.js";
 import { BerthError, failedPrecondition, invalidArgument, notFound } from "../domain/errors.js";
 import type { Changeset, Repository, Workspace } from "../domain/workspace.js";
-import { appendEvents, type EventInput } from "../events/outbox.js";
+import { appendEvents, eventRow, type EventInput } from "../events/outbox.js";
 import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import type { Db } from "../storage/database.js";
 import type { ChangesetStateName, Database, ModeName } from "../storage/schema.js";
 import { checkGitRepository, resolveCommit } from "./git-source.js";
 import * as sqlRepo from "./registry.repository.js";
+import { claimEvents } from "../overlay/claim-events.js";
+import * as overlayRepo from "../overlay/overlay.repository.js";
 
 export interface RegistryDeps {
   readonly db: Db;
@@ -31,10 +33,11 @@ export interface RegistryDeps {
    * Undefined (tests of the registry alone): owner NULL, and load() takes every active workspace.
    */
   readonly instanceId?: string;
+  /** BERTH_RELEASE_CLAIMS_ON_SUBMIT: a changeset entering SUBMITTED releases its sessions' claims (default true). */
+  readonly releaseClaimsOnSubmit?: boolean;
 }
 
 /** Receives, after commit, each stored event that names a session (AttachSession notices). */
-export type SessionListener = (event: EventInput) => void;
 
 export interface CreateWorkspaceInput {
   readonly repoId: string;
@@ -82,7 +85,10 @@ export class WorkspaceRegistry {
   /** Live workspaces touched since the last activity flush (src/lifecycle/activity.ts). */
   private dirty = new Set<Workspace>();
   /** Open AttachSession streams, by session id. */
-  private readonly listeners = new Map<string, Set<SessionListener>>();
+  /** Open AttachSession streams per session: a session is connected while it has one. */
+  private readonly attached = new Map<string, number>();
+  /** Called after each inTransaction commit with the events it stored (the overlay follows lifecycle changes). */
+  private readonly commitListeners: ((events: readonly EventInput[]) => void)[] = [];
 
   constructor(private readonly deps: RegistryDeps) {
     this.newId = deps.newId ?? randomUUID;
@@ -170,8 +176,21 @@ export class WorkspaceRegistry {
     const workspaceId = this.newId();
     const expiresAt = input.mode === "persistent" ? now + (input.ttlSeconds ?? DEFAULT_PERSISTENT_TTL_SECONDS) * 1000 : null;
 
-    const result = await this.inTransaction(async (trx) => {
+    const createdEvent = (changesetId: string, agentName: string): EventInput => ({
+      kind: "session.created",
+      repoId: repo.id,
+      sessionId,
+      workspaceId,
+      agentId: input.agentId,
+      changesetId,
+      occurredAt: now,
+      payload: { case: "sessionCreated", value: { agentName, mode: modeEnum(input.mode), intent: input.intent, baseCommit } },
+    });
+    const result = input.changesetId === undefined && input.agentName === undefined
+      ? await this.createAutoNamed(repo.id, workspaceId, sessionId, input, baseCommit, expiresAt, now, createdEvent)
+      : await this.deps.db.transaction().execute(async (trx) => {
       let changeset: sqlRepo.ChangesetRow;
+      let agentName = input.agentName;
       if (input.changesetId) {
         const row = await sqlRepo.findChangeset(trx, input.changesetId, "share");
         if (!row || row.repo_id !== repo.id) {
@@ -183,16 +202,21 @@ export class WorkspaceRegistry {
         changeset = row;
       } else {
         changeset = { id: this.newId(), repo_id: repo.id, state: "draft", reason: "", created_at: new Date(now), updated_at: new Date(now) };
-        await sqlRepo.insertChangeset(trx, changeset);
+        if (agentName === undefined) {
+          const n = await sqlRepo.takeAgentNumberWithChangeset(trx, repo.id, changeset);
+          if (n === undefined) throw notFound("REPOSITORY_NOT_FOUND", `repository ${repo.id} is not registered`, { repo_id: repo.id });
+          agentName = `agent-${n}`;
+        } else {
+          await sqlRepo.insertChangeset(trx, changeset);
+        }
       }
-      let agentName = input.agentName;
       if (agentName === undefined) {
         const n = await sqlRepo.takeAgentNumber(trx, repo.id);
         if (n === undefined) throw notFound("REPOSITORY_NOT_FOUND", `repository ${repo.id} is not registered`, { repo_id: repo.id });
         agentName = `agent-${n}`;
       }
       try {
-        await sqlRepo.insertWorkspace(trx, {
+        await sqlRepo.insertWorkspaceWithEvent(trx, {
           id: workspaceId,
           session_id: sessionId,
           repo_id: repo.id,
@@ -206,7 +230,7 @@ export class WorkspaceRegistry {
           created_at: new Date(now),
           last_active_at: new Date(now),
           owner_instance: this.deps.instanceId ?? null,
-        });
+        }, eventRow(createdEvent(changeset.id, agentName)));
       } catch (err) {
         if (sqlRepo.isUniqueViolation(err)) {
           throw new BerthError("already_exists", "SESSION_EXISTS", `session ${sessionId} already has a workspace`, { session_id: sessionId });
@@ -214,19 +238,8 @@ export class WorkspaceRegistry {
         throw err;
       }
       return { changeset, agentName };
-    }, (r) => [{
-      kind: "session.created",
-      repoId: repo.id,
-      sessionId,
-      workspaceId,
-      agentId: input.agentId,
-      changesetId: r.changeset.id,
-      occurredAt: now,
-      payload: {
-        case: "sessionCreated",
-        value: { agentName: r.agentName, mode: modeEnum(input.mode), intent: input.intent, baseCommit },
-      },
-    }]);
+    });
+    this.eventsCommitted();
 
     const ws: Workspace = {
       workspaceId,
@@ -248,6 +261,50 @@ export class WorkspaceRegistry {
     };
     this.admit(ws);
     return ws;
+  }
+
+  /** The common case of createWorkspace in one statement (registry.repository.ts createAutoNamedWorkspace). */
+  private async createAutoNamed(
+    repoId: string,
+    workspaceId: string,
+    sessionId: string,
+    input: CreateWorkspaceInput,
+    baseCommit: string,
+    expiresAt: number | null,
+    now: number,
+    createdEvent: (changesetId: string, agentName: string) => EventInput,
+  ): Promise<{ changeset: sqlRepo.ChangesetRow; agentName: string }> {
+    const changeset: sqlRepo.ChangesetRow = { id: this.newId(), repo_id: repoId, state: "draft", reason: "", created_at: new Date(now), updated_at: new Date(now) };
+    const event = eventRow(createdEvent(changeset.id, ""));
+    let agentName: string | undefined;
+    try {
+      agentName = await sqlRepo.createAutoNamedWorkspace(
+        this.deps.db,
+        {
+          id: workspaceId,
+          session_id: sessionId,
+          repo_id: repoId,
+          agent_id: input.agentId,
+          changeset_id: changeset.id,
+          intent: input.intent,
+          base_commit: baseCommit,
+          mode: input.mode,
+          expires_at: expiresAt === null ? null : new Date(expiresAt),
+          created_at: new Date(now),
+          last_active_at: new Date(now),
+          owner_instance: this.deps.instanceId ?? null,
+        },
+        changeset,
+        { id: event.id, rest: event.payload },
+      );
+    } catch (err) {
+      if (sqlRepo.isUniqueViolation(err)) {
+        throw new BerthError("already_exists", "SESSION_EXISTS", `session ${sessionId} already has a workspace`, { session_id: sessionId });
+      }
+      throw err;
+    }
+    if (agentName === undefined) throw notFound("REPOSITORY_NOT_FOUND", `repository ${repoId} is not registered`, { repo_id: repoId });
+    return { changeset, agentName };
   }
 
   /** The workspace of a session in any lifecycle state; NOT_FOUND when the session never existed. */
@@ -299,22 +356,22 @@ export class WorkspaceRegistry {
     return out;
   }
 
-  /** Subscribes to the events of a session (an open AttachSession); returns the unsubscribe. */
-  subscribe(sessionId: string, listener: SessionListener): () => void {
-    let set = this.listeners.get(sessionId);
-    if (!set) this.listeners.set(sessionId, (set = new Set()));
-    set.add(listener);
+  /** Records an open AttachSession stream of a session; returns the function that records its close. */
+  attach(sessionId: string): () => void {
+    this.attached.set(sessionId, (this.attached.get(sessionId) ?? 0) + 1);
+    let open = true;
     return () => {
-      const s = this.listeners.get(sessionId);
-      if (!s) return;
-      s.delete(listener);
-      if (s.size === 0) this.listeners.delete(sessionId);
+      if (!open) return;
+      open = false;
+      const n = (this.attached.get(sessionId) ?? 1) - 1;
+      if (n > 0) this.attached.set(sessionId, n);
+      else this.attached.delete(sessionId);
     };
   }
 
   /** Number of open AttachSession streams of a session (connected while > 0). */
   attachedCount(sessionId: string): number {
-    return this.listeners.get(sessionId)?.size ?? 0;
+    return this.attached.get(sessionId) ?? 0;
   }
 
   /** Brings a cached changeset up to date with a row read or written elsewhere. */
@@ -355,8 +412,11 @@ export class WorkspaceRegistry {
         if (row?.lifecycle === "destroyed") return false;
         assertActive(row ? this.workspaceFromRow(row) : ws);
       }
-      return true;
-    }, (changed) => changed ? [{
+      // A destroyed workspace can never be used again: its claims go, and its overlay with them.
+      const released = await overlayRepo.releaseClaimsOf(trx, [ws.workspaceId]);
+      await overlayRepo.deleteOverlaysOf(trx, [ws.workspaceId]);
+      return released;
+    }, (released) => released ? [...claimEvents("claim.released", released, now, cause, ws.changeset.id), {
       kind: "session.destroyed",
       repoId: ws.repoId,
       sessionId: ws.sessionId,
@@ -408,8 +468,11 @@ export class WorkspaceRegistry {
         const again = await sqlRepo.findChangeset(trx, changesetId);
         throw invalidTransition(changesetId, again?.state ?? current.state, to);
       }
-      return { from: current.state, row };
-    }, (r) => [{
+      // Claims end with the work: merged, rejected, closed, and (configurable) submitted for review.
+      const releases = isTerminal(to) || (to === "submitted" && (this.deps.releaseClaimsOnSubmit ?? true));
+      const released = releases ? await overlayRepo.releaseClaimsOfChangeset(trx, changesetId) : [];
+      return { from: current.state, row, released };
+    }, (r) => [...claimEvents("claim.released", r.released, now, `changeset_${to}`, changesetId), {
       kind: "changeset.transitioned",
       repoId: r.row.repo_id,
       changesetId,
@@ -437,42 +500,35 @@ export class WorkspaceRegistry {
     work: (trx: Transaction<Database>) => Promise<T>,
     events: (result: T) => readonly EventInput[],
   ): Promise<T> {
-    let stored = 0;
-    let lastEvents: readonly EventInput[] = [];
+    let stored: readonly EventInput[] = [];
     const result = await this.deps.db.transaction().execute(async (trx) => {
       const r = await work(trx);
       const list = events(r);
-      stored = list.length;
-      lastEvents = list;
+      stored = list;
       await appendEvents(trx, list);
       return r;
     });
-    if (stored > 0) this.eventsCommitted(lastEvents);
-    return result;
-  }
-
-  /** After a commit that stored `events` (inTransaction, or a caller that appended its own batches). */
-  eventsCommitted(events: readonly EventInput[]): void {
-    if (events.length === 0) return;
-    this.deps.onEventsCommitted?.();
-    this.notifySessions(events);
-  }
-
-  /** Delivers committed events to the open AttachSession streams of the sessions they name. */
-  notifySessions(events: readonly EventInput[]): void {
-    if (this.listeners.size === 0) return;
-    for (const e of events) {
-      if (e.sessionId === undefined) continue;
-      const set = this.listeners.get(e.sessionId);
-      if (!set) continue;
-      for (const l of [...set]) {
+    if (stored.length > 0) {
+      this.eventsCommitted();
+      for (const l of this.commitListeners) {
         try {
-          l(e);
+          l(stored);
         } catch (err) {
-          this.deps.logger.warn({ err, sessionId: e.sessionId }, "session listener failed");
+          this.deps.logger.warn({ err }, "commit listener failed");
         }
       }
     }
+    return result;
+  }
+
+  /** Registers a listener of the events of every inTransaction commit of this instance. */
+  onCommitted(listener: (events: readonly EventInput[]) => void): void {
+    this.commitListeners.push(listener);
+  }
+
+  /** After a commit that stored events (inTransaction, or a caller that appended its own): wakes delivery. */
+  eventsCommitted(): void {
+    this.deps.onEventsCommitted?.();
   }
 
   admit(ws: Workspace): void {

@@ -2,23 +2,15 @@
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { BerthError, invalidArgument, type FieldViolation } from "../domain/errors.js";
 import { kindPatternViolations } from "../events/filter.js";
-import type { EventHub, SubscriberOptions } from "../events/hub.js";
 import type { ServiceHandlers } from "./handler.js";
 import { Check } from "./validate.js";
 import type { WorkspaceServiceDeps } from "./workspace-service.js";
 
 type Methods = ServiceHandlers<typeof WorkspaceService>;
 
-/** What event delivery needs beyond WorkspaceServiceDeps (build.ts passes `events`). */
-export interface EventServiceDeps {
-  readonly events?: EventHub | undefined;
-  readonly eventSubscriberOptions?: SubscriberOptions | undefined;
-}
-
 export const MAX_REPO_FILTER = 1000;
 
 export function eventHandlers(deps: WorkspaceServiceDeps): Pick<Methods, "watchEvents"> {
-  const eventDeps = deps as WorkspaceServiceDeps & EventServiceDeps;
   return {
     async *watchEvents(req, ctx) {
       const c = new Check();
@@ -35,13 +27,12 @@ export function eventHandlers(deps: WorkspaceServiceDeps): Pick<Methods, "watchE
       }
       if (extra.length > 0) throw invalidArgument(extra);
 
-      const hub = eventDeps.events;
-      if (!hub) throw new BerthError("unavailable", "EVENTS_UNAVAILABLE", "event delivery is not running on this server");
+      const hub = deps.events;
       ctx.logFields.afterSeq = req.afterSeq.toString();
       const stream = hub.stream(
         { afterSeq: req.afterSeq, filter: { repoIds, kinds: req.kinds, excludeSessionId: exclude } },
         ctx.signal,
-        eventDeps.eventSubscriberOptions ?? {},
+        deps.eventSubscriberOptions ?? {},
       );
       for await (const event of stream) yield { event };
     },

@@ -2,13 +2,8 @@
  * Heartbeat, AttachSession, StrandSession, ResumeSession, AbandonSession (issue 3).
  * The behaviour lives in src/lifecycle/lifecycle.ts; these translate and check the caller.
  */
-import { randomUUID } from "node:crypto";
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { EventSchema } from "../../gen/berth/v1/event_pb.js";
 import { AbandonCause, WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { effectiveAgentId, requireRole } from "../auth/authorize.js";
-import type { EventInput } from "../events/outbox.js";
 import { lifecycleOf, type AbandonCause as CauseName } from "../lifecycle/lifecycle.js";
 import type { ServiceHandlers } from "./handler.js";
 import { assertOwnsSession } from "./session-access.js";
@@ -20,25 +15,6 @@ type Methods = ServiceHandlers<typeof WorkspaceService>;
 
 /** Events after which the session is no longer active: its AttachSession stream ends. */
 const ENDING = new Set(["session.stranded", "session.abandoned", "session.destroyed", "session.expired"]);
-
-/**
- * An AttachSession notice. Notices are pushed in-process right after the commit that stored the
- * event, so they carry seq 0; WatchEvents is the ordered, resumable log of the same events.
- */
-function noticeToWire(e: EventInput): MessageInitShape<typeof EventSchema> {
-  return {
-    id: randomUUID(),
-    kind: e.kind,
-    repoId: e.repoId,
-    sessionId: e.sessionId ?? "",
-    workspaceId: e.workspaceId ?? "",
-    agentId: e.agentId ?? "",
-    changesetId: e.changesetId ?? "",
-    occurredAt: timestampFromMs(e.occurredAt),
-    reason: e.reason ?? "",
-    ...(e.payload ? { payload: e.payload } : {}),
-  } as MessageInitShape<typeof EventSchema>;
-}
 
 export function lifecycleHandlers(
   deps: WorkspaceServiceDeps,
@@ -58,30 +34,23 @@ export function lifecycleHandlers(
       const sessionId = c.uuid("session_id", req.sessionId);
       c.done();
       const ws = await activeSession(deps, sessionId!, ctx);
-      const queue: EventInput[] = [];
-      let wake: (() => void) | undefined;
-      const unsubscribe = registry.subscribe(ws.sessionId, (e) => {
-        queue.push(e);
-        wake?.();
-      });
-      const signal = ctx.signal;
-      const onAbort = () => wake?.();
-      signal.addEventListener("abort", onAbort, { once: true });
+      const detach = registry.attach(ws.sessionId);
       try {
+        // The hub first catches up with what committed before the attach (session.created is
+        // history, not a notice); then the subscription is taken before the workspace is sent,
+        // so no notice between the two is missed. Notices are stored events, with their seq,
+        // from every instance.
+        await deps.events.sync();
+        const notices = deps.events.watch({ sessionIds: [ws.sessionId] }, ctx.signal);
         // Stranded or ended between the lookup and the subscription: answer as any other call.
         await registry.requireActive(ws.sessionId);
         yield { message: { case: "workspace", value: workspaceToWire(ws) } };
-        for (;;) {
-          while (queue.length === 0 && !signal.aborted) await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
-          if (signal.aborted) return;
-          const e = queue.shift()!;
-          yield { message: { case: "event", value: noticeToWire(e) } };
-          if (ENDING.has(e.kind)) return;
+        for await (const event of notices) {
+          yield { message: { case: "event", value: event } };
+          if (ENDING.has(event.kind)) return;
         }
       } finally {
-        unsubscribe();
-        signal.removeEventListener("abort", onAbort);
+        detach();
         // The lease runs from the moment the stream closed.
         registry.touch(ws);
       }

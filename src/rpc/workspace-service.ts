@@ -10,6 +10,8 @@ import { permissionDenied } from "../domain/errors.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
 import { overlayHandlers } from "./overlay-handlers.js";
+import type { EventHub, SubscriberOptions } from "../events/hub.js";
+import type { OverlayService } from "../overlay/overlay-service.js";
 import { changesetStateName, type WorkspaceRegistry } from "../registry/registry.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { assertOwnsSession } from "./session-access.js";
@@ -20,6 +22,12 @@ const MAX_TTL_SECONDS = 30 * 86_400;
 
 export interface WorkspaceServiceDeps {
   readonly registry: WorkspaceRegistry;
+  /** Event delivery: WatchEvents and AttachSession notices. */
+  readonly events: EventHub;
+  /** Subscriber buffer bounds (tests make them small). */
+  readonly eventSubscriberOptions?: SubscriberOptions | undefined;
+  /** The workspace overlay and claims (WriteFile, ReadFile, ClaimSymbols, …). */
+  readonly overlay?: OverlayService | undefined;
 }
 
 /** Looks up an active session the caller owns, records its activity and tags the log line. */

@@ -9,11 +9,18 @@ import { systemClock, type Clock } from "../domain/clock.js";
 import { createLogger } from "../logger.js";
 import { WorkspaceRegistry } from "../registry/registry.js";
 import { LifecycleManager, defaultInstanceName } from "../lifecycle/lifecycle.js";
+import { OverlayService } from "../overlay/overlay-service.js";
+import { preloadSymbolGrammars } from "../overlay/symbols/index.js";
 import { EventHub } from "../events/hub.js";
 import { NatsRelay, leaderLockFor } from "../events/nats-relay.js";
 import { EventPruner } from "../events/pruner.js";
 import { registration } from "../rpc/handler.js";
 import { workspaceHandlers } from "../rpc/workspace-service.js";
+import { turnHandlers } from "../rpc/turn-service.js";
+import type { OverlayPort } from "../overlay/overlay-port.js";
+import { WorkspaceMapService } from "../turns/map/index.js";
+import { TurnScheduler } from "../turns/scheduler.js";
+import { TurnService } from "../../gen/berth/v1/turn_service_pb.js";
 import { openDatabase, type OpenedDatabase } from "../storage/database.js";
 import { migrateToLatest } from "../storage/migrate.js";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
@@ -27,6 +34,10 @@ export interface BuildOptions {
   readonly database?: OpenedDatabase;
   /** Stable name of this instance across restarts (startup reconcile); default hostname:grpc-port. */
   readonly instanceName?: string;
+  /** Replaces the overlay the turn scheduler captures into and materialises from (tests). */
+  readonly turnOverlay?: OverlayPort;
+  /** Turn pool options beyond the config (tests: no sweep timer). */
+  readonly turns?: { readonly sweepIntervalMs?: number; readonly probeTimeoutMs?: number };
 }
 
 export interface BerthServer {
@@ -47,6 +58,10 @@ export interface BerthServer {
   readonly pruner: EventPruner;
   /** The session lifecycle: GC loop, strand/resume/abandon, reconcile (src/lifecycle/). */
   readonly lifecycle: LifecycleManager;
+  /** The workspace overlay and claims (src/overlay/): the OverlayPort the turn scheduler uses. */
+  readonly overlay: OverlayService;
+  /** The turn scheduler: environments, the pool, steering (src/turns/). */
+  readonly turns: TurnScheduler;
   /** Graceful shutdown: stop accepting, let unary calls finish, end streams, close the database. */
   close(graceMs?: number): Promise<void>;
 }
@@ -75,6 +90,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       clock,
       logger,
       instanceId,
+      releaseClaimsOnSubmit: config.releaseClaimsOnSubmit,
       onEventsCommitted: () => {
         events.nudge();
         relay?.nudge();
@@ -97,17 +113,44 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     });
     await lifecycle.startup();
     await registry.load();
+    // The overlay: caches made on first use; the modifiers index follows every instance's events.
+    const overlay = new OverlayService({ registry, clock, logger, settings: { maxFileBytes: config.maxFileBytes } });
+    closers.push(async () => overlay.close());
+    const overlayFeed = overlay.follow(events);
+    closers.push(() => overlayFeed.stop());
+    void preloadSymbolGrammars().then((failed) => {
+      if (failed.length > 0) logger.warn({ languages: failed }, "symbol grammars failed to load; those files are whole-file units");
+    });
     lifecycle.start();
     closers.push(() => lifecycle.stop());
 
     const authenticator = await createAuthenticator(config.auth);
     // `events` is read by src/rpc/event-handlers.ts (EventServiceDeps).
-    const serviceDeps = { registry, events };
+    const serviceDeps = { registry, events, overlay };
+    // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).
+    const maps = new WorkspaceMapService({
+      logger,
+      config: { maxDepth: config.mapMaxDepth, maxEntries: config.mapMaxEntries, budgetMs: config.mapBudgetMs, ttlMs: config.mapTtlMs },
+    });
+    closers.push(() => maps.close());
+    const turns = new TurnScheduler({
+      registry,
+      overlay: options.turnOverlay ?? overlay,
+      maps,
+      clock,
+      logger,
+      events,
+      settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, ...options.turns },
+    });
+    await turns.start();
+    closers.push(() => turns.stop());
     const transports = await startTransports({
       grpcAddr: config.grpcAddr,
       httpAddr: config.httpAddr,
       tls: config.tls,
-      services: [registration(WorkspaceService, workspaceHandlers(serviceDeps))],
+      services: [registration(WorkspaceService, workspaceHandlers(serviceDeps)), registration(TurnService, turnHandlers({ registry, events, turns }))],
+      // A WriteFile of BERTH_MAX_FILE_BYTES plus its envelope (path, hashes, declared symbols).
+      maxReceiveMessageBytes: config.maxFileBytes + 1024 * 1024,
       authenticator,
       logger,
       health,
@@ -174,11 +217,17 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       relay,
       pruner,
       lifecycle,
+      overlay,
+      turns,
       async close(graceMs = config.shutdownGraceMs) {
         clearInterval(probe);
         setServing(health, false);
         await transports.shutdown(graceMs);
         await lifecycle.stop();
+        await turns.stop();
+        await maps.close();
+        await overlayFeed.stop();
+        overlay.close();
         await pruner.stop();
         await relay?.stop();
         await events.stop();
@@ -198,6 +247,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
 function setServing(health: HealthState, serving: boolean): void {
   health.setServing("", serving);
   health.setServing(WorkspaceService.typeName, serving);
+  health.setServing(TurnService.typeName, serving);
 }
 
 function hostForUrl(host: string): string {

@@ -29,6 +29,8 @@ export interface TransportOptions {
   readonly authenticator: Authenticator;
   readonly logger: Logger;
   readonly health: HealthState;
+  /** Largest request message grpc-js accepts (default 4 MiB); must exceed BERTH_MAX_FILE_BYTES plus the envelope. */
+  readonly maxReceiveMessageBytes?: number;
 }
 
 export interface Transports {
@@ -101,7 +103,10 @@ export async function startTransports(opts: TransportOptions): Promise<Transport
   const pipeline = new Pipeline({ authenticator: opts.authenticator, logger });
 
   // gRPC (grpc-js)
-  const grpcServer = new grpc.Server({ "grpc.enable_channelz": 0 });
+  const grpcServer = new grpc.Server({
+    "grpc.enable_channelz": 0,
+    ...(opts.maxReceiveMessageBytes !== undefined ? { "grpc.max_receive_message_length": opts.maxReceiveMessageBytes } : {}),
+  });
   addToGrpcServer(grpcServer, registrations, pipeline, PUBLIC_SERVICES);
   const grpcPort = await bindGrpc(grpcServer, hostPort(opts.grpcAddr), grpcCredentials(opts.tls));
 

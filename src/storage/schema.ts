@@ -43,6 +43,8 @@ export interface WorkspaceTable {
   stranded_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   ended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   resumed_from: string | null;
+  /** The instance whose memory holds it while active (migrations/0002_lifecycle.ts). */
+  owner_instance: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SessionRedirectTable {
@@ -53,8 +55,10 @@ export interface SessionRedirectTable {
 }
 
 export interface EventTable {
-  /** int8: pg returns it as a string, PGlite as a number or bigint; read it through toSeq(). */
-  seq: ColumnType<string | number | bigint, never, never>;
+  /** Insert order; the sequencer numbers committed rows in this order. */
+  staged: ColumnType<string | number | bigint, never, never>;
+  /** int8, NULL until sequenced: pg returns it as a string, PGlite as a number or bigint; read it through toSeq(). */
+  seq: ColumnType<string | number | bigint | null, never, never>;
   id: string;
   kind: string;
   repo_id: string;

@@ -1,4 +1,5 @@
 /** Shared pieces of the event tests: a registry on a test database, direct event writes, a nats-server. */
+import { sequencePending } from "../../src/events/sequencer.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -31,12 +32,14 @@ export function writeEvents(registry: WorkspaceRegistry, inputs: readonly EventI
 }
 
 export async function storedSeqs(db: Db): Promise<bigint[]> {
-  const rows = await db.selectFrom("events").select("seq").orderBy("seq").execute();
-  return rows.map((r) => toSeq(r.seq));
+  await sequencePending(db);
+  const rows = await db.selectFrom("events").select("seq").where("seq", "is not", null).orderBy("seq").execute();
+  return rows.map((r) => toSeq(r.seq!));
 }
 
 export async function storedIds(db: Db): Promise<string[]> {
-  const rows = await db.selectFrom("events").select("id").orderBy("seq").execute();
+  await sequencePending(db);
+  const rows = await db.selectFrom("events").select("id").where("seq", "is not", null).orderBy("seq").execute();
   return rows.map((r) => r.id);
 }
 

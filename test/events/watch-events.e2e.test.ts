@@ -3,6 +3,7 @@
  * gRPC client and a Connect client; the same lifecycle seen by a WatchEvents stream and by a
  * JetStream consumer.
  */
+import { storedSeqs } from "./helpers.js";
 import { existsSync } from "node:fs";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -115,7 +116,7 @@ describe("WatchEvents through the real server", () => {
   it("answers OUT_OF_RANGE with oldest_seq when after_seq is older than what was retained", async () => {
     const db = berth.database.opened.db;
     await lifecycle(berth.grpc, "pruned");
-    const seqs = (await db.selectFrom("events").select("seq").orderBy("seq").execute()).map((r) => BigInt(r.seq));
+    const seqs = await storedSeqs(db);
     // Simulate a pruning pass that removed the first two events.
     await sql`DELETE FROM events WHERE seq <= ${seqs[1]!.toString()}`.execute(db);
     await sql`UPDATE event_retention SET pruned_through = ${seqs[1]!.toString()}`.execute(db);

@@ -137,7 +137,7 @@ describe(`lifecycle on ${PRIMARY_KIND}`, () => {
     it("heartbeats keep a session connected; an open attach stream does too", async () => {
       const a = await h.create();
       const b = await h.create();
-      const unsubscribe = h.registry.subscribe(b.sessionId, () => {});
+      const detach = h.registry.attach(b.sessionId);
       for (let i = 0; i < 5; i++) {
         h.clock.advance(20_000);
         h.registry.touch(a);
@@ -145,7 +145,7 @@ describe(`lifecycle on ${PRIMARY_KIND}`, () => {
       }
       expect(h.registry.liveWorkspace(a.sessionId)).toBeDefined();
       expect(h.registry.liveWorkspace(b.sessionId)).toBeDefined();
-      unsubscribe();
+      detach();
       h.clock.advance(31_000);
       await h.lifecycle.tick();
       expect(h.registry.liveWorkspace(b.sessionId)).toBeUndefined();

@@ -2,6 +2,8 @@
  * The storage layer on both databases: real PostgreSQL and the embedded PGlite run the same
  * migrations and queries. Where PostgreSQL is not running this suite runs on PGlite alone and says so.
  */
+import { sequencePending } from "../../src/events/sequencer.js";
+import { readEvents } from "../../src/events/store.js";
 import { sql } from "kysely";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -70,6 +72,17 @@ describe.each(DATABASE_KINDS)("storage on %s", (kind) => {
     expect(await database.opened.db.selectFrom("events").select("kind").where("repo_id", "=", repo.id).execute()).toHaveLength(1);
     // The failed create rolled back its changeset too.
     expect(await database.opened.db.selectFrom("changesets").select("id").where("repo_id", "=", repo.id).execute()).toHaveLength(1);
+  });
+
+  it("stores session.created with the agent name the counter assigned, in the same statement", async () => {
+    const repo = await registry.registerRepository(`payload-${kind}`, undefined);
+    const ws = await registry.createWorkspace({ repoId: repo.id, intent: "i".repeat(300), baseCommit: "main", mode: "persistent", ttlSeconds: 60, agentId: "a", agentName: undefined, sessionId: undefined, changesetId: undefined });
+    await sequencePending(database.opened.db);
+    const events = (await readEvents(database.opened.db, 0n, 100_000)).filter((e) => e.event.sessionId === ws.sessionId);
+    expect(events).toHaveLength(1);
+    const e = events[0]!.event;
+    expect(e).toMatchObject({ kind: "session.created", repoId: repo.id, workspaceId: ws.workspaceId, agentId: "a", changesetId: ws.changeset.id });
+    expect(e.payload).toEqual({ case: "sessionCreated", value: expect.objectContaining({ agentName: ws.agentName, intent: "i".repeat(300), baseCommit: "main", mode: 2 }) });
   });
 
   it("loads live workspaces back after a restart of the registry", async () => {

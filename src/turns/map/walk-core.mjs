@@ -459,6 +459,8 @@ export function walkTree(root, options) {
     for (const d of dirents) {
       const name = d.name;
       if (name === ".git") continue;
+      // The turn environment's marker (src/turns/environment.ts): Berth's, not the workspace's.
+      if (depth === 0 && name === ".berth-env") continue;
       let isDir = d.isDirectory();
       if (!isDir && !d.isFile() && !d.isSymbolicLink() && !d.isFIFO() && !d.isSocket() && !d.isCharacterDevice() && !d.isBlockDevice()) {
         // DT_UNKNOWN (some filesystems): ask. lstat, so a symlink is never followed.

@@ -1,0 +1,288 @@
+/**
+ * Who else touched a path: (repository, path) → the sessions whose overlay has it, with the
+ * symbols they changed. DescribeOtherModifiers, ListFiles' modified_by_other, WriteFile's
+ * conflicts and the STALE_OVERLAY check read it; each costs O(sessions that touched the path).
+ *
+ * Built lazily per repository from PostgreSQL (every instance's rows), then maintained from
+ * events: this instance's commits at once (WorkspaceRegistry.onCommitted), every instance's
+ * through the event hub (a few hundred ms later). Events of a repository whose load is in
+ * flight are queued and applied after it, so nothing between the load's snapshot and its end
+ * is lost; applying an event twice is harmless.
+ *
+ * Counted: active and stranded sessions (stranded work is pending work: it comes back on
+ * resume) whose changeset is not terminal. Abandoned, destroyed and expired sessions leave.
+ */
+import type { Logger } from "pino";
+import { isTerminal } from "../domain/changeset-states.js";
+import type { ChangesetStateName } from "../storage/schema.js";
+import type { Db } from "../storage/database.js";
+import type { OtherModifierInfo } from "./overlay-port.js";
+import * as sqlRepo from "./overlay.repository.js";
+
+interface SessionMeta {
+  sessionId: string;
+  agentId: string;
+  agentName: string;
+  changesetId: string;
+  lifecycle: "active" | "stranded";
+}
+
+interface Touch {
+  /** Symbols the session changed in the file; "" = the file as a whole. */
+  symbols: Set<string>;
+  updatedAt: number;
+}
+
+interface RepoIndex {
+  readonly paths: Map<string, Map<string, Touch>>;
+  readonly byWorkspace: Map<string, Set<string>>;
+  readonly sessions: Map<string, SessionMeta>;
+  readonly changesets: Map<string, { state: ChangesetStateName; at: number }>;
+}
+
+/** An event as the index needs it (from a local EventInput or a stored Event). */
+export interface IndexEvent {
+  readonly kind: string;
+  readonly repoId: string;
+  readonly sessionId: string;
+  readonly workspaceId: string;
+  readonly changesetId: string;
+  readonly at: number;
+  readonly path?: string;
+  readonly toState?: ChangesetStateName;
+}
+
+export interface TouchInput {
+  readonly repoId: string;
+  readonly workspaceId: string;
+  readonly meta: SessionMeta;
+  readonly path: string;
+  /** The session's symbols of the file now (cumulative); undefined: the path left its overlay. */
+  readonly symbols: readonly string[] | undefined;
+  readonly at: number;
+  readonly changesetState: ChangesetStateName;
+  readonly changesetAt: number;
+}
+
+export interface OtherTouch extends OtherModifierInfo {
+  readonly workspaceId: string;
+  readonly changesetId: string;
+  /** When the other session's change of this path became what it is: its last write or its changeset's last transition. */
+  readonly changedAt: number;
+}
+
+export class ModifiersIndex {
+  private readonly repos = new Map<string, RepoIndex>();
+  private readonly loading = new Map<string, { promise: Promise<RepoIndex>; queued: (() => void)[] }>();
+
+  constructor(private readonly db: Db, private readonly logger: Logger) {}
+
+  /** Forgets everything (events were missed); repositories load again on next use. */
+  reset(): void {
+    this.repos.clear();
+  }
+
+  /** The index of a repository, loading it on first use. */
+  async repo(repoId: string): Promise<RepoIndex> {
+    const hit = this.repos.get(repoId);
+    if (hit) return hit;
+    const inFlight = this.loading.get(repoId);
+    if (inFlight) return inFlight.promise;
+    const entry = { promise: undefined as unknown as Promise<RepoIndex>, queued: [] as (() => void)[] };
+    entry.promise = (async () => {
+      try {
+        const idx: RepoIndex = { paths: new Map(), byWorkspace: new Map(), sessions: new Map(), changesets: new Map() };
+        for (const row of await sqlRepo.modifiersOfRepo(this.db, repoId)) applyRow(idx, row);
+        this.repos.set(repoId, idx);
+        for (const q of entry.queued) q();
+        return idx;
+      } finally {
+        this.loading.delete(repoId);
+      }
+    })();
+    this.loading.set(repoId, entry);
+    return entry.promise;
+  }
+
+  /** Runs `fn` on the repository's index now if loaded, after its load if loading; not at all otherwise. */
+  private withRepo(repoId: string, fn: (idx: RepoIndex) => void): void {
+    const idx = this.repos.get(repoId);
+    if (idx) return fn(idx);
+    const inFlight = this.loading.get(repoId);
+    if (inFlight) inFlight.queued.push(() => fn(this.repos.get(repoId)!));
+  }
+
+  /** A local write or delete, committed. */
+  touch(t: TouchInput): void {
+    this.withRepo(t.repoId, (idx) => {
+      idx.sessions.set(t.workspaceId, { ...t.meta });
+      const cs = idx.changesets.get(t.meta.changesetId);
+      if (!cs || cs.at <= t.changesetAt) idx.changesets.set(t.meta.changesetId, { state: t.changesetState, at: t.changesetAt });
+      if (t.symbols === undefined) removePath(idx, t.workspaceId, t.path);
+      else setTouch(idx, t.workspaceId, t.path, t.symbols, t.at);
+    });
+  }
+
+  /**
+   * An event of any instance. `local` events were already applied by touch() (file.*) and only
+   * lifecycle and changeset changes matter; remote file.* events re-read the row.
+   */
+  apply(e: IndexEvent, local: boolean): void {
+    if (e.kind === "changeset.transitioned") {
+      // Changesets are shared across repositories' indexes only within their repository.
+      this.withRepo(e.repoId, (idx) => {
+        const cs = idx.changesets.get(e.changesetId);
+        if (e.toState && (!cs || cs.at <= e.at)) idx.changesets.set(e.changesetId, { state: e.toState, at: e.at });
+      });
+      return;
+    }
+    if (!e.workspaceId) return;
+    switch (e.kind) {
+      case "session.stranded":
+        this.withRepo(e.repoId, (idx) => {
+          const s = idx.sessions.get(e.workspaceId);
+          if (s) s.lifecycle = "stranded";
+        });
+        return;
+      case "session.resumed":
+        this.withRepo(e.repoId, (idx) => {
+          const s = idx.sessions.get(e.workspaceId);
+          if (s) {
+            s.lifecycle = "active";
+            s.sessionId = e.sessionId;
+          }
+        });
+        return;
+      case "session.abandoned":
+      case "session.destroyed":
+      case "session.expired":
+        this.withRepo(e.repoId, (idx) => removeWorkspace(idx, e.workspaceId));
+        return;
+      case "file.written":
+      case "file.deleted": {
+        if (local || e.path === undefined) return;
+        const path = e.path;
+        this.withRepo(e.repoId, () => {
+          void sqlRepo.modifiersOfWorkspacePath(this.db, e.workspaceId, path).then(
+            (row) => {
+              const idx = this.repos.get(e.repoId);
+              if (!idx) return;
+              if (row && (row.lifecycle === "active" || row.lifecycle === "stranded")) applyRow(idx, row);
+              else removePath(idx, e.workspaceId, path);
+            },
+            (err: unknown) => this.logger.warn({ err, path }, "modifiers index: could not refresh a path"),
+          );
+        });
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /** The other sessions (by workspace) that touched the path, in the order they first did. */
+  others(idx: RepoIndex, path: string, exclude: { workspaceId?: string; sessionId?: string }): OtherTouch[] {
+    const touches = idx.paths.get(path);
+    if (!touches) return [];
+    const out: OtherTouch[] = [];
+    for (const [workspaceId, t] of touches) {
+      if (workspaceId === exclude.workspaceId) continue;
+      const s = idx.sessions.get(workspaceId);
+      if (!s || s.sessionId === exclude.sessionId) continue;
+      const cs = idx.changesets.get(s.changesetId);
+      const state = cs?.state ?? "draft";
+      if (isTerminal(state)) continue;
+      const fileLevel = t.symbols.has("");
+      out.push({
+        workspaceId,
+        sessionId: s.sessionId,
+        agentId: s.agentId,
+        agentName: s.agentName,
+        symbols: fileLevel ? [] : [...t.symbols],
+        changesetState: state,
+        changesetId: s.changesetId,
+        changedAt: Math.max(t.updatedAt, cs?.at ?? 0),
+      });
+    }
+    return out;
+  }
+
+  /** Whether another session touched the path (ListFiles; no allocation). */
+  touchedByOther(idx: RepoIndex, path: string, workspaceId: string): boolean {
+    const touches = idx.paths.get(path);
+    if (!touches) return false;
+    for (const w of touches.keys()) {
+      if (w === workspaceId) continue;
+      const s = idx.sessions.get(w);
+      if (s && !isTerminal(idx.changesets.get(s.changesetId)?.state ?? "draft")) return true;
+    }
+    return false;
+  }
+}
+
+function applyRow(idx: RepoIndex, row: sqlRepo.ModifierRow): void {
+  idx.sessions.set(row.workspace_id, {
+    sessionId: row.session_id,
+    agentId: row.agent_id,
+    agentName: row.agent_name,
+    changesetId: row.changeset_id,
+    lifecycle: row.lifecycle === "stranded" ? "stranded" : "active",
+  });
+  const at = row.cs_updated_at.getTime();
+  const cs = idx.changesets.get(row.changeset_id);
+  if (!cs || cs.at <= at) idx.changesets.set(row.changeset_id, { state: row.cs_state, at });
+  setTouch(idx, row.workspace_id, row.path, row.symbols, row.updated_at.getTime());
+}
+
+function setTouch(idx: RepoIndex, workspaceId: string, path: string, symbols: readonly string[], at: number): void {
+  let touches = idx.paths.get(path);
+  if (!touches) idx.paths.set(path, (touches = new Map()));
+  const t = touches.get(workspaceId);
+  if (t) {
+    t.symbols = new Set(symbols);
+    t.updatedAt = Math.max(t.updatedAt, at);
+  } else {
+    touches.set(workspaceId, { symbols: new Set(symbols), updatedAt: at });
+  }
+  let paths = idx.byWorkspace.get(workspaceId);
+  if (!paths) idx.byWorkspace.set(workspaceId, (paths = new Set()));
+  paths.add(path);
+}
+
+function removePath(idx: RepoIndex, workspaceId: string, path: string): void {
+  const touches = idx.paths.get(path);
+  if (touches) {
+    touches.delete(workspaceId);
+    if (touches.size === 0) idx.paths.delete(path);
+  }
+  idx.byWorkspace.get(workspaceId)?.delete(path);
+}
+
+function removeWorkspace(idx: RepoIndex, workspaceId: string): void {
+  for (const path of idx.byWorkspace.get(workspaceId) ?? []) {
+    const touches = idx.paths.get(path);
+    if (!touches) continue;
+    touches.delete(workspaceId);
+    if (touches.size === 0) idx.paths.delete(path);
+  }
+  idx.byWorkspace.delete(workspaceId);
+  idx.sessions.delete(workspaceId);
+}
+
+/**
+ * The text of DescribeOtherModifiers, one clause per other session joined with "; ":
+ * no symbols (the file as a whole) → "modified by agent-3"; one → "create_task modified by
+ * agent-2"; two or three → "{a, b, c} modified by agent-2"; more → the first three and the
+ * count of the rest: "{a, b, c, +2 more} modified by agent-2". Empty when nobody.
+ */
+export function describeText(mods: readonly OtherModifierInfo[]): string {
+  return mods
+    .map((m) => {
+      const s = m.symbols;
+      if (s.length === 0) return `modified by ${m.agentName}`;
+      if (s.length === 1) return `${s[0]} modified by ${m.agentName}`;
+      const shown = s.slice(0, 3).join(", ");
+      return `{${shown}${s.length > 3 ? `, +${s.length - 3} more` : ""}} modified by ${m.agentName}`;
+    })
+    .join("; ");
+}

@@ -1,0 +1,253 @@
+/**
+ * Every SQL statement of the overlay and the claims (migrations/0004_overlay.ts). Raw SQL: the
+ * tables are not part of the typed schema in src/storage/schema.ts. Lists of text (paths,
+ * symbols) travel as one JSON parameter, which PostgreSQL and PGlite both accept.
+ */
+import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
+import type { ChangesetStateName, Database, LifecycleName } from "../storage/schema.js";
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+export type ChangeName = "added" | "modified" | "deleted";
+
+function textList(values: readonly string[]): RawBuilder<unknown> {
+  return sql`ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(values)}::jsonb))`;
+}
+
+function uuids(ids: readonly string[]): RawBuilder<unknown> {
+  return sql`${`{${ids.join(",")}}`}::uuid[]`;
+}
+
+/** Bytes as pg and PGlite return them (Buffer or Uint8Array) → a plain Uint8Array view. */
+export function toBytes(v: unknown): Uint8Array {
+  if (v instanceof Uint8Array) return v;
+  throw new Error("expected bytea");
+}
+
+// ---- overlay rows -------------------------------------------------------------------------
+
+export interface OverlayMetaRow {
+  path: string;
+  sha256: string | null;
+  change: ChangeName;
+  base_hash: string | null;
+  symbols: string[];
+  updated_at: Date;
+  size: number | null;
+}
+
+/** Every overlay row of a workspace without its content (the content is read lazily). */
+export async function listOverlayMeta(db: Executor, workspaceId: string): Promise<OverlayMetaRow[]> {
+  const r = await sql<OverlayMetaRow>`
+    SELECT path, sha256, change, base_hash, symbols, updated_at, octet_length(content) AS size
+    FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid ORDER BY path`.execute(db);
+  return r.rows.map((row) => ({ ...row, size: row.size === null ? null : Number(row.size) }));
+}
+
+export async function readOverlayContent(db: Executor, workspaceId: string, path: string): Promise<Uint8Array | null | undefined> {
+  const r = await sql<{ content: Uint8Array | null }>`
+    SELECT content FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid AND path = ${path}`.execute(db);
+  const row = r.rows[0];
+  if (!row) return undefined;
+  return row.content === null ? null : toBytes(row.content);
+}
+
+export interface OverlayUpsert {
+  workspaceId: string;
+  repoId: string;
+  path: string;
+  content: Uint8Array | null;
+  sha256: string | null;
+  change: ChangeName;
+  baseHash: string | null;
+  symbols: readonly string[];
+  at: Date;
+}
+
+export async function upsertOverlay(trx: Transaction<Database>, row: OverlayUpsert): Promise<void> {
+  const content = row.content === null ? null : Buffer.from(row.content.buffer, row.content.byteOffset, row.content.byteLength);
+  await sql`
+    INSERT INTO overlay_files (workspace_id, path, repo_id, content, sha256, change, base_hash, symbols, updated_at)
+    VALUES (${row.workspaceId}::uuid, ${row.path}, ${row.repoId}::uuid, ${content}, ${row.sha256}, ${row.change}, ${row.baseHash}, ${textList(row.symbols)}, ${row.at})
+    ON CONFLICT (workspace_id, path) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, change = EXCLUDED.change,
+      base_hash = EXCLUDED.base_hash, symbols = EXCLUDED.symbols, updated_at = EXCLUDED.updated_at`.execute(trx);
+}
+
+export async function deleteOverlayRow(trx: Transaction<Database>, workspaceId: string, path: string): Promise<void> {
+  await sql`DELETE FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid AND path = ${path}`.execute(trx);
+}
+
+/** Deletes every overlay row of the workspaces (abandon, destroy). */
+export async function deleteOverlaysOf(db: Executor, workspaceIds: readonly string[]): Promise<number> {
+  if (workspaceIds.length === 0) return 0;
+  const r = await sql`DELETE FROM overlay_files WHERE workspace_id = ANY(${uuids(workspaceIds)})`.execute(db);
+  return Number(r.numAffectedRows ?? 0n);
+}
+
+/** The state a write needs, with the workspace and its changeset locked FOR SHARE and the path's claim lock taken. */
+export async function lockForWrite(
+  trx: Transaction<Database>,
+  workspaceId: string,
+  lockKeys: readonly string[],
+): Promise<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName } | undefined> {
+  const r = await sql<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName }>`
+    SELECT w.lifecycle, w.session_id, c.state FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
+    WHERE w.id = ${workspaceId}::uuid FOR SHARE OF w, c`.execute(trx);
+  await lockPaths(trx, lockKeys);
+  return r.rows[0];
+}
+
+/**
+ * The claim locks of (repository, path) pairs, in sorted order (no deadlock between two
+ * multi-path claimers): every statement that inserts claims runs under them, so the check of
+ * the holders sees every claim of the path.
+ */
+export async function lockPaths(trx: Transaction<Database>, keys: readonly string[]): Promise<void> {
+  if (keys.length === 0) return;
+  const sorted = [...new Set(keys)].sort();
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended(k, 7)) FROM jsonb_array_elements_text(${JSON.stringify(sorted)}::jsonb) WITH ORDINALITY AS t(k, n) ORDER BY n`.execute(trx);
+}
+
+export function claimLockKey(repoId: string, path: string): string {
+  return `claim:${repoId}:${path}`;
+}
+
+// ---- claims -------------------------------------------------------------------------------
+
+export interface ClaimRow {
+  repo_id: string;
+  path: string;
+  symbol: string;
+  workspace_id: string;
+  session_id: string;
+  agent_id: string;
+  agent_name: string;
+  acquired_at: Date;
+}
+
+export interface Holder {
+  readonly workspaceId: string;
+  readonly sessionId: string;
+  readonly agentId: string;
+  readonly agentName: string;
+}
+
+/**
+ * Claims `symbols` of one path for `holder` (the caller holds the path's claim lock). Returns
+ * the symbols newly claimed and the claims of other workspaces that stand in the way: the same
+ * symbol, or — file-level ('') against any symbol and any symbol against file-level.
+ */
+export async function claimOnPath(
+  trx: Transaction<Database>,
+  repoId: string,
+  path: string,
+  symbols: readonly string[],
+  holder: Holder,
+  at: Date,
+): Promise<{ inserted: string[]; blocked: ClaimRow[] }> {
+  if (symbols.length === 0) return { inserted: [], blocked: [] };
+  const fileLevel = symbols.includes("");
+  const r = await sql<ClaimRow & { k: string }>`
+    WITH wanted AS (SELECT DISTINCT s FROM jsonb_array_elements_text(${JSON.stringify(symbols)}::jsonb) AS t(s)),
+    blocked AS (
+      SELECT c.* FROM claims c
+      WHERE c.repo_id = ${repoId}::uuid AND c.path = ${path} AND c.workspace_id <> ${holder.workspaceId}::uuid
+        AND (c.symbol IN (SELECT s FROM wanted) OR c.symbol = '' OR ${fileLevel})),
+    ins AS (
+      INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at)
+      SELECT ${repoId}::uuid, ${path}, s, ${holder.workspaceId}::uuid, ${holder.sessionId}::uuid, ${holder.agentId}, ${holder.agentName}, ${at}
+      FROM wanted WHERE NOT EXISTS (SELECT 1 FROM blocked)
+      ON CONFLICT (repo_id, path, symbol) DO NOTHING
+      RETURNING *)
+    SELECT 'ins' AS k, * FROM ins UNION ALL SELECT 'blocked' AS k, * FROM blocked`.execute(trx);
+  const inserted: string[] = [];
+  const blocked: ClaimRow[] = [];
+  for (const row of r.rows) {
+    const { k, ...claim } = row;
+    if (k === "ins") inserted.push(claim.symbol);
+    else blocked.push(claim);
+  }
+  return { inserted, blocked };
+}
+
+export async function claimsOfWorkspace(db: Executor, workspaceId: string): Promise<ClaimRow[]> {
+  const r = await sql<ClaimRow>`SELECT * FROM claims WHERE workspace_id = ${workspaceId}::uuid ORDER BY path, symbol`.execute(db);
+  return r.rows;
+}
+
+export async function claimsOfPaths(db: Executor, repoId: string, paths: readonly string[]): Promise<ClaimRow[]> {
+  if (paths.length === 0) return [];
+  const r = await sql<ClaimRow>`
+    SELECT * FROM claims WHERE repo_id = ${repoId}::uuid AND path IN (SELECT jsonb_array_elements_text(${JSON.stringify(paths)}::jsonb))
+    ORDER BY path, symbol`.execute(db);
+  return r.rows;
+}
+
+/** Releases some claims of a workspace ((path, symbol) pairs), returning those released. */
+export async function releaseClaims(db: Executor, workspaceId: string, refs: readonly { path: string; symbol: string }[]): Promise<ClaimRow[]> {
+  if (refs.length === 0) return [];
+  const r = await sql<ClaimRow>`
+    DELETE FROM claims c USING (SELECT x->>0 AS path, x->>1 AS symbol FROM jsonb_array_elements(${JSON.stringify(refs.map((x) => [x.path, x.symbol]))}::jsonb) AS t(x)) AS r
+    WHERE c.workspace_id = ${workspaceId}::uuid AND c.path = r.path AND c.symbol = r.symbol
+    RETURNING c.*`.execute(db);
+  return r.rows;
+}
+
+/** Releases every claim of the workspaces (strand, abandon, destroy, ReleaseSymbols with no symbols). */
+export async function releaseClaimsOf(db: Executor, workspaceIds: readonly string[]): Promise<ClaimRow[]> {
+  if (workspaceIds.length === 0) return [];
+  const r = await sql<ClaimRow>`DELETE FROM claims WHERE workspace_id = ANY(${uuids(workspaceIds)}) RETURNING *`.execute(db);
+  return r.rows;
+}
+
+/** Releases every claim of the workspaces working on a changeset (TransitionChangeset). */
+export async function releaseClaimsOfChangeset(db: Executor, changesetId: string): Promise<ClaimRow[]> {
+  const r = await sql<ClaimRow>`
+    DELETE FROM claims WHERE workspace_id IN (SELECT id FROM workspaces WHERE changeset_id = ${changesetId}::uuid) RETURNING *`.execute(db);
+  return r.rows;
+}
+
+// ---- the modifiers index ------------------------------------------------------------------
+
+export interface ModifierRow {
+  path: string;
+  symbols: string[];
+  updated_at: Date;
+  change: ChangeName;
+  workspace_id: string;
+  session_id: string;
+  agent_id: string;
+  agent_name: string;
+  changeset_id: string;
+  lifecycle: LifecycleName;
+  cs_state: ChangesetStateName;
+  cs_updated_at: Date;
+}
+
+const MODIFIER_COLUMNS = sql.raw(`o.path, o.symbols, o.updated_at, o.change, w.id AS workspace_id, w.session_id, w.agent_id, w.agent_name,
+  w.changeset_id, w.lifecycle, c.state AS cs_state, c.updated_at AS cs_updated_at`);
+
+/** Every overlay path of the live (active or stranded) workspaces of a repository. */
+export async function modifiersOfRepo(db: Executor, repoId: string): Promise<ModifierRow[]> {
+  const r = await sql<ModifierRow>`
+    SELECT ${MODIFIER_COLUMNS}
+    FROM overlay_files o JOIN workspaces w ON w.id = o.workspace_id JOIN changesets c ON c.id = w.changeset_id
+    WHERE o.repo_id = ${repoId}::uuid AND w.lifecycle IN ('active','stranded')`.execute(db);
+  return r.rows;
+}
+
+/** The overlay paths of one workspace with its metadata (an event from another instance). */
+export async function modifiersOfWorkspacePath(db: Executor, workspaceId: string, path: string): Promise<ModifierRow | undefined> {
+  const r = await sql<ModifierRow>`
+    SELECT ${MODIFIER_COLUMNS}
+    FROM overlay_files o JOIN workspaces w ON w.id = o.workspace_id JOIN changesets c ON c.id = w.changeset_id
+    WHERE o.workspace_id = ${workspaceId}::uuid AND o.path = ${path}`.execute(db);
+  return r.rows[0];
+}
+
+/** Releases the claims one session of a workspace holds (strand, before the workspace row changes). */
+export async function releaseClaimsOfSession(db: Executor, workspaceId: string, sessionId: string): Promise<ClaimRow[]> {
+  const r = await sql<ClaimRow>`
+    DELETE FROM claims WHERE workspace_id = ${workspaceId}::uuid AND session_id = ${sessionId}::uuid RETURNING *`.execute(db);
+  return r.rows;
+}

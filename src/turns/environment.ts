@@ -1,0 +1,325 @@
+/**
+ * Environments on disk: materialise (git + overlay), the manifest, the directory diff that
+ * capture uses, the liveness probe, and identity-checked removal. No pool logic here.
+ *
+ * Layout under BERTH_ENV_ROOT:
+ *   <workspace_id>/            the environment (the agent's working directory)
+ *   <workspace_id>/.berth-env  the marker: this environment's random token (never captured)
+ *   .staging/<token>/          a cold acquire is built here, then renamed into place atomically
+ *   .trash/<token>/            a torn-down environment, renamed out of the way, then deleted
+ *   .unsaved/<ws>-<token>/     an environment whose changes could not all be captured (kept, never deleted)
+ */
+import { spawn } from "node:child_process";
+import { createHash, randomUUID } from "node:crypto";
+import { lstat, mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+
+export const MARKER = ".berth-env";
+
+/** What the directory held for a path when it was last materialised or captured. */
+export interface ManifestEntry {
+  size: number;
+  mtimeMs: number;
+  /** git blob id (sha1 of "blob <len>\0<content>") of the content. */
+  blob: string;
+}
+
+export type Manifest = Map<string, ManifestEntry>;
+
+/** One environment: a directory with an identity (token). A rebuilt directory is a new Environment. */
+export interface Environment {
+  readonly workspaceId: string;
+  readonly path: string;
+  /** Random, written into the marker; teardown removes the directory only while the marker holds it. */
+  readonly token: string;
+  manifest: Manifest;
+  /** Set when its teardown started; the teardown's promise (idempotent). */
+  teardown?: Promise<TeardownResult>;
+}
+
+export interface TeardownResult {
+  /** removed: the directory is gone; preserved: moved to .unsaved (capture failed); foreign: not ours, left alone; absent: nothing there. */
+  readonly outcome: "removed" | "preserved" | "foreign" | "absent";
+  readonly capturedPaths: readonly string[];
+  readonly failedPaths: readonly string[];
+}
+
+export function gitBlobId(content: Uint8Array): string {
+  return createHash("sha1").update(`blob ${content.byteLength}\0`).update(content).digest("hex");
+}
+
+function run(cmd: string, args: string[], opts: { cwd?: string; stdin?: NodeJS.ReadableStream } = {}): { done: Promise<Buffer>; stdout: NodeJS.ReadableStream } {
+  const child = spawn(cmd, args, { cwd: opts.cwd, stdio: [opts.stdin ? "pipe" : "ignore", "pipe", "pipe"] });
+  if (opts.stdin) opts.stdin.pipe(child.stdin!);
+  const errChunks: Buffer[] = [];
+  child.stderr!.on("data", (c: Buffer) => errChunks.push(c));
+  const done = new Promise<Buffer>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code === 0) resolve(Buffer.alloc(0));
+      else reject(new Error(`${cmd} ${args.slice(0, 3).join(" ")} exited ${code}: ${Buffer.concat(errChunks).toString().trim().slice(0, 500)}`));
+    });
+  });
+  return { done, stdout: child.stdout! };
+}
+
+async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** path → blob id and size of every regular file at `commit` (`git ls-tree -r -l -z`). */
+async function lsTree(sourcePath: string, commit: string): Promise<Map<string, { blob: string; size: number }>> {
+  const p = run("git", ["-C", sourcePath, "ls-tree", "-r", "-l", "-z", "--full-tree", commit]);
+  const [out] = await Promise.all([collect(p.stdout), p.done]);
+  const map = new Map<string, { blob: string; size: number }>();
+  for (const rec of out.toString("utf8").split("\0")) {
+    if (!rec) continue;
+    const tab = rec.indexOf("\t");
+    const [mode, type, oid, size] = rec.slice(0, tab).split(/ +/);
+    if (type === "blob" && mode !== "120000") map.set(rec.slice(tab + 1), { blob: oid!, size: Number(size) });
+  }
+  return map;
+}
+
+/** The committer time (epoch s): `git archive` stamps every entry with it, and tar restores it. */
+async function commitTime(sourcePath: string, commit: string): Promise<number> {
+  const p = run("git", ["-C", sourcePath, "log", "-1", "--format=%ct", commit]);
+  const [out] = await Promise.all([collect(p.stdout), p.done]);
+  return Number(out.toString().trim());
+}
+
+/** `git archive <commit> | tar -x -C dir`: one pass, no index, no worktree bookkeeping in the source. */
+async function extract(sourcePath: string, commit: string, dir: string): Promise<void> {
+  const archive = run("git", ["-C", sourcePath, "archive", "--format=tar", commit]);
+  const tar = run("tar", ["-x", "--no-same-owner", "-C", dir], { stdin: archive.stdout });
+  await Promise.all([archive.done, tar.done]);
+}
+
+export interface MaterialiseInput {
+  readonly root: string;
+  readonly workspaceId: string;
+  readonly sourcePath: string | null;
+  readonly baseCommit: string;
+  /** Overlay entries: content for writes, null for tombstones. */
+  readonly entries: readonly { readonly path: string; readonly content: Uint8Array | null }[];
+}
+
+/** Builds a fresh environment in staging and renames it into place (fails if the path is taken). */
+export async function materialise(input: MaterialiseInput): Promise<Environment> {
+  const token = randomUUID();
+  const staging = path.join(input.root, ".staging", token);
+  const target = envPath(input.root, input.workspaceId);
+  await mkdir(staging, { recursive: true });
+  try {
+    let base = new Map<string, { blob: string; size: number }>();
+    let mtimeMs = 0;
+    if (input.sourcePath) {
+      let ct: number;
+      [base, ct] = await Promise.all([lsTree(input.sourcePath, input.baseCommit), commitTime(input.sourcePath, input.baseCommit), extract(input.sourcePath, input.baseCommit, staging)]);
+      mtimeMs = ct * 1000;
+    }
+    // Base files: size from git, mtime as stamped by git archive (no stat per file). Should the
+    // guess be wrong, capture falls back to the content hash — slower, never wrong.
+    const manifest: Manifest = new Map();
+    for (const [rel, b] of base) manifest.set(rel, { size: b.size, mtimeMs, blob: b.blob });
+    for (const e of input.entries) {
+      const rel = safeRelative(e.path);
+      if (rel === undefined || rel === MARKER) continue;
+      const abs = path.join(staging, rel);
+      if (e.content === null) {
+        await rm(abs, { force: true, recursive: true });
+        manifest.delete(rel);
+      } else {
+        await mkdir(path.dirname(abs), { recursive: true });
+        await writeFile(abs, e.content);
+        const st = await lstat(abs);
+        manifest.set(rel, { size: st.size, mtimeMs: st.mtimeMs, blob: gitBlobId(e.content) });
+      }
+    }
+    await writeFile(path.join(staging, MARKER), token);
+    await rename(staging, target);
+    return { workspaceId: input.workspaceId, path: target, token, manifest };
+  } catch (err) {
+    void rm(staging, { recursive: true, force: true }).catch(() => {});
+    throw err;
+  }
+}
+
+export function envPath(root: string, workspaceId: string): string {
+  return path.join(root, workspaceId);
+}
+
+/** A normalised relative path, or undefined when it escapes the directory. */
+function safeRelative(p: string): string | undefined {
+  const n = path.posix.normalize(p.replace(/\\/g, "/")).replace(/^\/+/, "");
+  if (!n || n === "." || n.startsWith("../") || n === "..") return undefined;
+  return n;
+}
+
+/** Every regular file under dir (relative "/" paths) with size and mtime; skips .git and the marker. */
+export async function scan(dir: string): Promise<Map<string, { size: number; mtimeMs: number }>> {
+  const out = new Map<string, { size: number; mtimeMs: number }>();
+  const walk = async (rel: string): Promise<void> => {
+    const entries = await readdir(rel ? path.join(dir, rel) : dir, { withFileTypes: true });
+    const files: string[] = [];
+    const dirs: string[] = [];
+    for (const d of entries) {
+      const r = rel ? `${rel}/${d.name}` : d.name;
+      if (d.name === ".git") continue;
+      if (!rel && d.name === MARKER) continue;
+      if (d.isDirectory()) dirs.push(r);
+      else if (d.isFile()) files.push(r);
+      // symlinks, sockets, FIFOs: not files of the overlay (docs/turns.md)
+    }
+    await Promise.all(files.map(async (r) => {
+      try {
+        const st = await lstat(path.join(dir, r));
+        if (st.isFile()) out.set(r, { size: st.size, mtimeMs: st.mtimeMs });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      }
+    }));
+    for (const d of dirs) await walk(d);
+  };
+  await walk("");
+  return out;
+}
+
+export interface DirectoryDiff {
+  /** Added or modified, with their content and new manifest entry. */
+  readonly written: { path: string; content: Uint8Array; entry: ManifestEntry; added: boolean }[];
+  readonly deleted: string[];
+  /** Size/mtime changed but the content did not: only the manifest needs the new stat. */
+  readonly touched: { path: string; entry: ManifestEntry }[];
+}
+
+/**
+ * What changed in the directory since the manifest: size and mtime first, the content hash
+ * only when they differ (or the mtime is within 2 s of the recorded one, git's "racy" rule).
+ */
+export async function diff(env: Environment): Promise<DirectoryDiff> {
+  const now = await scan(env.path);
+  const written: DirectoryDiff["written"] = [];
+  const touched: DirectoryDiff["touched"] = [];
+  const deleted: string[] = [];
+  for (const [rel, st] of now) {
+    const old = env.manifest.get(rel);
+    if (old && old.size === st.size && old.mtimeMs === st.mtimeMs) continue;
+    let content: Uint8Array;
+    try {
+      content = await readFile(path.join(env.path, rel));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") continue;
+      throw err;
+    }
+    const blob = gitBlobId(content);
+    const entry = { size: content.byteLength, mtimeMs: st.mtimeMs, blob };
+    if (old && old.blob === blob) touched.push({ path: rel, entry });
+    else written.push({ path: rel, content, entry, added: !old });
+  }
+  for (const rel of env.manifest.keys()) if (!now.has(rel)) deleted.push(rel);
+  return { written, deleted, touched };
+}
+
+/** Liveness: the directory exists, is readable and its marker holds this environment's token. */
+export async function probe(env: Environment, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const read = readFile(path.join(env.path, MARKER), "utf8").then(
+    (t) => t === env.token,
+    (err: NodeJS.ErrnoException) => {
+      if (err.code === "ENOENT" || err.code === "ENOTDIR") return false;
+      throw err;
+    },
+  );
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`liveness probe of ${env.path} took longer than ${timeoutMs} ms`)), timeoutMs);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([read, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The token in the marker at `dir`, or undefined when there is none. */
+export async function markerToken(dir: string): Promise<string | undefined> {
+  try {
+    return await readFile(path.join(dir, MARKER), "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Identity-checked removal: the directory is renamed out of the way only while its marker
+ * holds `token` (a materialise renames into place only onto a free path, and acquires of one
+ * workspace are serialised, so nothing can replace it between the check and the rename).
+ * The rename frees the path at once; the deletion finishes in the background (returned).
+ */
+export async function removeIfOwned(root: string, dir: string, token: string, preserve: boolean, label = token): Promise<{ outcome: TeardownResult["outcome"]; deleting: Promise<void> }> {
+  const current = await markerToken(dir);
+  if (current === undefined) {
+    const exists = await lstat(dir).then(() => true, () => false);
+    return { outcome: exists ? "foreign" : "absent", deleting: Promise.resolve() };
+  }
+  if (current !== token) return { outcome: "foreign", deleting: Promise.resolve() };
+  const aside = path.join(root, preserve ? ".unsaved" : ".trash", label);
+  await mkdir(path.dirname(aside), { recursive: true });
+  await rename(dir, aside);
+  if (preserve) return { outcome: "preserved", deleting: Promise.resolve() };
+  return { outcome: "removed", deleting: rm(aside, { recursive: true, force: true, maxRetries: 2 }).catch(() => {}) };
+}
+
+/** Moves whatever sits at `dir` aside to `.orphaned` (a directory no pool entry owns: kept, never deleted). */
+export async function moveAside(root: string, dir: string, label: string): Promise<string | undefined> {
+  const aside = path.join(root, ".orphaned", label);
+  await mkdir(path.dirname(aside), { recursive: true });
+  try {
+    await rename(dir, aside);
+    return aside;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+}
+
+export async function exists(p: string): Promise<boolean> {
+  try {
+    await lstat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The manifest, persisted beside the environments so a restart can capture what a crash left uncaptured. */
+function manifestFile(root: string, workspaceId: string): string {
+  return path.join(root, ".manifests", `${workspaceId}.json`);
+}
+
+export async function saveManifest(root: string, env: Environment): Promise<void> {
+  const file = manifestFile(root, env.workspaceId);
+  await mkdir(path.dirname(file), { recursive: true });
+  const entries = [...env.manifest].map(([p, e]) => [p, e.size, e.mtimeMs, e.blob]);
+  const tmp = `${file}.${env.token}.tmp`;
+  await writeFile(tmp, JSON.stringify({ token: env.token, entries }));
+  await rename(tmp, file);
+}
+
+/** The environment a previous process left at the workspace's path, when its marker and saved manifest agree. */
+export async function loadLeftover(root: string, workspaceId: string): Promise<Environment | undefined> {
+  const dir = envPath(root, workspaceId);
+  const token = await markerToken(dir);
+  if (token === undefined) return undefined;
+  try {
+    const saved = JSON.parse(await readFile(manifestFile(root, workspaceId), "utf8")) as { token: string; entries: [string, number, number, string][] };
+    if (saved.token !== token) return undefined;
+    const manifest: Manifest = new Map(saved.entries.map(([p, size, mtimeMs, blob]) => [p, { size, mtimeMs, blob }]));
+    return { workspaceId, path: dir, token, manifest };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,83 @@
+/** The turns table (migrations/0005_turns.ts), in raw SQL so the shared schema type stays untouched. */
+import { sql, type Transaction } from "kysely";
+import type { Db } from "../storage/database.js";
+import type { Database } from "../storage/schema.js";
+
+export type TurnStateName = "running" | "ended" | "superseded" | "cancelled";
+export type OutcomeName = "completed" | "awaiting_approval" | "failed";
+
+export interface TurnRow {
+  id: string;
+  session_id: string;
+  workspace_id: string;
+  repo_id: string;
+  client_turn_id: string | null;
+  state: TurnStateName;
+  outcome: OutcomeName | null;
+  environment_path: string;
+  warm: boolean;
+  superseded_by: string | null;
+  end_reason: string;
+  instance_id: string | null;
+  started_at: Date;
+  ended_at: Date | null;
+  seq?: unknown;
+}
+
+type Q = Db | Transaction<Database>;
+
+export async function insertTurn(q: Q, r: TurnRow): Promise<void> {
+  await sql`INSERT INTO turns (id, session_id, workspace_id, repo_id, client_turn_id, state, outcome, environment_path, warm, superseded_by, end_reason, instance_id, started_at, ended_at)
+    VALUES (${r.id}, ${r.session_id}, ${r.workspace_id}, ${r.repo_id}, ${r.client_turn_id}, ${r.state}, ${r.outcome}, ${r.environment_path}, ${r.warm}, ${r.superseded_by}, ${r.end_reason}, ${r.instance_id}, ${r.started_at}, ${r.ended_at})`.execute(q);
+}
+
+/** Moves a running turn to a final state; false when it was not running. */
+export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; at: Date }): Promise<boolean> {
+  const r = await sql`UPDATE turns SET state = ${state}, outcome = ${fields.outcome ?? null}, superseded_by = ${fields.supersededBy ?? null},
+      end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}
+    WHERE id = ${id} AND state = 'running'`.execute(q);
+  return Number(r.numAffectedRows ?? 0n) > 0;
+}
+
+export async function findTurn(q: Q, id: string): Promise<TurnRow | undefined> {
+  const r = await sql<TurnRow>`SELECT * FROM turns WHERE id = ${id}`.execute(q);
+  return r.rows[0] ? normalise(r.rows[0]) : undefined;
+}
+
+export async function findByClientId(q: Q, sessionId: string, clientTurnId: string): Promise<TurnRow | undefined> {
+  const r = await sql<TurnRow>`SELECT * FROM turns WHERE session_id = ${sessionId} AND client_turn_id = ${clientTurnId}`.execute(q);
+  return r.rows[0] ? normalise(r.rows[0]) : undefined;
+}
+
+export async function listBySession(q: Q, sessionId: string, limit: number): Promise<TurnRow[]> {
+  const r = await sql<TurnRow>`SELECT * FROM turns WHERE session_id = ${sessionId} ORDER BY started_at DESC, seq DESC LIMIT ${limit}`.execute(q);
+  return r.rows.map(normalise);
+}
+
+/**
+ * At start: RUNNING turns no live owner can still be running — their incarnation no longer
+ * owns an active workspace for them (the reconcile stranded it, or it ended) — become
+ * ENDED/FAILED with end_reason server_restart. Turns of workspaces another live instance
+ * still owns are left alone.
+ */
+export async function failOrphanedTurns(q: Q, me: string | undefined, at: Date): Promise<number> {
+  const r = await sql`UPDATE turns SET state = 'ended', outcome = 'failed', end_reason = 'server_restart', ended_at = ${at}
+    WHERE state = 'running' AND instance_id IS DISTINCT FROM ${me ?? null}
+      AND NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.id = turns.workspace_id AND w.lifecycle = 'active' AND w.owner_instance = turns.instance_id)`.execute(q);
+  return Number(r.numAffectedRows ?? 0n);
+}
+
+/** A session ended: its running turns (of any instance) end FAILED with `reason`. */
+export async function failRunningOfWorkspace(q: Q, workspaceId: string, reason: string, at: Date): Promise<string[]> {
+  const r = await sql<{ id: string }>`UPDATE turns SET state = 'cancelled', end_reason = ${reason}, ended_at = ${at}
+    WHERE workspace_id = ${workspaceId} AND state = 'running' RETURNING id`.execute(q);
+  return r.rows.map((x) => x.id);
+}
+
+function normalise(r: TurnRow): TurnRow {
+  return {
+    ...r,
+    started_at: r.started_at instanceof Date ? r.started_at : new Date(r.started_at),
+    ended_at: r.ended_at === null ? null : r.ended_at instanceof Date ? r.ended_at : new Date(r.ended_at),
+  };
+}
