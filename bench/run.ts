@@ -17,11 +17,12 @@ import { PENDING, SCENARIOS } from "./scenarios/index.js";
 
 function parse(argv: readonly string[]) {
   const names: string[] = [];
-  const opts = { profile: false, list: false, rounds: 3, durationMs: 4_000, warmupMs: 1_500 };
+  const opts = { profile: false, list: false, report: false, rounds: 3, durationMs: 4_000, warmupMs: 1_500 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === "--profile") opts.profile = true;
     else if (a === "--list") opts.list = true;
+    else if (a === "--report") opts.report = true;
     else if (a === "--rounds") opts.rounds = Number(argv[++i]);
     else if (a === "--duration") opts.durationMs = Number(argv[++i]);
     else if (a === "--warmup") opts.warmupMs = Number(argv[++i]);
@@ -45,6 +46,12 @@ async function main(): Promise<void> {
   if (o.list) {
     for (const s of SCENARIOS) console.log(`${s.name.padEnd(24)} ${s.title}`);
     for (const p of PENDING) console.log(`${p.name.padEnd(24)} (pending: ${p.waitsFor}) ${p.title}`);
+    return;
+  }
+  if (o.report) {
+    // Only rewrite BENCHMARKS.md from bench/results/*.json (e.g. after editing bench/NOTES.md).
+    writeBenchmarks(SCENARIOS, PENDING);
+    console.log("BENCHMARKS.md written from bench/results/");
     return;
   }
   const unknown = o.names.filter((n) => !SCENARIOS.some((s) => s.name === n));
@@ -88,7 +95,7 @@ async function main(): Promise<void> {
         }
         continue; // profiled figures are skewed: not recorded
       }
-      const file = writeResult({ scenario: s.name, title: s.title, reproduce, machine: startMachine, wallSeconds: Math.round((performance.now() - started) / 100) / 10, ...report });
+      const file = writeResult({ scenario: s.name, title: s.title, reproduce, machine: startMachine, loadavgEnd: machine().loadavg, wallSeconds: Math.round((performance.now() - started) / 100) / 10, ...report });
       console.log(`   raw: ${path.relative(process.cwd(), file)}`);
     } catch (err) {
       failed.push(s.name);

@@ -54,6 +54,10 @@ export interface Config {
   readonly mapMaxEntries: number;
   readonly mapBudgetMs: number;
   readonly mapTtlMs: number;
+  /** Prometheus /metrics listener (src/metrics/); undefined when BERTH_METRICS_ADDR=off. */
+  readonly metricsAddr: ListenAddress | undefined;
+  /** OTLP/HTTP trace export (src/tracing/): base endpoint, undefined when unset. */
+  readonly otlp: { readonly endpoint: string; readonly headers: Readonly<Record<string, string>>; readonly serviceName: string } | undefined;
 }
 
 export interface VariableSpec {
@@ -100,6 +104,10 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_MAP_MAX_ENTRIES", default: "200", meaning: "workspace map: entries shown (\"showing N of M\")" },
   { name: "BERTH_MAP_BUDGET_MS", default: "1500", meaning: "workspace map: how long a turn waits for the walk; zero or negative is refused" },
   { name: "BERTH_MAP_TTL_MS", default: "30000", meaning: "workspace map: how long a map (or a lapsed budget) is cached; 0 caches nothing" },
+  { name: "BERTH_METRICS_ADDR", default: "127.0.0.1:9464", meaning: "Prometheus metrics listen address (GET /metrics, no auth: bind it where only the scraper reaches); off disables it" },
+  { name: "OTEL_EXPORTER_OTLP_ENDPOINT", default: "(unset)", meaning: "OTLP/HTTP collector base URL, e.g. http://127.0.0.1:4318; when set, a span per RPC is exported to <url>/v1/traces" },
+  { name: "OTEL_EXPORTER_OTLP_HEADERS", default: "(unset)", meaning: "extra headers for the OTLP export, key=value pairs separated by commas" },
+  { name: "OTEL_SERVICE_NAME", default: "berth", meaning: "service.name of exported spans" },
 ];
 
 export class ConfigError extends Error {
@@ -208,6 +216,19 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError("DATABASE_URL", `expected postgres://…, got "${databaseUrl.replace(/:[^:@/]*@/, ":***@")}"`);
   }
+  const metricsRaw = get(env, "BERTH_METRICS_ADDR") ?? "127.0.0.1:9464";
+  const metricsAddr = /^off$/i.test(metricsRaw) ? undefined : parseAddress("BERTH_METRICS_ADDR", metricsRaw);
+  const otlpEndpoint = get(env, "OTEL_EXPORTER_OTLP_ENDPOINT");
+  if (otlpEndpoint !== undefined && !/^https?:\/\/[^\s]+$/.test(otlpEndpoint)) {
+    throw new ConfigError("OTEL_EXPORTER_OTLP_ENDPOINT", `expected http(s)://host:port, got "${otlpEndpoint}"`);
+  }
+  const otlpHeaders: Record<string, string> = {};
+  for (const pair of (get(env, "OTEL_EXPORTER_OTLP_HEADERS") ?? "").split(",")) {
+    if (pair.trim() === "") continue;
+    const eq = pair.indexOf("=");
+    if (eq <= 0) throw new ConfigError("OTEL_EXPORTER_OTLP_HEADERS", "expected key=value pairs separated by commas");
+    otlpHeaders[decodeURIComponent(pair.slice(0, eq).trim())] = decodeURIComponent(pair.slice(eq + 1).trim());
+  }
   const natsStream = get(env, "BERTH_NATS_STREAM") ?? "BERTH_EVENTS";
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(natsStream)) throw new ConfigError("BERTH_NATS_STREAM", "letters, digits, _ and - only");
 
@@ -241,5 +262,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     mapMaxEntries: integer(env, "BERTH_MAP_MAX_ENTRIES", 200, 1, 1_000_000),
     mapBudgetMs: integer(env, "BERTH_MAP_BUDGET_MS", 1500, 1, 600_000),
     mapTtlMs: integer(env, "BERTH_MAP_TTL_MS", 30_000, 0),
+    metricsAddr,
+    otlp: otlpEndpoint === undefined ? undefined : { endpoint: otlpEndpoint.replace(/\/+$/, ""), headers: otlpHeaders, serviceName: get(env, "OTEL_SERVICE_NAME") ?? "berth" },
   };
 }

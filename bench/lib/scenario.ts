@@ -53,6 +53,8 @@ export interface ScenarioResult extends ScenarioReport {
   /** The command that reproduces this scenario. */
   readonly reproduce: string;
   readonly machine: Machine;
+  /** 1-minute load average when the scenario ended. */
+  readonly loadavgEnd?: number;
   readonly wallSeconds: number;
 }
 

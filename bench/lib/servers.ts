@@ -114,7 +114,7 @@ export interface BerthOptions {
 }
 
 export async function startBerth(options: BerthOptions): Promise<BerthProcess> {
-  const [grpcPort, httpPort] = [await freePort(), await freePort()];
+  const [grpcPort, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !k.startsWith("BERTH_") && k !== "NATS_URL" && k !== "DATABASE_URL") env[k] = v;
@@ -122,6 +122,8 @@ export async function startBerth(options: BerthOptions): Promise<BerthProcess> {
   const berthEnv: Record<string, string> = {
     BERTH_ADDR: `127.0.0.1:${grpcPort}`,
     BERTH_HTTP_ADDR: `127.0.0.1:${httpPort}`,
+    // Metrics stay on (production has them) on a port of their own: the default 9464 is shared by every server on the machine.
+    BERTH_METRICS_ADDR: `127.0.0.1:${metricsPort}`,
     BERTH_LOG_LEVEL: options.logLevel ?? "warn",
     BERTH_LOG_FORMAT: "json",
     BERTH_SHUTDOWN_GRACE_MS: "1000",

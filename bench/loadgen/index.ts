@@ -13,6 +13,8 @@ export interface LoadSpec {
   readonly path?: string;
   /** Pre-encoded bodies (gRPC frames for grpc, bare messages for connect), round-robin. */
   readonly bodies?: readonly Uint8Array[];
+  /** Bodies per worker (worker i gets bodiesByWorker[i % length]), e.g. disjoint sessions so two workers never write the same one. */
+  readonly bodiesByWorker?: readonly (readonly Uint8Array[])[];
   readonly pgUrl?: string;
   /** Total pg connections over all workers. */
   readonly pgPoolMax?: number;
@@ -73,7 +75,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
         kind: spec.kind,
         url: spec.url,
         path: spec.path,
-        bodies: spec.bodies?.map((b) => Buffer.from(b).toString("base64")),
+        bodies: (spec.bodiesByWorker?.[i % spec.bodiesByWorker.length] ?? spec.bodies)?.map((b) => Buffer.from(b).toString("base64")),
         pgUrl: spec.pgUrl,
         pgPoolMax: Math.max(1, split(pgPoolMax, workers, i)),
         pgStatements: spec.pgStatements,

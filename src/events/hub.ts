@@ -187,6 +187,8 @@ export class EventHub {
   private reading: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private failing = false;
+  /** Events handed to subscribers' consumers (WatchEvents, watch()), replay included; read by metrics. */
+  delivered = 0;
 
   constructor(options: EventHubOptions) {
     this.db = options.db;
@@ -297,6 +299,7 @@ export class EventHub {
           for (;;) {
             const se = await sub.next(signal);
             sub.lastSeq = se.seq;
+            hub.delivered++;
             yield se.event;
           }
         } finally {
@@ -327,7 +330,10 @@ export class EventHub {
           sub.check();
           last = se.seq;
           sub.lastSeq = last;
-          if (sub.match(se.event)) yield se.event;
+          if (sub.match(se.event)) {
+            this.delivered++;
+            yield se.event;
+          }
         }
       }
       // Live.
@@ -336,6 +342,7 @@ export class EventHub {
         if (se.seq <= last) continue;
         last = se.seq;
         sub.lastSeq = last;
+        this.delivered++;
         yield se.event;
       }
     } finally {

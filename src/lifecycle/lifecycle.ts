@@ -69,6 +69,12 @@ export interface LifecycleDeps {
   readonly settings: LifecycleSettings;
   /** Stable name of this instance across restarts (startup reconcile recognises its previous incarnations). */
   readonly instanceName?: string;
+  /** Told about every GC tick (src/metrics/); no-op by default. */
+  readonly metrics?: LifecycleMetrics;
+}
+
+export interface LifecycleMetrics {
+  gcTick(seconds: number, report: TickReport): void;
 }
 
 /** What one GC tick did (tests and the log). */
@@ -446,6 +452,7 @@ export class LifecycleManager {
   }
 
   private async runTick(): Promise<TickReport> {
+    const started = performance.now();
     const report: TickReport = { expired: 0, idle: 0, maxLifetime: 0, disconnected: 0, stranded: 0, pinned: 0, abandoned: 0, orphansStranded: 0, flushed: 0, errors: 0 };
     const step = async (name: string, fn: () => Promise<void>) => {
       try {
@@ -467,6 +474,7 @@ export class LifecycleManager {
         report.orphansStranded = (await this.reconcileOrphans(false)).stranded;
       });
     }
+    this.deps.metrics?.gcTick((performance.now() - started) / 1000, report);
     const acted = report.expired + report.idle + report.maxLifetime + report.disconnected + report.abandoned + report.orphansStranded;
     if (acted > 0 || report.errors > 0) this.logger.info({ ...report }, "lifecycle GC tick");
     return report;

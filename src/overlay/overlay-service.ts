@@ -24,7 +24,7 @@ import type { Clock } from "../domain/clock.js";
 import { BerthError, failedPrecondition, notFound } from "../domain/errors.js";
 import type { Workspace } from "../domain/workspace.js";
 import type { EventHub } from "../events/hub.js";
-import type { EventInput } from "../events/outbox.js";
+import { appendEvents, eventRow, type EventInput } from "../events/outbox.js";
 import { FileChange, SymbolChangeKind } from "../../gen/berth/v1/types_pb.js";
 import { assertActive, type WorkspaceRegistry } from "../registry/registry.js";
 import type { ChangesetStateName } from "../storage/schema.js";
@@ -338,53 +338,51 @@ export class OverlayService implements OverlayPort {
       const cumulative = [...new Set([...(existing?.symbols ?? []), ...wanted])];
       const now = this.clock.now();
       const holder = { workspaceId: ws.workspaceId, sessionId: ws.sessionId, agentId: ws.agentId, agentName: ws.agentName };
-      let committed: { inserted: string[]; state: ChangesetStateName };
-      try {
-        committed = await this.registry.inTransaction(
-          async (trx) => {
-            const row = await sqlRepo.lockForWrite(trx, ws.workspaceId, [sqlRepo.claimLockKey(ws.repoId, path)]);
-            const state = checkRow(ws, row);
-            const { inserted, blocked } = await sqlRepo.claimOnPath(trx, ws.repoId, path, wanted, holder, new Date(now));
-            if (blocked.length > 0) throw new SymbolLocked(path, blocked, wanted);
-            if (dropRow) await sqlRepo.deleteOverlayRow(trx, ws.workspaceId, path);
-            else {
-              await sqlRepo.upsertOverlay(trx, {
-                workspaceId: ws.workspaceId,
-                repoId: ws.repoId,
-                path,
-                content,
-                sha256: newHash,
-                change,
-                baseHash,
-                symbols: cumulative,
-                at: new Date(now),
-              });
-            }
-            return { inserted, state };
+      // Three statements in the transaction (four with a claim.acquired event): the row and
+      // path locks; then claims + overlay row + file event, conditional on no blocking claim; then
+      // the claim.acquired event (it names the claims the statement inserted).
+      const fileEvent: EventInput = {
+        kind: content === null ? "file.deleted" : "file.written",
+        ...this.eventBase(ws, now),
+        payload: {
+          case: "fileChanged",
+          value: {
+            path,
+            change: change === "added" ? FileChange.ADDED : change === "modified" ? FileChange.MODIFIED : FileChange.DELETED,
+            symbols: symbols.map((s) => ({ name: s.name, kind: s.kind, change: symbolKindEnum(s.change) })),
+            newHash: newHash ?? "",
           },
-          (r) => [
-            {
-              kind: content === null ? "file.deleted" : "file.written",
-              ...this.eventBase(ws, now),
-              payload: {
-                case: "fileChanged",
-                value: {
-                  path,
-                  change: change === "added" ? FileChange.ADDED : change === "modified" ? FileChange.MODIFIED : FileChange.DELETED,
-                  symbols: symbols.map((s) => ({ name: s.name, kind: s.kind, change: symbolKindEnum(s.change) })),
-                  newHash: newHash ?? "",
-                },
-              },
-            },
-            ...(r.inserted.length > 0
-              ? [{ kind: "claim.acquired", ...this.eventBase(ws, now), payload: { case: "claimChanged" as const, value: { path, symbols: r.inserted } } }]
-              : []),
-          ],
-        );
+        },
+      };
+      let committed: { inserted: string[]; state: ChangesetStateName; stored: EventInput[] };
+      try {
+        committed = await this.registry.db.transaction().execute(async (trx) => {
+          const row = await sqlRepo.lockForWrite(trx, ws.workspaceId, [sqlRepo.claimLockKey(ws.repoId, path)]);
+          const state = checkRow(ws, row);
+          const { inserted, blocked } = await sqlRepo.writeWithClaims(
+            trx,
+            { repoId: ws.repoId, path, symbols: wanted, holder, at: new Date(now) },
+            dropRow
+              ? { drop: true, workspaceId: ws.workspaceId, path }
+              : { workspaceId: ws.workspaceId, repoId: ws.repoId, path, content, sha256: newHash, change, baseHash, symbols: cumulative, at: new Date(now) },
+            eventRow(fileEvent),
+          );
+          if (blocked.length > 0) throw new SymbolLocked(path, blocked, wanted);
+          const stored: EventInput[] = [fileEvent];
+          if (inserted.length > 0) {
+            const claimed: EventInput = { kind: "claim.acquired", ...this.eventBase(ws, now), payload: { case: "claimChanged" as const, value: { path, symbols: inserted } } };
+            await appendEvents(trx, [claimed]);
+            stored.push(claimed);
+          }
+          return { inserted, state, stored };
+        });
       } catch (err) {
         if (err instanceof SymbolLocked) throw await this.refuse(ws, err);
         throw err;
       }
+      // What WorkspaceRegistry.inTransaction does after a commit: wake delivery, follow the events.
+      this.registry.eventsCommitted();
+      for (const e of committed.stored) this.applyLocal(e);
 
       // Committed: the cache and the index follow.
       if (dropRow) ov.files.delete(path);

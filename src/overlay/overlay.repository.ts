@@ -3,8 +3,8 @@
  * tables are not part of the typed schema in src/storage/schema.ts. Lists of text (paths,
  * symbols) travel as one JSON parameter, which PostgreSQL and PGlite both accept.
  */
-import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
-import type { ChangesetStateName, Database, LifecycleName } from "../storage/schema.js";
+import { sql, type Insertable, type Kysely, type RawBuilder, type Transaction } from "kysely";
+import type { ChangesetStateName, Database, EventTable, LifecycleName } from "../storage/schema.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -84,16 +84,26 @@ export async function deleteOverlaysOf(db: Executor, workspaceIds: readonly stri
   return Number(r.numAffectedRows ?? 0n);
 }
 
-/** The state a write needs, with the workspace and its changeset locked FOR SHARE and the path's claim lock taken. */
+/**
+ * The state a write needs, with the workspace and its changeset locked FOR SHARE and then the
+ * paths' claim locks taken (sorted), in one statement: the lateral join runs only on the row the
+ * locking subquery returned, so the order is the same as two statements (row, then paths). The
+ * claim check must be a later statement (its snapshot must postdate the claim locks).
+ */
 export async function lockForWrite(
   trx: Transaction<Database>,
   workspaceId: string,
   lockKeys: readonly string[],
 ): Promise<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName } | undefined> {
+  const sorted = [...new Set(lockKeys)].sort();
   const r = await sql<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName }>`
-    SELECT w.lifecycle, w.session_id, c.state FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
-    WHERE w.id = ${workspaceId}::uuid FOR SHARE OF w, c`.execute(trx);
-  await lockPaths(trx, lockKeys);
+    SELECT r.lifecycle, r.session_id, r.state
+    FROM (SELECT w.lifecycle, w.session_id, c.state FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
+          WHERE w.id = ${workspaceId}::uuid FOR SHARE OF w, c) r
+    CROSS JOIN LATERAL (
+      SELECT count(pg_advisory_xact_lock(hashtextextended(k, 7))) AS locked
+      FROM (SELECT k FROM jsonb_array_elements_text(${JSON.stringify(sorted)}::jsonb) WITH ORDINALITY AS t(k, n)
+            WHERE r.lifecycle IS NOT NULL ORDER BY n) keys) l`.execute(trx);
   return r.rows[0];
 }
 
@@ -166,6 +176,59 @@ export async function claimOnPath(
     const { k, ...claim } = row;
     if (k === "ins") inserted.push(claim.symbol);
     else blocked.push(claim);
+  }
+  return { inserted, blocked };
+}
+
+/**
+ * A write's claims, its overlay row change and its file event in one statement (the caller holds
+ * the path's claim lock, taken by an earlier statement). When another workspace's claim stands in
+ * the way nothing is written (claims, row, event): the blocked claims are returned and the caller
+ * rolls back. Returns the symbols newly claimed and the blocking claims, as claimOnPath does.
+ */
+export async function writeWithClaims(
+  trx: Transaction<Database>,
+  claim: { repoId: string; path: string; symbols: readonly string[]; holder: Holder; at: Date },
+  row: OverlayUpsert | { drop: true; workspaceId: string; path: string },
+  event: Insertable<EventTable>,
+): Promise<{ inserted: string[]; blocked: ClaimRow[] }> {
+  const { repoId, path, symbols, holder, at } = claim;
+  const fileLevel = symbols.includes("");
+  const none = sql`NOT EXISTS (SELECT 1 FROM blocked)`;
+  const change =
+    "drop" in row
+      ? sql`DELETE FROM overlay_files WHERE workspace_id = ${row.workspaceId}::uuid AND path = ${row.path} AND ${none}`
+      : sql`INSERT INTO overlay_files (workspace_id, path, repo_id, content, sha256, change, base_hash, symbols, updated_at)
+          SELECT ${row.workspaceId}::uuid, ${row.path}, ${row.repoId}::uuid, ${row.content === null ? null : Buffer.from(row.content.buffer, row.content.byteOffset, row.content.byteLength)}::bytea,
+                 ${row.sha256}::text, ${row.change}::text, ${row.baseHash}::text, ${textList(row.symbols)}, ${row.at}::timestamptz
+          WHERE ${none}
+          ON CONFLICT (workspace_id, path) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, change = EXCLUDED.change,
+            base_hash = EXCLUDED.base_hash, symbols = EXCLUDED.symbols, updated_at = EXCLUDED.updated_at`;
+  const r = await sql<ClaimRow & { k: string }>`
+    WITH wanted AS (SELECT DISTINCT s FROM jsonb_array_elements_text(${JSON.stringify(symbols)}::jsonb) AS t(s)),
+    blocked AS (
+      SELECT c.* FROM claims c
+      WHERE ${symbols.length > 0} AND c.repo_id = ${repoId}::uuid AND c.path = ${path} AND c.workspace_id <> ${holder.workspaceId}::uuid
+        AND (c.symbol IN (SELECT s FROM wanted) OR c.symbol = '' OR ${fileLevel})),
+    ins AS (
+      INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at)
+      SELECT ${repoId}::uuid, ${path}, s, ${holder.workspaceId}::uuid, ${holder.sessionId}::uuid, ${holder.agentId}, ${holder.agentName}, ${at}::timestamptz
+      FROM wanted WHERE ${none}
+      ON CONFLICT (repo_id, path, symbol) DO NOTHING
+      RETURNING *),
+    ch AS (${change}),
+    ev AS (
+      INSERT INTO events (id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload)
+      SELECT ${event.id}::uuid, ${event.kind}, ${event.repo_id}::uuid, ${event.session_id ?? null}::uuid, ${event.workspace_id ?? null}::uuid, ${event.agent_id ?? null}::text,
+             ${event.changeset_id ?? null}::uuid, ${event.occurred_at}::timestamptz, ${event.reason ?? ""}::text, ${event.payload}::bytea
+      WHERE ${none})
+    SELECT 'ins' AS k, * FROM ins UNION ALL SELECT 'blocked' AS k, * FROM blocked`.execute(trx);
+  const inserted: string[] = [];
+  const blocked: ClaimRow[] = [];
+  for (const x of r.rows) {
+    const { k, ...c } = x;
+    if (k === "ins") inserted.push(c.symbol);
+    else blocked.push(c);
   }
   return { inserted, blocked };
 }

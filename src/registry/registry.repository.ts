@@ -1,36 +1,19 @@
 /** Every SQL statement of the registry: plain functions taking the database or a transaction first. */
-import { sql, type Insertable, type Kysely, type Transaction } from "kysely";
-import type { ChangesetStateName, Database, EventTable, LifecycleName } from "../storage/schema.js";
+import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
+import type { ChangesetStateName, ChangesetTable, Database, EventTable, LifecycleName, RepositoryTable, WorkspaceTable } from "../storage/schema.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
-export type RepositoryRow = { id: string; name: string; source_path: string | null; created_at: Date };
-export type ChangesetRow = { id: string; repo_id: string; state: ChangesetStateName; reason: string; created_at: Date; updated_at: Date };
+export type RepositoryRow = Omit<Selectable<RepositoryTable>, "next_agent_number">;
+export type ChangesetRow = Selectable<ChangesetTable>;
 
 /** A workspace row with its changeset's columns, as every read of a workspace needs both. */
-export interface WorkspaceRow {
-  id: string;
-  session_id: string;
-  repo_id: string;
-  agent_id: string;
-  agent_name: string;
-  changeset_id: string;
-  intent: string;
-  base_commit: string;
-  mode: "ephemeral" | "persistent";
-  expires_at: Date | null;
-  created_at: Date;
-  last_active_at: Date;
-  lifecycle: LifecycleName;
-  lifecycle_reason: string;
-  stranded_at: Date | null;
-  ended_at: Date | null;
-  resumed_from: string | null;
+export type WorkspaceRow = Omit<Selectable<WorkspaceTable>, "owner_instance"> & {
   cs_state: ChangesetStateName;
   cs_reason: string;
   cs_created_at: Date;
   cs_updated_at: Date;
-}
+};
 
 export function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === "23505";
@@ -46,22 +29,6 @@ export function listRepositories(db: Executor): Promise<RepositoryRow[]> {
 
 export function findRepository(db: Executor, id: string): Promise<RepositoryRow | undefined> {
   return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at"]).where("id", "=", id).executeTakeFirst();
-}
-
-/**
- * Bumps the repository's agent counter under its row lock and, in the same statement, inserts
- * the new changeset: one round trip. Undefined (and nothing inserted) when the repository does not exist.
- */
-export async function takeAgentNumberWithChangeset(trx: Transaction<Database>, repoId: string, changeset: ChangesetRow): Promise<number | undefined> {
-  const r = await sql<{ n: number }>`
-    WITH n AS (
-      UPDATE repositories SET next_agent_number = next_agent_number + 1 WHERE id = ${repoId}::uuid RETURNING next_agent_number
-    ), cs AS (
-      INSERT INTO changesets (id, repo_id, state, reason, created_at, updated_at)
-      SELECT ${changeset.id}::uuid, ${changeset.repo_id}::uuid, ${changeset.state}, ${changeset.reason}, ${changeset.created_at}, ${changeset.updated_at} FROM n
-    )
-    SELECT next_agent_number AS n FROM n`.execute(trx);
-  return r.rows[0]?.n;
 }
 
 /** Bumps the repository's agent counter under its row lock; undefined when the repository does not exist. */
@@ -103,22 +70,8 @@ export function casChangesetState(
     .executeTakeFirst();
 }
 
-export interface NewWorkspaceRow {
-  id: string;
-  session_id: string;
-  repo_id: string;
-  agent_id: string;
-  agent_name: string;
-  changeset_id: string;
-  intent: string;
-  base_commit: string;
-  mode: "ephemeral" | "persistent";
-  expires_at: Date | null;
-  created_at: Date;
-  last_active_at: Date;
-  /** The instance that holds it live (migration 0002); null when none. */
-  owner_instance: string | null;
-}
+/** Every column a new workspace row is given (lifecycle and the rest take their defaults). */
+export type NewWorkspaceRow = Omit<Selectable<WorkspaceTable>, "lifecycle" | "lifecycle_reason" | "stranded_at" | "ended_at" | "resumed_from">;
 
 export async function insertWorkspace(db: Executor, row: NewWorkspaceRow): Promise<void> {
   await db.insertInto("workspaces").values(row).execute();
@@ -138,7 +91,7 @@ export async function insertWorkspace(db: Executor, row: NewWorkspaceRow): Promi
  */
 export async function createAutoNamedWorkspace(
   db: Executor,
-  row: Omit<NewWorkspaceRow, "agent_name">,
+  row: NewWorkspaceRow,
   changeset: ChangesetRow,
   event: { id: string; rest: Uint8Array },
 ): Promise<string | undefined> {

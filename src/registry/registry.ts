@@ -149,7 +149,7 @@ export class WorkspaceRegistry {
     const cached = this.repos.get(id);
     if (cached) return cached;
     const row = await sqlRepo.findRepository(this.deps.db, id);
-    if (!row) throw notFound("REPOSITORY_NOT_FOUND", `repository ${id} is not registered`, { repo_id: id });
+    if (!row) throw repositoryNotFound(id);
     const repo = repositoryFromRow(row);
     this.repos.set(id, repo);
     return repo;
@@ -172,86 +172,88 @@ export class WorkspaceRegistry {
     }
 
     const now = this.deps.clock.now();
-    const sessionId = input.sessionId ?? this.newId();
-    const workspaceId = this.newId();
-    const expiresAt = input.mode === "persistent" ? now + (input.ttlSeconds ?? DEFAULT_PERSISTENT_TTL_SECONDS) * 1000 : null;
+    const row: sqlRepo.NewWorkspaceRow = {
+      id: this.newId(),
+      session_id: input.sessionId ?? this.newId(),
+      repo_id: repo.id,
+      agent_id: input.agentId,
+      agent_name: input.agentName ?? "",
+      changeset_id: input.changesetId ?? this.newId(),
+      intent: input.intent,
+      base_commit: baseCommit,
+      mode: input.mode,
+      expires_at: input.mode === "persistent" ? new Date(now + (input.ttlSeconds ?? DEFAULT_PERSISTENT_TTL_SECONDS) * 1000) : null,
+      created_at: new Date(now),
+      last_active_at: new Date(now),
+      owner_instance: this.deps.instanceId ?? null,
+    };
+    const created = (agentName: string) =>
+      eventRow({
+        kind: "session.created",
+        repoId: repo.id,
+        sessionId: row.session_id,
+        workspaceId: row.id,
+        agentId: row.agent_id,
+        changesetId: row.changeset_id,
+        occurredAt: now,
+        payload: { case: "sessionCreated", value: { agentName, mode: modeEnum(input.mode), intent: input.intent, baseCommit } },
+      });
+    const draft = (): sqlRepo.ChangesetRow => ({ id: row.changeset_id, repo_id: repo.id, state: "draft", reason: "", created_at: row.created_at, updated_at: row.created_at });
 
-    const createdEvent = (changesetId: string, agentName: string): EventInput => ({
-      kind: "session.created",
-      repoId: repo.id,
-      sessionId,
-      workspaceId,
-      agentId: input.agentId,
-      changesetId,
-      occurredAt: now,
-      payload: { case: "sessionCreated", value: { agentName, mode: modeEnum(input.mode), intent: input.intent, baseCommit } },
-    });
-    const result = input.changesetId === undefined && input.agentName === undefined
-      ? await this.createAutoNamed(repo.id, workspaceId, sessionId, input, baseCommit, expiresAt, now, createdEvent)
-      : await this.deps.db.transaction().execute(async (trx) => {
-      let changeset: sqlRepo.ChangesetRow;
-      let agentName = input.agentName;
-      if (input.changesetId) {
-        const row = await sqlRepo.findChangeset(trx, input.changesetId, "share");
-        if (!row || row.repo_id !== repo.id) {
-          throw notFound("CHANGESET_NOT_FOUND", `changeset ${input.changesetId} does not exist in repository ${repo.id}`, { changeset_id: input.changesetId });
-        }
-        if (isTerminal(row.state)) {
-          throw failedPrecondition("CHANGESET_TERMINAL", `changeset ${row.id} is ${row.state.toUpperCase()}`, { changeset_id: row.id, state: row.state.toUpperCase() });
-        }
-        changeset = row;
+    let result: { changeset: sqlRepo.ChangesetRow; agentName: string };
+    try {
+      if (input.changesetId === undefined && input.agentName === undefined) {
+        // The common case, in one statement (registry.repository.ts createAutoNamedWorkspace).
+        const changeset = draft();
+        const event = created("");
+        const agentName = await sqlRepo.createAutoNamedWorkspace(this.deps.db, row, changeset, { id: event.id, rest: event.payload });
+        if (agentName === undefined) throw repositoryNotFound(repo.id);
+        result = { changeset, agentName };
       } else {
-        changeset = { id: this.newId(), repo_id: repo.id, state: "draft", reason: "", created_at: new Date(now), updated_at: new Date(now) };
-        if (agentName === undefined) {
-          const n = await sqlRepo.takeAgentNumberWithChangeset(trx, repo.id, changeset);
-          if (n === undefined) throw notFound("REPOSITORY_NOT_FOUND", `repository ${repo.id} is not registered`, { repo_id: repo.id });
-          agentName = `agent-${n}`;
-        } else {
-          await sqlRepo.insertChangeset(trx, changeset);
-        }
+        result = await this.deps.db.transaction().execute(async (trx) => {
+          let changeset: sqlRepo.ChangesetRow;
+          if (input.changesetId !== undefined) {
+            const found = await sqlRepo.findChangeset(trx, input.changesetId, "share");
+            if (!found || found.repo_id !== repo.id) {
+              throw notFound("CHANGESET_NOT_FOUND", `changeset ${input.changesetId} does not exist in repository ${repo.id}`, { changeset_id: input.changesetId });
+            }
+            if (isTerminal(found.state)) {
+              throw failedPrecondition("CHANGESET_TERMINAL", `changeset ${found.id} is ${found.state.toUpperCase()}`, { changeset_id: found.id, state: found.state.toUpperCase() });
+            }
+            changeset = found;
+          } else {
+            changeset = draft();
+            await sqlRepo.insertChangeset(trx, changeset);
+          }
+          let agentName = input.agentName;
+          if (agentName === undefined) {
+            const n = await sqlRepo.takeAgentNumber(trx, repo.id);
+            if (n === undefined) throw repositoryNotFound(repo.id);
+            agentName = `agent-${n}`;
+          }
+          await sqlRepo.insertWorkspaceWithEvent(trx, { ...row, agent_name: agentName }, created(agentName));
+          return { changeset, agentName };
+        });
       }
-      if (agentName === undefined) {
-        const n = await sqlRepo.takeAgentNumber(trx, repo.id);
-        if (n === undefined) throw notFound("REPOSITORY_NOT_FOUND", `repository ${repo.id} is not registered`, { repo_id: repo.id });
-        agentName = `agent-${n}`;
+    } catch (err) {
+      if (sqlRepo.isUniqueViolation(err)) {
+        throw new BerthError("already_exists", "SESSION_EXISTS", `session ${row.session_id} already has a workspace`, { session_id: row.session_id });
       }
-      try {
-        await sqlRepo.insertWorkspaceWithEvent(trx, {
-          id: workspaceId,
-          session_id: sessionId,
-          repo_id: repo.id,
-          agent_id: input.agentId,
-          agent_name: agentName,
-          changeset_id: changeset.id,
-          intent: input.intent,
-          base_commit: baseCommit,
-          mode: input.mode,
-          expires_at: expiresAt === null ? null : new Date(expiresAt),
-          created_at: new Date(now),
-          last_active_at: new Date(now),
-          owner_instance: this.deps.instanceId ?? null,
-        }, eventRow(createdEvent(changeset.id, agentName)));
-      } catch (err) {
-        if (sqlRepo.isUniqueViolation(err)) {
-          throw new BerthError("already_exists", "SESSION_EXISTS", `session ${sessionId} already has a workspace`, { session_id: sessionId });
-        }
-        throw err;
-      }
-      return { changeset, agentName };
-    });
+      throw err;
+    }
     this.eventsCommitted();
 
     const ws: Workspace = {
-      workspaceId,
-      sessionId,
+      workspaceId: row.id,
+      sessionId: row.session_id,
       repoId: repo.id,
-      agentId: input.agentId,
+      agentId: row.agent_id,
       agentName: result.agentName,
       changeset: this.internChangeset(result.changeset),
-      intent: input.intent,
+      intent: row.intent,
       baseCommit,
-      mode: input.mode,
-      expiresAt,
+      mode: row.mode,
+      expiresAt: row.expires_at?.getTime() ?? null,
       createdAt: now,
       lastActiveAt: now,
       lifecycle: "active",
@@ -261,50 +263,6 @@ export class WorkspaceRegistry {
     };
     this.admit(ws);
     return ws;
-  }
-
-  /** The common case of createWorkspace in one statement (registry.repository.ts createAutoNamedWorkspace). */
-  private async createAutoNamed(
-    repoId: string,
-    workspaceId: string,
-    sessionId: string,
-    input: CreateWorkspaceInput,
-    baseCommit: string,
-    expiresAt: number | null,
-    now: number,
-    createdEvent: (changesetId: string, agentName: string) => EventInput,
-  ): Promise<{ changeset: sqlRepo.ChangesetRow; agentName: string }> {
-    const changeset: sqlRepo.ChangesetRow = { id: this.newId(), repo_id: repoId, state: "draft", reason: "", created_at: new Date(now), updated_at: new Date(now) };
-    const event = eventRow(createdEvent(changeset.id, ""));
-    let agentName: string | undefined;
-    try {
-      agentName = await sqlRepo.createAutoNamedWorkspace(
-        this.deps.db,
-        {
-          id: workspaceId,
-          session_id: sessionId,
-          repo_id: repoId,
-          agent_id: input.agentId,
-          changeset_id: changeset.id,
-          intent: input.intent,
-          base_commit: baseCommit,
-          mode: input.mode,
-          expires_at: expiresAt === null ? null : new Date(expiresAt),
-          created_at: new Date(now),
-          last_active_at: new Date(now),
-          owner_instance: this.deps.instanceId ?? null,
-        },
-        changeset,
-        { id: event.id, rest: event.payload },
-      );
-    } catch (err) {
-      if (sqlRepo.isUniqueViolation(err)) {
-        throw new BerthError("already_exists", "SESSION_EXISTS", `session ${sessionId} already has a workspace`, { session_id: sessionId });
-      }
-      throw err;
-    }
-    if (agentName === undefined) throw notFound("REPOSITORY_NOT_FOUND", `repository ${repoId} is not registered`, { repo_id: repoId });
-    return { changeset, agentName };
   }
 
   /** The workspace of a session in any lifecycle state; NOT_FOUND when the session never existed. */
@@ -618,6 +576,10 @@ export function assertActive(ws: Workspace): void {
         reason: ws.lifecycleReason,
       });
   }
+}
+
+function repositoryNotFound(repoId: string): BerthError {
+  return notFound("REPOSITORY_NOT_FOUND", `repository ${repoId} is not registered`, { repo_id: repoId });
 }
 
 function invalidTransition(changesetId: string, from: ChangesetStateName, to: ChangesetStateName): BerthError {

@@ -205,14 +205,25 @@ export function toMessage(schema: DescMessage, value: unknown): Message {
   return create(schema, value as never);
 }
 
+/**
+ * Sees every RPC of both transports once, at its completion, before its log line is written
+ * (metrics, tracing). It may add fields to `line` (trace_id, span_id). Must be cheap and must
+ * not throw: it runs on every call, the hot paths included.
+ */
+export interface RpcObserver {
+  rpcEnded(call: Call, code: number, seconds: number, line: Record<string, unknown>): void;
+}
+
 export interface PipelineOptions {
   readonly authenticator: Authenticator;
   readonly logger: Logger;
+  readonly observer?: RpcObserver;
 }
 
 export class Pipeline {
   readonly authenticator: Authenticator;
   readonly logger: Logger;
+  readonly observer: RpcObserver | undefined;
   /** Calls in flight, for shutdown. */
   readonly inflight = new Set<Call>();
   /** True once shutdown started: new calls fail with UNAVAILABLE. */
@@ -222,6 +233,7 @@ export class Pipeline {
   constructor(opts: PipelineOptions) {
     this.authenticator = opts.authenticator;
     this.logger = opts.logger;
+    this.observer = opts.observer;
   }
 
   /** Registers a new call (transports call this, then unary()/stream()). */
@@ -285,15 +297,17 @@ export class Pipeline {
   end(call: Call, request: unknown, code: number, internalError: unknown): void {
     if (!call.finish()) return;
     this.inflight.delete(call);
+    const elapsedMs = performance.now() - call.start;
     const line = {
       method: call.entry.path,
       code: codeName(code),
-      durationMs: Math.round((performance.now() - call.start) * 1000) / 1000,
+      durationMs: Math.round(elapsedMs * 1000) / 1000,
       protocol: call.protocol,
       sessionId: call.sessionIdFor(request),
     };
     const fields = call.logFields;
     for (const k in fields) if (k !== "sessionId") (line as Record<string, unknown>)[k] = fields[k];
+    this.observer?.rpcEnded(call, code, elapsedMs / 1000, line);
     if (internalError !== undefined) {
       this.logger.error({ ...line, err: internalError }, "internal error");
     } else {

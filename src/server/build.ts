@@ -25,6 +25,10 @@ import { openDatabase, type OpenedDatabase } from "../storage/database.js";
 import { migrateToLatest } from "../storage/migrate.js";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { HealthState } from "./health.js";
+import { BerthMetrics } from "../metrics/metrics.js";
+import { startMetricsServer, type MetricsServer } from "../metrics/http.js";
+import { OtlpHttpExporter } from "../tracing/otlp-exporter.js";
+import { RpcTracer, observers } from "../tracing/rpc-tracer.js";
 import { startTransports } from "./transports.js";
 
 export interface BuildOptions {
@@ -62,6 +66,12 @@ export interface BerthServer {
   readonly overlay: OverlayService;
   /** The turn scheduler: environments, the pool, steering (src/turns/). */
   readonly turns: TurnScheduler;
+  /** Prometheus metrics of this server (its own registry; src/metrics/). */
+  readonly metrics: BerthMetrics;
+  /** http://host:port/metrics, unless BERTH_METRICS_ADDR=off. */
+  readonly metricsUrl: string | undefined;
+  /** The OTLP span exporter, when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  readonly spanExporter: OtlpHttpExporter | undefined;
   /** Graceful shutdown: stop accepting, let unary calls finish, end streams, close the database. */
   close(graceMs?: number): Promise<void>;
 }
@@ -78,11 +88,14 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
   try {
     logger.info({ database: database.kind, location: database.location }, "database opened");
     await migrateToLatest(database.db, (name) => logger.info({ migration: name }, "migration applied"));
+    const metrics = new BerthMetrics({ db: database.db, logger, relayStream: config.natsUrl ? config.natsStream : undefined });
+    closers.push(() => metrics.stop());
 
     // Event delivery: the hub reads the outbox (nudged by local commits, polling for others').
     const events = new EventHub({ db: database.db, logger });
     await events.start();
     closers.push(() => events.stop());
+    metrics.sources.events = events;
     let relay: NatsRelay | undefined;
     const instanceId = crypto.randomUUID();
     const registry = new WorkspaceRegistry({
@@ -102,6 +115,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       clock,
       logger,
       instanceName: options.instanceName ?? defaultInstanceName(config.grpcAddr.port),
+      metrics,
       settings: {
         leaseMs: config.sessionLeaseMs,
         pinNonTerminal: config.pinNonTerminal,
@@ -113,6 +127,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     });
     await lifecycle.startup();
     await registry.load();
+    metrics.sources.registry = registry;
     // The overlay: caches made on first use; the modifiers index follows every instance's events.
     const overlay = new OverlayService({ registry, clock, logger, settings: { maxFileBytes: config.maxFileBytes } });
     closers.push(async () => overlay.close());
@@ -133,6 +148,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       config: { maxDepth: config.mapMaxDepth, maxEntries: config.mapMaxEntries, budgetMs: config.mapBudgetMs, ttlMs: config.mapTtlMs },
     });
     closers.push(() => maps.close());
+    metrics.instrumentMaps(maps);
     const turns = new TurnScheduler({
       registry,
       overlay: options.turnOverlay ?? overlay,
@@ -144,6 +160,11 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     });
     await turns.start();
     closers.push(() => turns.stop());
+    metrics.sources.turns = turns;
+    const spanExporter = config.otlp
+      ? new OtlpHttpExporter({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceName: config.otlp.serviceName, serviceInstanceId: instanceId, logger })
+      : undefined;
+    if (spanExporter) closers.push(() => spanExporter.shutdown());
     const transports = await startTransports({
       grpcAddr: config.grpcAddr,
       httpAddr: config.httpAddr,
@@ -154,8 +175,16 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       authenticator,
       logger,
       health,
+      observer: observers(metrics, new RpcTracer(spanExporter)),
     });
     closers.push(() => transports.shutdown(config.shutdownGraceMs));
+    let metricsServer: MetricsServer | undefined;
+    if (config.metricsAddr) {
+      metricsServer = await startMetricsServer(metrics, config.metricsAddr, logger);
+      const started = metricsServer;
+      closers.push(() => started.close());
+    }
+    metrics.start();
 
     if (config.natsUrl) {
       relay = new NatsRelay({
@@ -166,7 +195,9 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
         encoding: config.natsEncoding,
         retentionSeconds: config.eventRetentionSeconds,
         leader: leaderLockFor(database.db, database.kind, config.natsStream),
+        onPublished: () => metrics.relayPublished(),
       });
+      metrics.sources.relay = relay;
       relay.start();
       const started = relay;
       closers.push(() => started.stop());
@@ -219,10 +250,16 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       lifecycle,
       overlay,
       turns,
+      metrics,
+      metricsUrl: metricsServer?.url,
+      spanExporter,
       async close(graceMs = config.shutdownGraceMs) {
         clearInterval(probe);
         setServing(health, false);
         await transports.shutdown(graceMs);
+        await spanExporter?.shutdown();
+        await metricsServer?.close();
+        await metrics.stop();
         await lifecycle.stop();
         await turns.stop();
         await maps.close();

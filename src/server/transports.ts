@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config, ListenAddress } from "../config.js";
 import type { ServiceRegistration } from "../rpc/handler.js";
-import { Pipeline, type Authenticator } from "../rpc/pipeline.js";
+import { Pipeline, type Authenticator, type RpcObserver } from "../rpc/pipeline.js";
 import { ABORT_SHUTDOWN } from "../rpc/errors.js";
 import { addToGrpcServer } from "./grpc-bridge.js";
 import { connectHandler } from "./connect-routes.js";
@@ -31,6 +31,8 @@ export interface TransportOptions {
   readonly health: HealthState;
   /** Largest request message grpc-js accepts (default 4 MiB); must exceed BERTH_MAX_FILE_BYTES plus the envelope. */
   readonly maxReceiveMessageBytes?: number;
+  /** Sees every RPC at completion (metrics, tracing). */
+  readonly observer?: RpcObserver;
 }
 
 export interface Transports {
@@ -100,7 +102,7 @@ export async function startTransports(opts: TransportOptions): Promise<Transport
   const { logger } = opts;
   const base = [...opts.services, healthRegistration(opts.health)];
   const registrations = [...base, ...reflectionRegistrations(base.map((r) => r.service))];
-  const pipeline = new Pipeline({ authenticator: opts.authenticator, logger });
+  const pipeline = new Pipeline({ authenticator: opts.authenticator, logger, ...(opts.observer ? { observer: opts.observer } : {}) });
 
   // gRPC (grpc-js)
   const grpcServer = new grpc.Server({

@@ -69,6 +69,35 @@ async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+/**
+ * What a cold acquire needs to know of a base tree besides its content: path → (blob, size) and
+ * the commit time git archive stamps. A commit never changes, so this is computed once per
+ * (source, commit) and kept (LRU): a cold acquire of a known commit spawns no ls-tree/log.
+ */
+export interface BaseInfo {
+  readonly files: ReadonlyMap<string, { blob: string; size: number }>;
+  readonly mtimeMs: number;
+}
+const BASE_INFO_MAX = 16;
+const baseInfos = new Map<string, Promise<BaseInfo>>();
+
+export function baseInfo(sourcePath: string, commit: string): Promise<BaseInfo> {
+  const key = `${sourcePath}\u0000${commit}`;
+  const hit = baseInfos.get(key);
+  if (hit) {
+    baseInfos.delete(key);
+    baseInfos.set(key, hit);
+    return hit;
+  }
+  const p = Promise.all([lsTree(sourcePath, commit), commitTime(sourcePath, commit)]).then(([files, ct]) => ({ files, mtimeMs: ct * 1000 }));
+  baseInfos.set(key, p);
+  p.catch(() => {
+    if (baseInfos.get(key) === p) baseInfos.delete(key);
+  });
+  while (baseInfos.size > BASE_INFO_MAX) baseInfos.delete(baseInfos.keys().next().value!);
+  return p;
+}
+
 /** path → blob id and size of every regular file at `commit` (`git ls-tree -r -l -z`). */
 async function lsTree(sourcePath: string, commit: string): Promise<Map<string, { blob: string; size: number }>> {
   const p = run("git", ["-C", sourcePath, "ls-tree", "-r", "-l", "-z", "--full-tree", commit]);
@@ -104,6 +133,8 @@ export interface MaterialiseInput {
   readonly baseCommit: string;
   /** Overlay entries: content for writes, null for tombstones. */
   readonly entries: readonly { readonly path: string; readonly content: Uint8Array | null }[];
+  /** Pre-extracted base trees: one is renamed into staging instead of extracting on the request path. */
+  readonly spares?: BaseSpares | undefined;
 }
 
 /** Builds a fresh environment in staging and renames it into place (fails if the path is taken). */
@@ -111,14 +142,24 @@ export async function materialise(input: MaterialiseInput): Promise<Environment>
   const token = randomUUID();
   const staging = path.join(input.root, ".staging", token);
   const target = envPath(input.root, input.workspaceId);
-  await mkdir(staging, { recursive: true });
+  let base: ReadonlyMap<string, { blob: string; size: number }> = new Map();
+  let mtimeMs = 0;
+  let staged = false;
   try {
-    let base = new Map<string, { blob: string; size: number }>();
-    let mtimeMs = 0;
     if (input.sourcePath) {
-      let ct: number;
-      [base, ct] = await Promise.all([lsTree(input.sourcePath, input.baseCommit), commitTime(input.sourcePath, input.baseCommit), extract(input.sourcePath, input.baseCommit, staging)]);
-      mtimeMs = ct * 1000;
+      const info = baseInfo(input.sourcePath, input.baseCommit);
+      const spare = await input.spares?.take(input.sourcePath, input.baseCommit, staging);
+      staged = spare === true;
+      if (!staged) {
+        await mkdir(staging, { recursive: true });
+        staged = true;
+        await Promise.all([info, extract(input.sourcePath, input.baseCommit, staging)]);
+      }
+      ({ files: base, mtimeMs } = await info);
+      input.spares?.replenish(input.sourcePath, input.baseCommit);
+    } else {
+      await mkdir(staging, { recursive: true });
+      staged = true;
     }
     // Base files: size from git, mtime as stamped by git archive (no stat per file). Should the
     // guess be wrong, capture falls back to the content hash — slower, never wrong.
@@ -142,8 +183,158 @@ export async function materialise(input: MaterialiseInput): Promise<Environment>
     await rename(staging, target);
     return { workspaceId: input.workspaceId, path: target, token, manifest };
   } catch (err) {
-    void rm(staging, { recursive: true, force: true }).catch(() => {});
+    if (staged) void deleteLater(staging);
     throw err;
+  }
+}
+
+/**
+ * Background deletions (torn-down environments, expired spares), one at a time: a burst of
+ * teardowns must not turn into parallel `rm -r`s competing with the next acquire for the disk.
+ */
+let deletions: Promise<void> = Promise.resolve();
+export function deleteLater(dir: string): Promise<void> {
+  const next = deletions.then(() => removeTree(dir)).catch(() => {});
+  deletions = next;
+  return next;
+}
+
+/**
+ * `rm -rf` in a child process at lower CPU priority: fs.rm would put every unlink on libuv's
+ * thread pool, where the request path's own filesystem calls (the liveness probe, a
+ * materialise) would queue behind them. Falls back to fs.rm when the spawn fails.
+ */
+async function removeTree(dir: string): Promise<void> {
+  try {
+    await run("nice", ["-n", "10", "rm", "-rf", "--", dir]).done;
+  } catch {
+    await rm(dir, { recursive: true, force: true, maxRetries: 2 });
+  }
+}
+
+/**
+ * Pre-extracted base trees (BERTH_ENV_ROOT/.spares/<token>), per (source, commit): a cold
+ * acquire renames one into its staging directory (O(1)) instead of running `git archive | tar`
+ * on the request path — creating a thousand files is what a cold acquire mostly costs. After a
+ * take (or an extraction) the pool is topped up in the background, at most one build per key
+ * at a time; a take that finds none ready but one building waits for that build (it started
+ * earlier than a fresh extraction would). Bounded: `perKey` spares per key, `maxKeys` keys (LRU;
+ * a forgotten key's spares are deleted), and a spare unused for `ttlMs` is deleted by expire().
+ * A spare is never handed out twice (taking it is a rename), and a previous process's spares
+ * are deleted, never used.
+ */
+export class BaseSpares {
+  private readonly keys = new Map<string, { sourcePath: string; commit: string; ready: { dir: string; at: number }[]; building: Promise<void> | undefined }>();
+  private readonly dir: string;
+  private cleaned: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly root: string,
+    private readonly perKey: number,
+    private readonly now: () => number,
+    private readonly ttlMs = 10 * 60_000,
+    private readonly maxKeys = 8,
+  ) {
+    this.dir = path.join(root, ".spares");
+  }
+
+  get enabled(): boolean {
+    return this.perKey > 0 && !this.closed;
+  }
+
+  private state(sourcePath: string, commit: string) {
+    const key = `${sourcePath}\u0000${commit}`;
+    let s = this.keys.get(key);
+    if (s) {
+      this.keys.delete(key);
+    } else {
+      s = { sourcePath, commit, ready: [], building: undefined };
+    }
+    this.keys.set(key, s);
+    while (this.keys.size > this.maxKeys) {
+      const [oldKey, old] = this.keys.entries().next().value!;
+      this.keys.delete(oldKey);
+      for (const r of old.ready.splice(0)) void deleteLater(r.dir);
+    }
+    return s;
+  }
+
+  /** Renames a ready (or the building) spare of (source, commit) to `to`; false when there is none. */
+  async take(sourcePath: string, commit: string, to: string): Promise<boolean> {
+    if (!this.enabled) return false;
+    const s = this.state(sourcePath, commit);
+    if (s.ready.length === 0 && s.building) await s.building;
+    for (let r = s.ready.pop(); r; r = s.ready.pop()) {
+      try {
+        await mkdir(path.dirname(to), { recursive: true });
+        await rename(r.dir, to);
+        return true;
+      } catch {
+        void deleteLater(r.dir);
+      }
+    }
+    return false;
+  }
+
+  /** Starts building spares of (source, commit) in the background up to perKey. */
+  replenish(sourcePath: string, commit: string): void {
+    if (!this.enabled) return;
+    const s = this.state(sourcePath, commit);
+    if (s.building || s.ready.length >= this.perKey) return;
+    s.building = (async () => {
+      try {
+        while (!this.closed && s.ready.length < this.perKey && this.keys.get(`${sourcePath}\u0000${commit}`) === s) {
+          await (this.cleaned ??= this.clean());
+          const dir = path.join(this.dir, randomUUID());
+          await mkdir(dir, { recursive: true });
+          try {
+            // Not niced: a cold acquire may be waiting for this build.
+            await extract(sourcePath, commit, dir);
+          } catch (err) {
+            void deleteLater(dir);
+            throw err;
+          }
+          if (this.closed || this.keys.get(`${sourcePath}\u0000${commit}`) !== s) {
+            void deleteLater(dir);
+            return;
+          }
+          s.ready.push({ dir, at: this.now() });
+        }
+      } catch {
+        // A spare is an optimisation: a failed build only means the next acquire extracts itself.
+      } finally {
+        s.building = undefined;
+      }
+    })();
+  }
+
+  /** Deletes spares unused for ttlMs. */
+  expire(): void {
+    const cutoff = this.now() - this.ttlMs;
+    for (const s of this.keys.values()) {
+      const keep = s.ready.filter((r) => r.at > cutoff);
+      for (const r of s.ready) if (r.at <= cutoff) void deleteLater(r.dir);
+      s.ready = keep;
+    }
+  }
+
+  /** Stops building; waits for builds in flight. Ready spares stay on disk (the next process deletes them). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([...this.keys.values()].map((s) => s.building));
+  }
+
+  /** A previous process's spares: moved out of the way and deleted, never used. */
+  private async clean(): Promise<void> {
+    const aside = path.join(this.root, ".trash", `spares-${randomUUID()}`);
+    try {
+      await mkdir(path.dirname(aside), { recursive: true });
+      await rename(this.dir, aside);
+      void deleteLater(aside);
+    } catch {
+      // nothing there
+    }
   }
 }
 
@@ -270,7 +461,7 @@ export async function removeIfOwned(root: string, dir: string, token: string, pr
   await mkdir(path.dirname(aside), { recursive: true });
   await rename(dir, aside);
   if (preserve) return { outcome: "preserved", deleting: Promise.resolve() };
-  return { outcome: "removed", deleting: rm(aside, { recursive: true, force: true, maxRetries: 2 }).catch(() => {}) };
+  return { outcome: "removed", deleting: deleteLater(aside) };
 }
 
 /** Moves whatever sits at `dir` aside to `.orphaned` (a directory no pool entry owns: kept, never deleted). */

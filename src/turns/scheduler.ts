@@ -22,6 +22,7 @@ import type { EventInput } from "../events/outbox.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import type { WorkspaceRegistry } from "../registry/registry.js";
 import {
+  BaseSpares,
   diff,
   envPath,
   exists,
@@ -61,6 +62,8 @@ export interface PoolSettings {
   readonly probeTimeoutMs?: number;
   /** Expiry sweep period (default 1000 ms; 0 disables the timer — tests call sweep()). */
   readonly sweepIntervalMs?: number;
+  /** Pre-extracted base trees kept per (repository, commit) for cold acquires (default 1; 0 disables). */
+  readonly spares?: number;
 }
 
 export interface TurnSchedulerDeps {
@@ -166,10 +169,12 @@ export class TurnScheduler {
   private readonly stopWatching = new AbortController();
   private readonly background = new Set<Promise<unknown>>();
   private readonly probeFn: (env: Environment) => Promise<boolean>;
+  private readonly spares: BaseSpares;
 
   constructor(private readonly deps: TurnSchedulerDeps) {
     const timeout = deps.settings.probeTimeoutMs ?? 1000;
     this.probeFn = deps.probe ?? ((env) => probe(env, timeout));
+    this.spares = new BaseSpares(deps.settings.root, deps.settings.spares ?? 1, () => deps.clock.now());
   }
 
   get root(): string {
@@ -194,6 +199,7 @@ export class TurnScheduler {
     for (const t of this.turns.values()) if (t.state === "running") t.abort.abort();
     await Promise.allSettled([...this.states.values()].map((s) => s.lane));
     await Promise.allSettled([...this.background]);
+    await this.spares.close();
   }
 
   // ---- BeginTurn ----------------------------------------------------------------------
@@ -264,12 +270,17 @@ export class TurnScheduler {
     const parked = { slot: state.slot, parkedAt: state.parkedAt };
     this.reserve(state);
 
-    const job = this.enqueue(state, () => this.acquire(state, turn, old, parked));
+    // The map's wait starts as soon as the directory is in place, alongside the row insert.
+    const mapSignal = AbortSignal.any([signal, turn.abort.signal]);
+    let mapWait: Promise<MapResult> | undefined;
+    const job = this.enqueue(state, () => this.acquire(state, turn, old, parked, () => {
+      mapWait = this.deps.maps.getMap(turn.environmentPath, { signal: mapSignal });
+    }));
     turn.started = job.then(async () => {
       if (turn.state !== "running") {
         throw new BerthError("aborted", turn.state === "superseded" ? "TURN_SUPERSEDED" : "TURN_CANCELLED", `turn ${turn.id} was ${turn.state} before it started`, { turn_id: turn.id });
       }
-      const map = await this.deps.maps.getMap(turn.environmentPath, { signal: AbortSignal.any([signal, turn.abort.signal]) });
+      const map = await (mapWait ?? this.deps.maps.getMap(turn.environmentPath, { signal: mapSignal }));
       return { turn, supersededTurnId: old?.id ?? "", map };
     });
     turn.started.catch(() => {
@@ -323,7 +334,7 @@ export class TurnScheduler {
   }
 
   /** The lane job of a BeginTurn: settle the displaced environment, then a warm or cold acquire. */
-  private async acquire(state: WsState, turn: Turn, old: Turn | undefined, parked: { slot: SlotState | undefined; parkedAt: number }): Promise<void> {
+  private async acquire(state: WsState, turn: Turn, old: Turn | undefined, parked: { slot: SlotState | undefined; parkedAt: number }, placed?: () => void): Promise<void> {
     const ws = state.ws;
     try {
       if (old) {
@@ -370,6 +381,7 @@ export class TurnScheduler {
       if (warm) this.warmAcquires++;
       else this.coldAcquires++;
       this.deps.logger.debug({ workspaceId: state.workspaceId, turnId: turn.id, warm }, warm ? "turn pool: warm" : "turn pool: cold acquire");
+      placed?.();
       await this.insertRow(turn, ws, old);
     } catch (err) {
       if (state.turn === turn) {
@@ -396,9 +408,8 @@ export class TurnScheduler {
         this.countEviction("pre-acquire", state, dir, turn.sessionId, { movedTo: aside });
       }
     }
-    const repo = await this.deps.registry.repository(ws.repoId);
-    const entries = await this.deps.overlay.entries(ws);
-    const env = await materialise({ root: this.root, workspaceId: ws.workspaceId, sourcePath: repo.sourcePath, baseCommit: ws.baseCommit, entries });
+    const [repo, entries] = await Promise.all([this.deps.registry.repository(ws.repoId), this.deps.overlay.entries(ws)]);
+    const env = await materialise({ root: this.root, workspaceId: ws.workspaceId, sourcePath: repo.sourcePath, baseCommit: ws.baseCommit, entries, spares: this.spares });
     this.track(saveManifest(this.root, env).catch((err: unknown) => this.deps.logger.warn({ err }, "turn pool: saving the manifest failed")));
     return env;
   }
@@ -411,7 +422,9 @@ export class TurnScheduler {
       // Cancelled or superseded while acquiring: the row is written in its final state.
       if (turn.state === "cancelled") events.push(this.turnEvent(ws, "turn.cancelled", turn, { reason: turn.endReason }));
       if (turn.state === "superseded") events.push(this.turnEvent(ws, "turn.superseded", turn, { other: turn.supersededBy ?? "" }));
-      await this.deps.registry.inTransaction((trx) => store.insertTurn(trx, this.rowOf(turn)), () => events);
+      // One statement in autocommit (turn row + events, atomic): one round trip instead of four.
+      await store.insertTurnWithEvents(this.deps.registry.db, this.rowOf(turn), events);
+      this.deps.registry.eventsCommitted();
     } finally {
       resolve();
     }
@@ -573,6 +586,7 @@ export class TurnScheduler {
   /** Evicts parked environments past their keep-alive. Called by a timer; tests call it directly. */
   sweep(): Promise<void> {
     const now = this.deps.clock.now();
+    this.spares.expire();
     const jobs: Promise<unknown>[] = [];
     for (const s of this.states.values()) {
       if (!s.seated || !s.env) continue;

@@ -1,5 +1,6 @@
 /** The turns table (migrations/0005_turns.ts), in raw SQL so the shared schema type stays untouched. */
 import { sql, type Transaction } from "kysely";
+import { eventRow, type EventInput } from "../events/outbox.js";
 import type { Db } from "../storage/database.js";
 import type { Database } from "../storage/schema.js";
 
@@ -29,6 +30,23 @@ type Q = Db | Transaction<Database>;
 export async function insertTurn(q: Q, r: TurnRow): Promise<void> {
   await sql`INSERT INTO turns (id, session_id, workspace_id, repo_id, client_turn_id, state, outcome, environment_path, warm, superseded_by, end_reason, instance_id, started_at, ended_at)
     VALUES (${r.id}, ${r.session_id}, ${r.workspace_id}, ${r.repo_id}, ${r.client_turn_id}, ${r.state}, ${r.outcome}, ${r.environment_path}, ${r.warm}, ${r.superseded_by}, ${r.end_reason}, ${r.instance_id}, ${r.started_at}, ${r.ended_at})`.execute(q);
+}
+
+/**
+ * The turn row and its events in one statement (one round trip in autocommit: a data-modifying
+ * CTE is atomic, so the row and its events commit together or not at all). The caller wakes
+ * event delivery after it returns (WorkspaceRegistry.eventsCommitted).
+ */
+export async function insertTurnWithEvents(q: Q, r: TurnRow, events: readonly EventInput[]): Promise<void> {
+  if (events.length === 0) return insertTurn(q, r);
+  const rows = events.map(eventRow).map((e) =>
+    sql`(${e.id}::uuid, ${e.kind}, ${e.repo_id}::uuid, ${e.session_id}::uuid, ${e.workspace_id}::uuid, ${e.agent_id}, ${e.changeset_id}::uuid, ${e.occurred_at}::timestamptz, ${e.reason}, ${e.payload}::bytea)`);
+  await sql`WITH t AS (
+      INSERT INTO turns (id, session_id, workspace_id, repo_id, client_turn_id, state, outcome, environment_path, warm, superseded_by, end_reason, instance_id, started_at, ended_at)
+      VALUES (${r.id}, ${r.session_id}, ${r.workspace_id}, ${r.repo_id}, ${r.client_turn_id}, ${r.state}, ${r.outcome}, ${r.environment_path}, ${r.warm}, ${r.superseded_by}, ${r.end_reason}, ${r.instance_id}, ${r.started_at}, ${r.ended_at})
+    )
+    INSERT INTO events (id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload)
+    VALUES ${sql.join(rows)}`.execute(q);
 }
 
 /** Moves a running turn to a final state; false when it was not running. */

@@ -26,7 +26,7 @@ interface Served {
 function serve(env: Record<string, string>): Promise<Served> {
   const child = spawn(process.execPath, [BIN, "serve"], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: "", NATS_URL: "", BERTH_ADDR: "127.0.0.1:0", BERTH_HTTP_ADDR: "127.0.0.1:0", BERTH_LOG_FORMAT: "json", ...env },
+    env: { ...process.env, DATABASE_URL: "", NATS_URL: "", BERTH_ADDR: "127.0.0.1:0", BERTH_HTTP_ADDR: "127.0.0.1:0", BERTH_METRICS_ADDR: "127.0.0.1:0", BERTH_LOG_FORMAT: "json", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: Record<string, unknown>[] = [];
@@ -34,7 +34,7 @@ function serve(env: Record<string, string>): Promise<Served> {
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time; stderr: ${stderr}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start in time; stderr: ${stderr}`)), 180_000);
     createInterface({ input: child.stdout! }).on("line", (line) => {
       const rec = JSON.parse(line) as Record<string, unknown>;
       lines.push(rec);
@@ -85,13 +85,13 @@ describe("berth serve on the embedded database", () => {
     expect(((await res.json()) as { repositories: { name: string }[] }).repositories.map((r) => r.name)).toEqual(["tour"]);
     again.child.kill("SIGINT");
     expect(await again.exited).toBe(0);
-  }, 120_000);
+  }, 400_000);
 
   it("refuses to start with a bad variable, naming it", async () => {
     const result = await run(process.execPath, [BIN, "serve"], { cwd: ROOT, env: { ...process.env, BERTH_ADDR: "0.0.0.0:0" } }).catch((e: { code: number; stderr: string }) => e);
     expect((result as { code: number }).code).toBe(2);
     expect((result as { stderr: string }).stderr).toMatch(/BERTH_ADDR: .*non-loopback.*--insecure/);
-  });
+  }, 120_000);
 });
 
 describe("berth migrate", () => {
@@ -105,5 +105,5 @@ describe("berth migrate", () => {
     expect(applied.stdout).toMatch(/\[1\/\d+\] applied 0001_foundation/);
     const again = await run(process.execPath, [BIN, "migrate"], { cwd: ROOT, env });
     expect(again.stdout).toMatch(/up to date/);
-  }, 120_000);
+  }, 300_000);
 });

@@ -143,7 +143,7 @@ interface Served {
 function serve(databaseUrl: string): Promise<Served> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: "", BERTH_ADDR: "127.0.0.1:0", BERTH_HTTP_ADDR: "127.0.0.1:0", BERTH_LOG_FORMAT: "json" },
+    env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: "", BERTH_ADDR: "127.0.0.1:0", BERTH_HTTP_ADDR: "127.0.0.1:0", BERTH_METRICS_ADDR: "127.0.0.1:0", BERTH_LOG_FORMAT: "json" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: Record<string, unknown>[] = [];

@@ -51,6 +51,7 @@ export async function startBerth(options: StartOptions = {}): Promise<TestBerth>
     BERTH_ADDR: "127.0.0.1:0",
     BERTH_HTTP_ADDR: "127.0.0.1:0",
     BERTH_SHUTDOWN_GRACE_MS: "500",
+    BERTH_METRICS_ADDR: "127.0.0.1:0",
     ...options.env,
   });
   const logs: Record<string, unknown>[] = [];

@@ -39,6 +39,7 @@ export async function startTurnBerth(options: TurnBerthOptions = {}): Promise<Tu
     BERTH_ADDR: "127.0.0.1:0",
     BERTH_HTTP_ADDR: "127.0.0.1:0",
     BERTH_SHUTDOWN_GRACE_MS: "500",
+    BERTH_METRICS_ADDR: "127.0.0.1:0",
     BERTH_ENV_ROOT: envRoot,
     ...options.env,
   });

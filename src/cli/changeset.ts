@@ -1,0 +1,37 @@
+/** berth changeset transition — TransitionChangeset. */
+import { InvalidArgumentError, type Command } from "commander";
+import { ChangesetState } from "../../gen/berth/v1/types_pb.js";
+import { TransitionChangesetResponseSchema } from "../../gen/berth/v1/workspace_service_pb.js";
+import { cliFor } from "./client.js";
+import { formatTime, jsonLine, keyValues, print } from "./output.js";
+import { changesetName } from "./sessions.js";
+
+const STATE_NAMES = Object.entries(ChangesetState)
+  .filter((e): e is [string, number] => typeof e[1] === "number" && e[1] !== ChangesetState.UNSPECIFIED)
+  .map(([name, value]) => [name.toLowerCase(), value] as const);
+
+/** "submitted", "SUBMITTED" or "CHANGESET_STATE_SUBMITTED" → ChangesetState.SUBMITTED. */
+export function parseChangesetState(raw: string): ChangesetState {
+  const name = raw.trim().toLowerCase().replace(/^changeset_state_/, "");
+  const found = STATE_NAMES.find(([n]) => n === name);
+  if (!found) throw new InvalidArgumentError(`expected one of ${STATE_NAMES.map(([n]) => n).join(", ")}`);
+  return found[1];
+}
+
+export function registerChangeset(program: Command): void {
+  const changeset = program.command("changeset").description("changesets: the unit of work a workspace produces");
+
+  changeset
+    .command("transition")
+    .description("move a changeset to another state (TransitionChangeset): DRAFT→SUBMITTED→VERIFYING→APPROVED|REJECTED, APPROVED→MERGED, any non-terminal→CLOSED")
+    .argument("<changeset>", "the changeset id")
+    .argument("<state>", "the state to move to, e.g. submitted", parseChangesetState)
+    .option("--reason <text>", "why")
+    .action(async (changesetId: string, toState: ChangesetState, opts: { reason?: string }, command: Command) => {
+      const cli = cliFor(command);
+      const res = await cli.call("transitioning", () => cli.workspaces.transitionChangeset({ changesetId, toState, reason: opts.reason ?? "" }));
+      if (cli.json) return print(jsonLine(TransitionChangesetResponseSchema, res));
+      const c = res.changeset!;
+      print(keyValues([["changeset", c.id], ["repository", c.repoId], ["state", changesetName(c.state)], ["reason", c.reason], ["updated", formatTime(c.updatedAt)]]));
+    });
+}

@@ -1,0 +1,22 @@
+/** The client subcommands of the berth command; each group is one module. */
+import type { Command } from "commander";
+import { registerChangeset } from "./changeset.js";
+import { DEFAULT_SERVER } from "./client.js";
+import { registerEvents } from "./events.js";
+import { registerRepos } from "./repos.js";
+import { registerSessions } from "./sessions.js";
+import { registerTurns } from "./turns.js";
+
+export { CliExit, EXIT } from "./output.js";
+
+/** Global options (usable before or after the subcommand) and the client subcommands. */
+export function registerClientCommands(program: Command): void {
+  program
+    .option("--server <url>", `the berth server's Connect URL (default: BERTH_SERVER, else ${DEFAULT_SERVER}); the token comes from BERTH_TOKEN`)
+    .option("--json", "machine-readable output: the response's proto3 JSON (events watch: one event per line)");
+  registerRepos(program);
+  registerSessions(program);
+  registerChangeset(program);
+  registerEvents(program);
+  registerTurns(program);
+}

@@ -1,0 +1,33 @@
+/** berth repos add|ls — RegisterRepository, ListRepositories. */
+import type { Command } from "commander";
+import { ListRepositoriesResponseSchema, RegisterRepositoryResponseSchema } from "../../gen/berth/v1/workspace_service_pb.js";
+import { cliFor } from "./client.js";
+import { formatTime, jsonLine, keyValues, print, table } from "./output.js";
+
+export function registerRepos(program: Command): void {
+  const repos = program.command("repos").description("repositories agents work on");
+
+  repos
+    .command("add")
+    .description("register a repository (RegisterRepository)")
+    .argument("<name>", "unique name, 1–200 characters")
+    .option("--source <path>", "absolute path of a git repository on the server's disk (admin role when auth is on)")
+    .action(async (name: string, opts: { source?: string }, command: Command) => {
+      const cli = cliFor(command);
+      const res = await cli.call("registering", () => cli.workspaces.registerRepository({ name, sourcePath: opts.source ?? "" }));
+      if (cli.json) return print(jsonLine(RegisterRepositoryResponseSchema, res));
+      const r = res.repository!;
+      print(keyValues([["id", r.id], ["name", r.name], ["source", r.sourcePath], ["created", formatTime(r.createdAt)]]));
+    });
+
+  repos
+    .command("ls")
+    .description("list repositories (ListRepositories)")
+    .action(async (_opts: unknown, command: Command) => {
+      const cli = cliFor(command);
+      const res = await cli.call("listing repositories", () => cli.workspaces.listRepositories({}));
+      if (cli.json) return print(jsonLine(ListRepositoriesResponseSchema, res));
+      if (res.repositories.length === 0) return print("no repositories (berth repos add <name> registers one)");
+      print(table(["ID", "NAME", "SOURCE", "CREATED"], res.repositories.map((r) => [r.id, r.name, r.sourcePath || "-", formatTime(r.createdAt)])));
+    });
+}

@@ -1,0 +1,47 @@
+/**
+ * examples/python: stubs generated from proto/ with Debian's protoc + grpc_python_plugin, and
+ * client.py run by /usr/bin/python3 against a real server. Skips loudly when the Debian packages
+ * are missing, unless BERTH_REQUIRE_SERVICES=1 (CI installs them in .ci/run).
+ */
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startBerth, type TestBerth } from "../support/berth.js";
+import { REQUIRE_SERVICES } from "../support/services.js";
+import { run, succeeds } from "./helpers.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const PYTHON = "/usr/bin/python3";
+const haveTools =
+  succeeds(PYTHON, ["-c", "import grpc, google.protobuf"]) && succeeds("sh", ["-c", "command -v protoc && command -v grpc_python_plugin"]);
+if (!haveTools) {
+  const message = `${PYTHON} with grpc/protobuf, protoc or grpc_python_plugin is missing (apt-get install python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc)`;
+  if (REQUIRE_SERVICES) throw new Error(`${message}, and BERTH_REQUIRE_SERVICES=1 forbids skipping`);
+  console.warn(`\n*** SKIPPED: ${message}; the Python example is not tested ***\n`);
+}
+
+describe.skipIf(!haveTools)("examples/python", () => {
+  let berth: TestBerth;
+  beforeAll(async () => {
+    berth = await startBerth();
+  });
+  afterAll(async () => {
+    await berth?.close();
+  });
+
+  it("generates the stubs and runs the client's whole flow", async () => {
+    const gen = await run("bash", [path.join(ROOT, "examples/python/generate.sh")]);
+    expect(gen.stderr).toBe("");
+    expect(gen.code).toBe(0);
+    const r = await run(PYTHON, [path.join(ROOT, "examples/python/client.py"), "--server", berth.server.grpcAddress]);
+    if (r.code !== 0) console.error(r.stdout, r.stderr);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/registered repository py-demo-/);
+    expect(r.stdout).toMatch(/a stranded session answers FAILED_PRECONDITION SESSION_STRANDED/);
+    expect(r.stdout).toMatch(/resumed as session [0-9a-f-]{36} \(same workspace\)/);
+    expect(r.stdout).toMatch(/session\.resumed/);
+    expect(r.stdout.trim().endsWith("OK")).toBe(true);
+    // What it did is on the server too.
+    expect(berth.logs.some((l) => l["method"] === "/berth.v1.WorkspaceService/ResumeSession" && l["code"] === "OK" && l["protocol"] === "grpc")).toBe(true);
+  });
+});
