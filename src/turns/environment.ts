@@ -234,7 +234,7 @@ export class BaseSpares {
     private readonly perKey: number,
     private readonly now: () => number,
     private readonly ttlMs = 10 * 60_000,
-    private readonly maxKeys = 8,
+    private readonly maxKeys = 4,
   ) {
     this.dir = path.join(root, ".spares");
   }

@@ -18,7 +18,7 @@ import type { Clock } from "../domain/clock.js";
 import { BerthError, failedPrecondition, notFound } from "../domain/errors.js";
 import type { Workspace } from "../domain/workspace.js";
 import type { EventHub } from "../events/hub.js";
-import type { EventInput } from "../events/outbox.js";
+import { eventRow, type EventInput } from "../events/outbox.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import type { WorkspaceRegistry } from "../registry/registry.js";
 import {
@@ -62,7 +62,7 @@ export interface PoolSettings {
   readonly probeTimeoutMs?: number;
   /** Expiry sweep period (default 1000 ms; 0 disables the timer — tests call sweep()). */
   readonly sweepIntervalMs?: number;
-  /** Pre-extracted base trees kept per (repository, commit) for cold acquires (default 1; 0 disables). */
+  /** Pre-extracted base trees kept per (repository, commit) for cold acquires (default 2; 0 disables). */
   readonly spares?: number;
 }
 
@@ -174,7 +174,7 @@ export class TurnScheduler {
   constructor(private readonly deps: TurnSchedulerDeps) {
     const timeout = deps.settings.probeTimeoutMs ?? 1000;
     this.probeFn = deps.probe ?? ((env) => probe(env, timeout));
-    this.spares = new BaseSpares(deps.settings.root, deps.settings.spares ?? 1, () => deps.clock.now());
+    this.spares = new BaseSpares(deps.settings.root, deps.settings.spares ?? 2, () => deps.clock.now());
   }
 
   get root(): string {
@@ -461,7 +461,7 @@ export class TurnScheduler {
       const events = [this.turnEvent(state.ws, "turn.ended", turn, { outcome })];
       if (park) events.push(this.turnEvent(state.ws, "turn.parked", turn, { outcome }));
       await turn.rowWritten;
-      await this.deps.registry.inTransaction((trx) => store.finishTurn(trx, turn.id, "ended", { outcome, at: new Date(now) }), (ok) => (ok ? events : []));
+      if (await store.finishTurnWithEvents(this.deps.registry.db, turn.id, "ended", { outcome, at: new Date(now) }, events)) this.deps.registry.eventsCommitted();
       turn.state = "ended";
       turn.outcome = outcome;
       turn.endedAt = now;
@@ -752,12 +752,15 @@ export class TurnScheduler {
     if (!turn.rowWritten) return; // the row insert (still to come) writes the final state
     await turn.rowWritten;
     const at = new Date(turn.endedAt ?? this.deps.clock.now());
-    await this.deps.registry.inTransaction((trx) => store.finishTurn(trx, turn.id, to, { ...fields, at }), (ok) => (ok ? events : []));
+    if (await store.finishTurnWithEvents(this.deps.registry.db, turn.id, to, { ...fields, at }, events)) this.deps.registry.eventsCommitted();
   }
 
   private async record(events: EventInput[]): Promise<void> {
     try {
-      await this.deps.registry.inTransaction(async () => undefined, () => events);
+      // One INSERT in autocommit (no BEGIN/COMMIT round trips): the events are the whole change.
+      if (events.length === 0) return;
+      await this.deps.registry.db.insertInto("events").values(events.map(eventRow)).execute();
+      this.deps.registry.eventsCommitted();
     } catch (err) {
       this.deps.logger.warn({ err, kinds: events.map((e) => e.kind) }, "turns: storing events failed");
     }

@@ -57,6 +57,26 @@ export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName,
   return Number(r.numAffectedRows ?? 0n) > 0;
 }
 
+/**
+ * finishTurn and the events it reports in one statement (one round trip in autocommit); the
+ * events are stored only when the turn was running. The caller wakes event delivery.
+ */
+export async function finishTurnWithEvents(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; at: Date }, events: readonly EventInput[]): Promise<boolean> {
+  if (events.length === 0) return finishTurn(q, id, state, fields);
+  const rows = events.map(eventRow).map((e) =>
+    sql`(${e.id}::uuid, ${e.kind}::text, ${e.repo_id}::uuid, ${e.session_id}::uuid, ${e.workspace_id}::uuid, ${e.agent_id}::text, ${e.changeset_id}::uuid, ${e.occurred_at}::timestamptz, ${e.reason}::text, ${e.payload}::bytea)`);
+  const r = await sql<{ n: number | string }>`WITH u AS (
+      UPDATE turns SET state = ${state}, outcome = ${fields.outcome ?? null}, superseded_by = ${fields.supersededBy ?? null},
+        end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}
+      WHERE id = ${id} AND state = 'running' RETURNING 1
+    ), ev AS (
+      INSERT INTO events (id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload)
+      SELECT * FROM (VALUES ${sql.join(rows)}) AS v WHERE EXISTS (SELECT 1 FROM u)
+    )
+    SELECT count(*) AS n FROM u`.execute(q);
+  return Number(r.rows[0]?.n ?? 0) > 0;
+}
+
 export async function findTurn(q: Q, id: string): Promise<TurnRow | undefined> {
   const r = await sql<TurnRow>`SELECT * FROM turns WHERE id = ${id}`.execute(q);
   return r.rows[0] ? normalise(r.rows[0]) : undefined;

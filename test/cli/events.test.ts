@@ -134,7 +134,7 @@ describe("berth events watch", { timeout: 180_000 }, () => {
     expect(r.stderr).toMatch(/cannot reach the berth server at http:\/\/127\.0\.0\.1:1/);
   });
 
-  it("exits 1 with the server's reason for a bad filter", async () => {
+  it("refuses an unknown repository name (exit 2) and a bad kind pattern with the server's reason (exit 1)", async () => {
     const b = await startBerth();
     cleanup.push(() => b.close());
     const r = await berth(["events", "watch", "--repo", "not-a-uuid-or-name", "--server", b.server.httpUrl]);

@@ -29,6 +29,7 @@ function serve(env: Record<string, string>): Promise<Served> {
     env: { ...process.env, DATABASE_URL: "", NATS_URL: "", BERTH_ADDR: "127.0.0.1:0", BERTH_HTTP_ADDR: "127.0.0.1:0", BERTH_METRICS_ADDR: "127.0.0.1:0", BERTH_LOG_FORMAT: "json", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  children.push(child);
   const lines: Record<string, unknown>[] = [];
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -50,16 +51,16 @@ function serve(env: Record<string, string>): Promise<Served> {
   });
 }
 
-const started: Served[] = [];
+/** Every server spawned, registered at spawn time so that one that never got to serve is killed too. */
+const children: ChildProcess[] = [];
 afterAll(() => {
-  for (const s of started) s.child.kill("SIGKILL");
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
 });
 
 describe("berth serve on the embedded database", () => {
   it("serves gRPC and Connect, answers health and reflection, and stops cleanly on SIGTERM", async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "berth-data-"));
     const s = await serve({ BERTH_DATA_DIR: dataDir });
-    started.push(s);
     expect(s.lines.find((l) => l.msg === "database opened")).toMatchObject({ database: "pglite", location: path.join(dataDir, "pgdata") });
 
     const health = await run(BUF, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--data", "{}", `http://${s.grpc}/grpc.health.v1.Health/Check`]);
@@ -80,7 +81,6 @@ describe("berth serve on the embedded database", () => {
 
     // The data survived: a second start on the same directory lists the repository.
     const again = await serve({ BERTH_DATA_DIR: dataDir });
-    started.push(again);
     const res = await fetch(`${again.http}/berth.v1.WorkspaceService/ListRepositories`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(((await res.json()) as { repositories: { name: string }[] }).repositories.map((r) => r.name)).toEqual(["tour"]);
     again.child.kill("SIGINT");
