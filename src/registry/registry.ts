@@ -14,7 +14,7 @@ import type { Changeset, Repository, Workspace } from "../domain/workspace.js";
 import { appendEvents, eventRow, type EventInput } from "../events/outbox.js";
 import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import type { Db } from "../storage/database.js";
-import type { ChangesetStateName, Database, ModeName } from "../storage/schema.js";
+import type { ChangesetStateName, Database, LifecycleName, ModeName } from "../storage/schema.js";
 import { checkGitRepository, resolveCommit } from "./git-source.js";
 import * as sqlRepo from "./registry.repository.js";
 import { claimEvents } from "../overlay/claim-events.js";
@@ -342,6 +342,38 @@ export class WorkspaceRegistry {
       cs.updatedAt = row.updated_at.getTime();
     }
     return cs;
+  }
+
+  /** A changeset transition (made here or by another instance): the cached state follows, never backwards. */
+  noteChangesetState(changesetId: string, state: ChangesetStateName, reason: string, at: number): void {
+    const cs = this.changesets.get(changesetId);
+    if (!cs || at < cs.updatedAt) return;
+    cs.state = state;
+    cs.reason = reason;
+    cs.updatedAt = at;
+  }
+
+  /** A session ended (here or by another instance) while this instance may hold it live. */
+  noteSessionEnded(sessionId: string, lifecycle: Exclude<LifecycleName, "active">, reason: string, at: number): void {
+    const ws = this.drop(sessionId);
+    if (!ws) return;
+    ws.lifecycle = lifecycle;
+    ws.lifecycleReason = reason;
+    if (lifecycle === "stranded") ws.strandedAt = at;
+  }
+
+  /**
+   * Forgets cached changeset states (after missed events): each live workspace's changeset is
+   * read again from the database.
+   */
+  forgetCachedChangesets(): void {
+    void this.refreshAllChangesets().catch((err: unknown) => this.deps.logger.warn({ err }, "could not re-read changesets"));
+  }
+
+  private async refreshAllChangesets(): Promise<void> {
+    for (const row of await sqlRepo.listWorkspacesByLifecycle(this.deps.db, ["active"])) {
+      if (this.live.has(row.session_id)) this.refreshChangeset({ id: row.changeset_id, repo_id: row.repo_id, state: row.cs_state, reason: row.cs_reason, created_at: row.cs_created_at, updated_at: row.cs_updated_at });
+    }
   }
 
   liveWorkspace(sessionId: string): Workspace | undefined {

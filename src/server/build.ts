@@ -7,6 +7,7 @@ import { createAuthenticator } from "../auth/authenticator.js";
 import type { Config } from "../config.js";
 import { systemClock, type Clock } from "../domain/clock.js";
 import { createLogger } from "../logger.js";
+import { followOtherInstances } from "../registry/coherence.js";
 import { WorkspaceRegistry } from "../registry/registry.js";
 import { LifecycleManager, defaultInstanceName } from "../lifecycle/lifecycle.js";
 import { OverlayService } from "../overlay/overlay-service.js";
@@ -127,6 +128,8 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     });
     await lifecycle.startup();
     await registry.load();
+    const coherence = followOtherInstances(registry, events, logger);
+    closers.push(() => coherence.stop());
     metrics.sources.registry = registry;
     // The overlay: caches made on first use; the modifiers index follows every instance's events.
     const overlay = new OverlayService({ registry, clock, logger, settings: { maxFileBytes: config.maxFileBytes } });
@@ -264,6 +267,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
         await turns.stop();
         await maps.close();
         await overlayFeed.stop();
+        await coherence.stop();
         overlay.close();
         await pruner.stop();
         await relay?.stop();
