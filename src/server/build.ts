@@ -259,19 +259,10 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       async close(graceMs = config.shutdownGraceMs) {
         clearInterval(probe);
         setServing(health, false);
+        // Calls in flight finish while everything behind them still runs; then the rest stops
+        // in the reverse of the order it started.
         await transports.shutdown(graceMs);
-        await spanExporter?.shutdown();
-        await metricsServer?.close();
-        await metrics.stop();
-        await lifecycle.stop();
-        await turns.stop();
-        await maps.close();
-        await overlayFeed.stop();
-        await coherence.stop();
-        overlay.close();
-        await pruner.stop();
-        await relay?.stop();
-        await events.stop();
+        for (const stop of closers.reverse()) await stop();
         if (ownsDatabase) await database.close();
         logger.info("stopped");
       },
