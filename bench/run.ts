@@ -88,7 +88,8 @@ async function main(): Promise<void> {
         console.log(`   → ${r.figure}: ${Math.round(r.value * 1000) / 1000} ${r.unit}${vs}${r.ratio !== undefined ? `, ratio ${r.ratio}` : ""}${r.target ? ` (target ${r.target})` : ""}${met}`);
       }
       if (profDir) {
-        for (const f of profilesIn(profDir)) {
+        if (!existsSync(profDir)) console.log(`   (no server profile: ${s.name} runs in the harness process; profile it with node --cpu-prof --cpu-prof-dir=<dir> --import tsx bench/run.ts ${s.name})`);
+        for (const f of existsSync(profDir) ? profilesIn(profDir) : []) {
           const summary = summarizeProfile(f);
           writeFileSync(`${f}.txt`, summary + "\n");
           console.log(`\n${summary}\n   (profile: ${f})`);

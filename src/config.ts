@@ -50,6 +50,7 @@ export interface Config {
   readonly envIdleTtlMs: number;
   readonly envApprovalTtlMs: number;
   readonly envPoolMax: number;
+  readonly envSpares: number;
   readonly mapMaxDepth: number;
   readonly mapMaxEntries: number;
   readonly mapBudgetMs: number;
@@ -99,6 +100,7 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_ENV_ROOT", default: "./.berth/envs", meaning: "where turn environments live, one directory per workspace id" },
   { name: "BERTH_ENV_IDLE_TTL_MS", default: "60000", meaning: "an environment parked idle (turn COMPLETED) is kept warm this long" },
   { name: "BERTH_ENV_APPROVAL_TTL_MS", default: "600000", meaning: "an environment parked AWAITING_APPROVAL is kept warm this long" },
+  { name: "BERTH_ENV_SPARES", default: "2", meaning: "pre-extracted base trees kept per (repository, commit) so a cold acquire is a rename; 0 disables" },
   { name: "BERTH_ENV_POOL_MAX", default: "64", meaning: "environments the pool seats; when full, the least recently used IDLE one is evicted, and a turn that cannot be seated runs unreserved" },
   { name: "BERTH_MAP_MAX_DEPTH", default: "3", meaning: "workspace map: depth of the tree (root children are depth 1)" },
   { name: "BERTH_MAP_MAX_ENTRIES", default: "200", meaning: "workspace map: entries shown (\"showing N of M\")" },
@@ -258,6 +260,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     envIdleTtlMs: integer(env, "BERTH_ENV_IDLE_TTL_MS", 60_000, 0),
     envApprovalTtlMs: integer(env, "BERTH_ENV_APPROVAL_TTL_MS", 600_000, 0),
     envPoolMax: integer(env, "BERTH_ENV_POOL_MAX", 64, 0, 1_000_000),
+    envSpares: integer(env, "BERTH_ENV_SPARES", 2, 0, 16),
     mapMaxDepth: integer(env, "BERTH_MAP_MAX_DEPTH", 3, 1, 64),
     mapMaxEntries: integer(env, "BERTH_MAP_MAX_ENTRIES", 200, 1, 1_000_000),
     mapBudgetMs: integer(env, "BERTH_MAP_BUDGET_MS", 1500, 1, 600_000),

@@ -42,8 +42,10 @@ export interface Produced {
   readonly sent: number;
   readonly errors: number;
   readonly errorKinds: Record<string, number>;
-  /** Achieved rate of successful RPCs over the measured window, per second. */
+  /** Send rate of the RPCs of the measured window that succeeded, per second (the pacing). */
   readonly rate: number;
+  /** Rate at which the server completed them: successes / (last response − first send), per second. */
+  readonly completedRate: number;
   /** CreateWorkspace latency as the producer saw it (measured window). */
   readonly rpc: Latencies;
 }
@@ -60,6 +62,8 @@ export async function produceEvents(o: { url: string; repoIds: readonly string[]
   let errors = 0;
   let inWindow = 0;
   let sent = 0;
+  let ok = 0;
+  let lastDone = 0;
   const inflight = new Set<Promise<void>>();
   const t0 = nowUs();
   const fromUs = t0 + o.warmupMs * 1000;
@@ -83,6 +87,8 @@ export async function produceEvents(o: { url: string; repoIds: readonly string[]
           }, 30_000)
           .then(
             () => {
+              ok++;
+              lastDone = nowUs();
               if (at >= fromUs && at <= toUs) {
                 inWindow++;
                 h.recordValue(Math.max(1, nowUs() - at));
@@ -103,12 +109,16 @@ export async function produceEvents(o: { url: string; repoIds: readonly string[]
   } finally {
     for (const c of clients) c.close();
   }
-  return { inWindow, fromUs, toUs, sent, errors, errorKinds, rate: Math.round(inWindow / (o.durationMs / 1000)), rpc: latencies(h) };
+  return { inWindow, fromUs, toUs, sent, errors, errorKinds, rate: Math.round(inWindow / (o.durationMs / 1000)), completedRate: Math.round(ok / Math.max(1e-3, (lastDone - t0) / 1e6)), rpc: latencies(h) };
 }
 
 export interface Watchers {
-  /** Collects arrivals of events sent in [fromUs, toUs] after waiting drainMs, and stops the workers. */
-  finish(fromUs: number, toUs: number, drainMs: number): Promise<{ latency: Latencies; received: number; total: number; wallMs: number; errors: number; errorKinds: Record<string, number>; streamsEnded: number; workerCores: number }>;
+  /**
+   * Collects arrivals of events sent in [fromUs, toUs] after waiting drainMs, and stops the
+   * workers. With `expected` deliveries, each missing one is counted at the cut-off (finish
+   * time − toUs, a lower bound of its latency), so the percentiles never improve by losing events.
+   */
+  finish(fromUs: number, toUs: number, drainMs: number, expected?: number): Promise<{ missing: number; latency: Latencies; received: number; total: number; wallMs: number; errors: number; errorKinds: Record<string, number>; streamsEnded: number; workerCores: number }>;
   stop(): void;
 }
 
@@ -143,8 +153,9 @@ export async function startWatchers(o: { url: string; path: string; body: Uint8A
   await Promise.all(ready);
   void started;
   return {
-    async finish(fromUs, toUs, drainMs) {
+    async finish(fromUs, toUs, drainMs, expected) {
       await sleep(drainMs);
+      const cutoffUs = nowUs() - toUs;
       for (const c of children) c.send({ type: "finish", fromUs, toUs });
       const all = await Promise.all(results);
       const h = newHistogram();
@@ -154,7 +165,11 @@ export async function startWatchers(o: { url: string; path: string; body: Uint8A
         for (const [k, n] of Object.entries(r.errorKinds)) errorKinds[k] = (errorKinds[k] ?? 0) + n;
       }
       const wallMs = performance.now() - started;
+      const got = all.reduce((n, r) => n + r.inWindow, 0);
+      const missing = expected === undefined ? 0 : Math.max(0, expected - got);
+      if (missing > 0) h.recordValueWithCount(Math.max(1, Math.round(cutoffUs)), missing);
       return {
+        missing,
         latency: latencies(h),
         received: all.reduce((n, r) => n + r.inWindow, 0),
         total: all.reduce((n, r) => n + r.received, 0),

@@ -56,7 +56,8 @@ export function writeBenchmarks(scenarios: readonly Scenario[], pending: readonl
     }
     for (const row of r.rows) {
       const baseline = row.baseline ? `${row.baseline.name}: ${fmt(row.baseline.value, row.baseline.unit)}` : "";
-      lines.push(`| ${s.name} | ${row.figure} | ${fmt(row.value, row.unit)} | ${baseline} | ${row.ratio ?? ""} | ${row.target ?? "report"} | ${metCell(row)} |`);
+      const cell = (t: string) => t.replace(/\|/g, "\\|"); // a "|" in a figure would split the table cell
+      lines.push(`| ${s.name} | ${cell(row.figure)} | ${fmt(row.value, row.unit)} | ${cell(baseline)} | ${row.ratio ?? ""} | ${cell(row.target ?? "report")} | ${metCell(row)} |`);
     }
   }
   for (const p of pending) lines.push(`| ${p.name} | ${p.title}: ${p.figure} | not measured yet (waits for ${p.waitsFor}) | | | ${p.target} | — |`);

@@ -52,7 +52,12 @@ async function open(): Promise<void> {
   const sessions = await Promise.all(
     Array.from({ length: spec.connections }, () => new Promise<http2.ClientHttp2Session>((resolve, reject) => {
       const s = http2.connect(spec.url, { peerMaxConcurrentStreams: 100_000, settings: { initialWindowSize: 1 << 20 } });
-      s.once("connect", () => resolve(s));
+      s.once("connect", () => {
+        // The connection-level flow-control window defaults to 64 KiB, shared by all its streams:
+        // widen it so ~250 streams per connection are not throttled by the client.
+        s.setLocalWindowSize(64 << 20);
+        resolve(s);
+      });
       s.once("error", reject);
     })),
   );

@@ -65,7 +65,7 @@ export const scenario: Scenario = {
       for (const [s, t] of arrivals) if (s >= produced.fromUs && s <= produced.toUs) (received++, h.recordValue(Math.max(1, t - s)));
       const l = latencies(h);
       const complete = received >= produced.inWindow && produced.inWindow > 0;
-      ctx.log(`produced ${produced.rate}/s (CreateWorkspace p50 ${produced.rpc.p50Ms} p99 ${produced.rpc.p99Ms} ms, ${produced.errors} errors); consumed ${received}/${produced.inWindow}; latency p50 ${l.p50Ms} p99 ${l.p99Ms} max ${l.maxMs} ms`);
+      ctx.log(`sent ${produced.rate}/s, completed ${produced.completedRate}/s (CreateWorkspace p50 ${produced.rpc.p50Ms} p99 ${produced.rpc.p99Ms} ms, ${produced.errors} errors); consumed ${received}/${produced.inWindow}; latency p50 ${l.p50Ms} p99 ${l.p99Ms} max ${l.maxMs} ms`);
       return {
         rows: [
           {
@@ -75,7 +75,7 @@ export const scenario: Scenario = {
             baseline: { name: "CreateWorkspace RPC p99 (send → response)", value: produced.rpc.p99Ms, unit: "ms" },
             target: `p99 < ${TARGET_MS} ms, all delivered`,
             met: complete && l.p99Ms < TARGET_MS,
-            note: `stream ${stream} (deleted after); consumed ${received} of ${produced.inWindow}; p50 ${l.p50Ms} / p99.9 ${l.p999Ms} / max ${l.maxMs} ms; RPC p50 ${produced.rpc.p50Ms} ms; produced ${produced.rate}/s`,
+            note: `stream ${stream} (deleted after); consumed ${received} of ${produced.inWindow}; p50 ${l.p50Ms} / p99.9 ${l.p999Ms} / max ${l.maxMs} ms; RPC p50 ${produced.rpc.p50Ms} ms; sent ${produced.rate}/s, completed ${produced.completedRate}/s`,
           },
         ],
         commands: [berth.command, `consumer: ordered JetStream consumer on ${stream} at ${NATS_URL} (deliver new), in the harness process`],

@@ -100,18 +100,18 @@ export async function changesetStates(db: Executor, ids: readonly string[]): Pro
   return r.rows;
 }
 
-/** The changesets of workspaces (the pin lookup), by workspace id. */
-export async function changesetsOfWorkspaces(db: Executor, workspaceIds: readonly string[]): Promise<Map<string, ChangesetRow>> {
-  const out = new Map<string, ChangesetRow>();
+/**
+ * The pin lookup: the changeset state of each workspace, by workspace id. Two text columns per
+ * row on purpose: a GC slice over 1,000 rows must not spend its event-loop time parsing dates.
+ */
+export async function changesetStatesOfWorkspaces(db: Executor, workspaceIds: readonly string[]): Promise<Map<string, ChangesetStateName>> {
+  const out = new Map<string, ChangesetStateName>();
   if (workspaceIds.length === 0) return out;
-  const r = await sql<ChangesetRow & { workspace_id: string }>`
-    SELECT w.id AS workspace_id, c.id, c.repo_id, c.state, c.reason, c.created_at, c.updated_at
+  const r = await sql<{ workspace_id: string; state: ChangesetStateName }>`
+    SELECT w.id AS workspace_id, c.state
     FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
     WHERE w.id = ANY(${uuids(workspaceIds)})`.execute(db);
-  for (const row of r.rows) {
-    const { workspace_id, ...cs } = row;
-    out.set(workspace_id, cs);
-  }
+  for (const row of r.rows) out.set(row.workspace_id, row.state);
   return out;
 }
 

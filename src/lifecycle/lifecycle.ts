@@ -47,7 +47,7 @@ export interface LifecycleSettings {
   readonly activityFlushMs?: number;
   /** How often this instance heartbeats its `instances` row (default 5 s); dead after 3 × this. */
   readonly instanceHeartbeatMs?: number;
-  /** Workspaces handled per slice of a tick before yielding to the event loop (default 1000). */
+  /** Workspaces handled per slice of a tick before yielding to the event loop (default 500). */
   readonly chunkSize?: number;
 }
 
@@ -163,7 +163,7 @@ export class LifecycleManager {
     this.settings = {
       activityFlushMs: 2000,
       instanceHeartbeatMs: 5000,
-      chunkSize: 1000,
+      chunkSize: 500,
       ...deps.settings,
     };
     managers.set(deps.registry, this);
@@ -520,10 +520,9 @@ export class LifecycleManager {
    */
   private async collect(candidates: Workspace[], report: TickReport): Promise<void> {
     const pin = this.settings.pinNonTerminal;
-    let states: Map<string, regRepo.ChangesetRow> | undefined;
+    let states: Map<string, ChangesetStateName> | undefined;
     try {
-      states = await repo.changesetsOfWorkspaces(this.db, candidates.map((w) => w.workspaceId));
-      for (const cs of states.values()) this.registry.refreshChangeset(cs);
+      states = await repo.changesetStatesOfWorkspaces(this.db, candidates.map((w) => w.workspaceId));
     } catch (err) {
       this.logger.warn({ err, count: candidates.length }, "pin lookup failed; treating the workspaces as pinned");
     }
@@ -535,11 +534,11 @@ export class LifecycleManager {
       // Re-classified with the time after the lookup: a heartbeat meanwhile saves it.
       const why = this.classify(ws, now);
       if (why === undefined) continue;
-      const row = states?.get(ws.workspaceId);
+      const state = states?.get(ws.workspaceId);
       // No lookup (failed) or no row: pinned. Flag off: nothing is pinned (legacy).
-      const nonTerminal = row === undefined ? true : !isTerminal(row.state);
+      const nonTerminal = state === undefined ? true : !isTerminal(state);
       const pinned = pin && nonTerminal;
-      const lookupFailed = row === undefined;
+      const lookupFailed = state === undefined;
       if (why === "idle" || why === "max") {
         if (pinned || (lookupFailed && pin)) {
           report.pinned++;

@@ -1,5 +1,7 @@
 /** WatchEvents (issue 4): replay from the outbox, then live from the event hub. */
-import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { WatchEventsResponseSchema, WorkspaceService, type WatchEventsResponse } from "../../gen/berth/v1/workspace_service_pb.js";
+import type { Event } from "../events/store.js";
 import { BerthError, invalidArgument, type FieldViolation } from "../domain/errors.js";
 import { kindPatternViolations } from "../events/filter.js";
 import type { ServiceHandlers } from "./handler.js";
@@ -9,6 +11,20 @@ import type { WorkspaceServiceDeps } from "./workspace-service.js";
 type Methods = ServiceHandlers<typeof WorkspaceService>;
 
 export const MAX_REPO_FILTER = 1000;
+
+/**
+ * One response message per event, shared by every subscriber it is delivered to, so that the
+ * transport encodes it once (src/server/grpc-bridge.ts) rather than once per stream.
+ */
+const responses = new WeakMap<Event, WatchEventsResponse>();
+function responseFor(event: Event): WatchEventsResponse {
+  let r = responses.get(event);
+  if (r === undefined) {
+    r = create(WatchEventsResponseSchema, { event });
+    responses.set(event, r);
+  }
+  return r;
+}
 
 export function eventHandlers(deps: WorkspaceServiceDeps): Pick<Methods, "watchEvents"> {
   return {
@@ -34,7 +50,7 @@ export function eventHandlers(deps: WorkspaceServiceDeps): Pick<Methods, "watchE
         ctx.signal,
         deps.eventSubscriberOptions ?? {},
       );
-      for await (const event of stream) yield { event };
+      for await (const event of stream) yield responseFor(event);
     },
   };
 }

@@ -159,7 +159,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       clock,
       logger,
       events,
-      settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, ...options.turns },
+      settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, spares: config.envSpares, ...options.turns },
     });
     await turns.start();
     closers.push(() => turns.stop());

@@ -43,6 +43,24 @@ function serializer(schema: DescMessage): (value: Message) => Buffer {
   };
 }
 
+/**
+ * For server-streaming outputs: a message object written to many streams (one event fanned out
+ * to a thousand WatchEvents subscribers) is encoded once. Unary responses are never shared, so
+ * they keep the plain serializer.
+ */
+function sharedSerializer(schema: DescMessage): (value: Message) => Buffer {
+  const encode = serializer(schema);
+  const encoded = new WeakMap<Message, Buffer>();
+  return (value) => {
+    let buf = encoded.get(value);
+    if (buf === undefined) {
+      buf = encode(value);
+      encoded.set(value, buf);
+    }
+    return buf;
+  };
+}
+
 function deserializer(schema: DescMessage): (buf: Buffer) => Message {
   return (buf) => fromBinary(schema, buf);
 }
@@ -134,7 +152,7 @@ export function addToGrpcServer(
         responseStream: method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming",
         requestSerialize: serializer(method.input),
         requestDeserialize: deserializer(method.input),
-        responseSerialize: serializer(method.output),
+        responseSerialize: method.methodKind === "unary" ? serializer(method.output) : sharedSerializer(method.output),
         responseDeserialize: deserializer(method.output),
         originalName: method.name,
       };

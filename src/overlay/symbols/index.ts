@@ -59,6 +59,7 @@ import { performance } from "node:perf_hooks";
 import { collectSymbols, type RawSymbol } from "./extractors.js";
 import { parserFor } from "./runtime.js";
 import type { ExtractOptions, SymbolChange, SymbolDef, SymbolLanguage } from "./types.js";
+import type { Edit, Tree } from "@vscode/tree-sitter-wasm";
 
 export type {
   ExtractOptions,
@@ -191,6 +192,59 @@ const CACHE_ENTRIES = 256;
 const cache = new Map<string, SymbolDef[]>();
 
 /**
+ * Syntax trees of recently parsed content (by the same key), so the next version of a file is
+ * parsed incrementally: the old tree, edited with the one changed range (common prefix and
+ * suffix), lets tree-sitter reuse every unchanged subtree. Bounded in entries and in the size of
+ * the content they were parsed from; an evicted tree is deleted (WASM memory).
+ */
+const TREE_ENTRIES = 32;
+const TREE_MAX_CHARS = 256 * 1024;
+const trees = new Map<string, Tree>();
+
+function keepTree(key: string, tree: Tree, chars: number): boolean {
+  if (chars > TREE_MAX_CHARS) return false;
+  const old = trees.get(key);
+  if (old && old !== tree) old.delete();
+  trees.delete(key);
+  trees.set(key, tree);
+  while (trees.size > TREE_ENTRIES) {
+    const [k, t] = trees.entries().next().value!;
+    trees.delete(k);
+    t.delete();
+  }
+  return true;
+}
+
+function pointAt(text: string, index: number): { row: number; column: number } {
+  let row = 0;
+  let lineStart = 0;
+  for (let i = text.indexOf("\n"); i !== -1 && i < index; i = text.indexOf("\n", i + 1)) {
+    row++;
+    lineStart = i + 1;
+  }
+  return { row, column: index - lineStart };
+}
+
+/** The single edit turning `prev` into `next` (indices and columns in UTF-16 code units, as web-tree-sitter counts). */
+export function editBetween(prev: string, next: string): Edit {
+  const max = Math.min(prev.length, next.length);
+  let start = 0;
+  while (start < max && prev.charCodeAt(start) === next.charCodeAt(start)) start++;
+  let suffix = 0;
+  while (suffix < max - start && prev.charCodeAt(prev.length - 1 - suffix) === next.charCodeAt(next.length - 1 - suffix)) suffix++;
+  const oldEnd = prev.length - suffix;
+  const newEnd = next.length - suffix;
+  return {
+    startIndex: start,
+    oldEndIndex: oldEnd,
+    newEndIndex: newEnd,
+    startPosition: pointAt(prev, start),
+    oldEndPosition: pointAt(prev, oldEnd),
+    newEndPosition: pointAt(next, newEnd),
+  };
+}
+
+/**
  * The symbols of `content` in document order (containers before their
  * members), or `null` when the file is a whole-file unit. Never throws.
  */
@@ -198,6 +252,7 @@ export async function extractSymbols(
   path: string,
   content: string,
   options: ExtractOptions = {},
+  previous?: string,
 ): Promise<SymbolDef[] | null> {
   const lang = languageForPath(path);
   if (!lang) return null;
@@ -205,7 +260,8 @@ export async function extractSymbols(
   // UTF-8 length >= UTF-16 length, and <= 3x it.
   if (content.length > maxBytes) return null;
   if (content.length * 3 > maxBytes && Buffer.byteLength(content, "utf8") > maxBytes) return null;
-  const key = `${lang}:${createHash("sha256").update(content).digest("hex")}`;
+  const keyOf = (text: string): string => `${lang}:${createHash("sha256").update(text).digest("hex")}`;
+  const key = keyOf(content);
   const cached = cache.get(key);
   if (cached) {
     // LRU: move to the most recent position.
@@ -217,14 +273,27 @@ export async function extractSymbols(
     const parser = await parserFor(lang);
     const deadline = performance.now() + (options.timeoutMs ?? DEFAULT_PARSE_TIMEOUT_MS);
     // Everything below is synchronous: no other caller can use this parser meanwhile.
-    const tree = parser.parse(content, null, {
-      // Returning true cancels the parse (the typings say void; the runtime honours true).
-      progressCallback: () => performance.now() > deadline,
-    });
+    // Incremental when the previous version's tree is at hand: an edited copy of it.
+    const base = previous !== undefined ? trees.get(keyOf(previous)) : undefined;
+    let old: Tree | null = null;
+    if (base && previous !== undefined) {
+      old = base.copy();
+      old.edit(editBetween(previous, content));
+    }
+    let tree: Tree | null;
+    try {
+      tree = parser.parse(content, old, {
+        // Returning true cancels the parse (the typings say void; the runtime honours true).
+        progressCallback: () => performance.now() > deadline,
+      });
+    } finally {
+      old?.delete();
+    }
     if (!tree) {
       parser.reset();
       return null;
     }
+    let kept = false;
     try {
       const symbols = finalise(content, collectSymbols(lang, tree.rootNode, deadline));
       cache.set(key, symbols);
@@ -232,9 +301,10 @@ export async function extractSymbols(
         const oldest = cache.keys().next();
         if (!oldest.done) cache.delete(oldest.value);
       }
+      kept = keepTree(key, tree, content.length);
       return symbols.map((s) => ({ ...s }));
     } finally {
-      tree.delete();
+      if (!kept) tree.delete();
     }
   } catch {
     return null;
@@ -277,7 +347,7 @@ export async function diffSymbols(
   if (oldContent === newContent) return [];
   const prev = oldContent === undefined ? [] : await extractSymbols(path, oldContent, options);
   if (prev === null) return null;
-  const next = newContent === undefined ? [] : await extractSymbols(path, newContent, options);
+  const next = newContent === undefined ? [] : await extractSymbols(path, newContent, options, oldContent);
   if (next === null) return null;
   return compareSymbols(prev, next);
 }
