@@ -42,7 +42,7 @@ export function writeBenchmarks(scenarios: readonly Scenario[], pending: readonl
   const first = measured[0];
   const last = measured[measured.length - 1];
   const loadLine = first && last
-    ? ` Shared machine, loaded by other engineers' test runs while measuring: 1-min load average ${first.machine.loadavg} at the start of the first scenario (${first.machine.date}), ${last.loadavgEnd ?? m.loadavg} at the end of the last (${last.scenario}${last.loadavgEnd === undefined ? ", read when this table was written" : ""}); ${Math.min(...loads)}–${Math.max(...loads)} at the start of the scenarios (per scenario under Runs). On ${m.cores} cores, a load above ${m.cores} means the server, the generator and everything else queue for CPU.`
+    ? ` 1-min load average ${first.machine.loadavg} at the start of the first scenario (${first.machine.date}), ${last.loadavgEnd ?? m.loadavg} at the end of the last (${last.scenario}${last.loadavgEnd === undefined ? ", read when this table was written" : ""}); ${Math.min(...loads)}–${Math.max(...loads)} at the start of the scenarios (per scenario under Runs). On ${m.cores} cores, a load above ${m.cores} means the server, the generator and everything else queue for CPU.`
     : "";
   lines.push(`Machine: ${m.cpu}, ${m.cores} cores, Node ${m.node}; table written ${m.date}.${loadLine}`);
   lines.push("");
