@@ -148,13 +148,18 @@ export async function insertRedirect(trx: Transaction<Database>, dead: string, f
   await trx.insertInto("session_redirects").values({ dead_session_id: dead, new_session_id: fresh, workspace_id: workspaceId, created_at: at }).execute();
 }
 
-/** Writes last_active_at of many workspaces in one statement (never moving it backwards). */
+/**
+ * Writes last_active_at of many workspaces in one statement (never moving it backwards). Two array
+ * parameters rather than a VALUES list: compiling a thousand-tuple statement would itself stall the
+ * event loop for milliseconds.
+ */
 export async function flushLastActive(db: Executor, entries: readonly (readonly [string, Date])[]): Promise<number> {
   if (entries.length === 0) return 0;
-  const values = sql.join(entries.map(([id, t]) => sql`(${id}::uuid, ${t}::timestamptz)`));
+  const ids = `{${entries.map(([id]) => id).join(",")}}`;
+  const times = `{${entries.map(([, t]) => `"${t.toISOString()}"`).join(",")}}`;
   const r = await sql`
     UPDATE workspaces AS w SET last_active_at = v.t
-    FROM (VALUES ${values}) AS v(id, t)
+    FROM unnest(${ids}::uuid[], ${times}::timestamptz[]) AS v(id, t)
     WHERE w.id = v.id AND w.last_active_at < v.t`.execute(db);
   return Number(r.numAffectedRows ?? 0n);
 }

@@ -47,7 +47,7 @@ export interface LifecycleSettings {
   readonly activityFlushMs?: number;
   /** How often this instance heartbeats its `instances` row (default 5 s); dead after 3 × this. */
   readonly instanceHeartbeatMs?: number;
-  /** Workspaces handled per slice of a tick before yielding to the event loop (default 500). */
+  /** Workspaces handled per slice of a tick before yielding to the event loop (default 250). */
   readonly chunkSize?: number;
 }
 
@@ -163,7 +163,7 @@ export class LifecycleManager {
     this.settings = {
       activityFlushMs: 2000,
       instanceHeartbeatMs: 5000,
-      chunkSize: 500,
+      chunkSize: 250,
       ...deps.settings,
     };
     managers.set(deps.registry, this);
