@@ -3,6 +3,7 @@
  * scripts, colour (only on a TTY without NO_COLOR), a delayed spinner on stderr, and the exit
  * codes and error lines every subcommand shares.
  */
+import { CODE_NAMES } from "../rpc/errors.js";
 import { toJson, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -88,25 +89,7 @@ export function shortId(id: string): string {
   return id.length > 8 ? id.slice(0, 8) : id;
 }
 
-const CODE_NAMES: Record<number, string> = {
-  [Code.Canceled]: "CANCELLED",
-  [Code.Unknown]: "UNKNOWN",
-  [Code.InvalidArgument]: "INVALID_ARGUMENT",
-  [Code.DeadlineExceeded]: "DEADLINE_EXCEEDED",
-  [Code.NotFound]: "NOT_FOUND",
-  [Code.AlreadyExists]: "ALREADY_EXISTS",
-  [Code.PermissionDenied]: "PERMISSION_DENIED",
-  [Code.ResourceExhausted]: "RESOURCE_EXHAUSTED",
-  [Code.FailedPrecondition]: "FAILED_PRECONDITION",
-  [Code.Aborted]: "ABORTED",
-  [Code.OutOfRange]: "OUT_OF_RANGE",
-  [Code.Unimplemented]: "UNIMPLEMENTED",
-  [Code.Internal]: "INTERNAL",
-  [Code.Unavailable]: "UNAVAILABLE",
-  [Code.DataLoss]: "DATA_LOSS",
-  [Code.Unauthenticated]: "UNAUTHENTICATED",
-};
-
+/** Connect's Code numbers are the gRPC status codes: one table names both. */
 export function codeName(code: Code): string {
   return CODE_NAMES[code] ?? String(code);
 }

@@ -4,10 +4,10 @@
  */
 import { create, fromBinary, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { sql, type Kysely } from "kysely";
+import { sql, type Kysely, type Selectable } from "kysely";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
 import type { Db } from "../storage/database.js";
-import type { Database } from "../storage/schema.js";
+import type { Database, EventTable } from "../storage/schema.js";
 import { toSeq } from "../storage/schema.js";
 
 export type Event = MessageShape<typeof EventSchema>;
@@ -33,19 +33,8 @@ export interface StoredEvent {
 
 const EVENT_COLUMNS = ["seq", "id", "kind", "repo_id", "session_id", "workspace_id", "agent_id", "changeset_id", "occurred_at", "reason", "payload"] as const;
 
-type EventRow = {
-  seq: string | number | bigint;
-  id: string;
-  kind: string;
-  repo_id: string;
-  session_id: string | null;
-  workspace_id: string | null;
-  agent_id: string | null;
-  changeset_id: string | null;
-  occurred_at: Date;
-  reason: string;
-  payload: Uint8Array;
-};
+/** A sequenced row: seq is set (readers only read `seq > n`). */
+type EventRow = Omit<Selectable<EventTable>, "staged" | "seq"> & { seq: string | number | bigint };
 
 /** Decodes a stored row: the payload holds the kind-specific oneof (src/events/outbox.ts); the rest are columns. */
 export function decodeRow(row: EventRow): StoredEvent {

@@ -41,6 +41,16 @@ export async function activeSession(deps: WorkspaceServiceDeps, sessionId: strin
 
 export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<typeof WorkspaceService> {
   const { registry } = deps;
+  /** The workspace of a session the caller owns, in any lifecycle state. */
+  const ownedWorkspace = async (rawSessionId: string, ctx: CallContext) => {
+    const c = new Check();
+    const sessionId = c.uuid("session_id", rawSessionId);
+    c.done();
+    ctx.logFields.sessionId = sessionId;
+    const ws = await registry.getWorkspace(sessionId!);
+    assertOwnsSession(ctx.principal, ws);
+    return ws;
+  };
   return {
     async registerRepository(req, ctx) {
       const c = new Check();
@@ -86,25 +96,15 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     },
 
     async getWorkspace(req, ctx) {
-      const c = new Check();
-      const sessionId = c.uuid("session_id", req.sessionId);
-      c.done();
-      ctx.logFields.sessionId = sessionId;
       // Any lifecycle state: a client reads a stranded workspace to decide whether to resume it.
-      const ws = await registry.getWorkspace(sessionId!);
-      assertOwnsSession(ctx.principal, ws);
+      const ws = await ownedWorkspace(req.sessionId, ctx);
       if (ws.lifecycle === "active") registry.touch(ws);
       return { workspace: workspaceToWire(ws) };
     },
 
     async destroyWorkspace(req, ctx) {
-      const c = new Check();
-      const sessionId = c.uuid("session_id", req.sessionId);
-      c.done();
-      ctx.logFields.sessionId = sessionId;
-      const ws = await registry.getWorkspace(sessionId!);
-      assertOwnsSession(ctx.principal, ws);
-      return { workspace: workspaceToWire(await registry.destroyWorkspace(sessionId!, "client")) };
+      const ws = await ownedWorkspace(req.sessionId, ctx);
+      return { workspace: workspaceToWire(await registry.destroyWorkspace(ws.sessionId, "client")) };
     },
 
     async listSessions(req) {

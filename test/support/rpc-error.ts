@@ -1,5 +1,6 @@
 /** One view of an RPC failure, whichever client (grpc-js or Connect) raised it. */
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
+import { CODE_NAMES } from "../../src/rpc/errors.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GrpcCallError } from "./grpc-client.js";
 
@@ -11,25 +12,6 @@ export interface RpcFailure {
   readonly metadata: Record<string, string>;
   readonly fields: string[];
 }
-
-const CONNECT_NAMES: Record<number, string> = {
-  [Code.Canceled]: "CANCELLED",
-  [Code.Unknown]: "UNKNOWN",
-  [Code.InvalidArgument]: "INVALID_ARGUMENT",
-  [Code.DeadlineExceeded]: "DEADLINE_EXCEEDED",
-  [Code.NotFound]: "NOT_FOUND",
-  [Code.AlreadyExists]: "ALREADY_EXISTS",
-  [Code.PermissionDenied]: "PERMISSION_DENIED",
-  [Code.ResourceExhausted]: "RESOURCE_EXHAUSTED",
-  [Code.FailedPrecondition]: "FAILED_PRECONDITION",
-  [Code.Aborted]: "ABORTED",
-  [Code.OutOfRange]: "OUT_OF_RANGE",
-  [Code.Unimplemented]: "UNIMPLEMENTED",
-  [Code.Internal]: "INTERNAL",
-  [Code.Unavailable]: "UNAVAILABLE",
-  [Code.DataLoss]: "DATA_LOSS",
-  [Code.Unauthenticated]: "UNAUTHENTICATED",
-};
 
 export function rpcFailure(err: unknown): RpcFailure {
   if (err instanceof GrpcCallError) {
@@ -45,7 +27,7 @@ export function rpcFailure(err: unknown): RpcFailure {
   if (err instanceof ConnectError) {
     const info = err.findDetails(ErrorInfoSchema)[0];
     return {
-      code: CONNECT_NAMES[err.code] ?? String(err.code),
+      code: CODE_NAMES[err.code] ?? String(err.code),
       message: err.rawMessage,
       reason: info?.reason,
       metadata: { ...(info?.metadata ?? {}) },
