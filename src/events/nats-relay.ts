@@ -211,7 +211,8 @@ export class NatsRelay {
     // Closing the connection rejects an in-flight publish at once (it stays unacknowledged).
     await this.dropConnection();
     await this.loop;
-    await this.saveCursor().catch(() => {});
+    // Unsaved, the next leader republishes from the stored cursor; JetStream drops the duplicates.
+    await this.saveCursor().catch((err: unknown) => this.o.logger.warn({ err }, "nats relay: could not save the cursor at stop"));
     await this.dropConnection();
     if (this.leading) await this.o.leader.release().catch(() => {});
     this.leading = false;
@@ -258,7 +259,7 @@ export class NatsRelay {
         const delay = Math.min(this.o.backoffMaxMs, this.o.backoffInitialMs * 2 ** Math.min(this.failures - 1, 16));
         const log = this.failures === 1 || this.failures % 10 === 0 ? "warn" : "debug";
         this.o.logger[log]({ err, attempt: this.failures, retryInMs: delay, seq: this.acked.toString() }, "nats relay: publishing failed; events wait in the outbox");
-        await this.saveCursor().catch(() => {});
+        await this.saveCursor().catch((err: unknown) => this.o.logger.warn({ err }, "nats relay: could not save the cursor"));
         this.streamReady = false; // re-check the stream (it may have been deleted)
         await this.sleep(delay, false);
       }

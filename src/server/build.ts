@@ -270,8 +270,10 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     logger.info({ grpc: server.grpcAddress, http: server.httpUrl }, "berth serving");
     return server;
   } catch (err) {
-    for (const close of closers.reverse()) await close().catch(() => {});
-    if (ownsDatabase) await database.close().catch(() => {});
+    // Starting failed: undo what started, log what cannot be undone, and report the first failure.
+    const undo = (e: unknown) => logger.warn({ err: e }, "cleanup after a failed start failed");
+    for (const close of closers.reverse()) await close().catch(undo);
+    if (ownsDatabase) await database.close().catch(undo);
     throw err;
   }
 }

@@ -193,8 +193,14 @@ export async function materialise(input: MaterialiseInput): Promise<Environment>
  * teardowns must not turn into parallel `rm -r`s competing with the next acquire for the disk.
  */
 let deletions: Promise<void> = Promise.resolve();
+/** Where a failed background deletion is reported (the scheduler sets its logger); the queue itself goes on. */
+let onDeletionFailed: (dir: string, err: unknown) => void = (dir, err) =>
+  process.emitWarning(`berth: could not delete ${dir}: ${err instanceof Error ? err.message : String(err)}`);
+export function reportDeletionFailures(report: (dir: string, err: unknown) => void): void {
+  onDeletionFailed = report;
+}
 export function deleteLater(dir: string): Promise<void> {
-  const next = deletions.then(() => removeTree(dir)).catch(() => {});
+  const next = deletions.then(() => removeTree(dir)).catch((err: unknown) => onDeletionFailed(dir, err));
   deletions = next;
   return next;
 }

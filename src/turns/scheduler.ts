@@ -31,6 +31,7 @@ import {
   moveAside,
   probe,
   removeIfOwned,
+  reportDeletionFailures,
   saveManifest,
   type Environment,
   type TeardownResult,
@@ -175,6 +176,7 @@ export class TurnScheduler {
     const timeout = deps.settings.probeTimeoutMs ?? 1000;
     this.probeFn = deps.probe ?? ((env) => probe(env, timeout));
     this.spares = new BaseSpares(deps.settings.root, deps.settings.spares ?? 2, () => deps.clock.now());
+    reportDeletionFailures((dir, err) => deps.logger.error({ err, dir }, "could not delete a torn-down environment; it is left on disk"));
   }
 
   get root(): string {
