@@ -3,10 +3,10 @@
  * scripts, colour (only on a TTY without NO_COLOR), a delayed spinner on stderr, and the exit
  * codes and error lines every subcommand shares.
  */
-import { CODE_NAMES } from "../rpc/errors.js";
+import { codeName } from "../rpc/errors.js";
 import { toJson, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 
 /** Exit codes: 1 the server refused or failed, 2 a usage error, 3 the server is unreachable. */
@@ -89,10 +89,6 @@ export function shortId(id: string): string {
   return id.length > 8 ? id.slice(0, 8) : id;
 }
 
-/** Connect's Code numbers are the gRPC status codes: one table names both. */
-export function codeName(code: Code): string {
-  return CODE_NAMES[code] ?? String(code);
-}
 
 const NETWORK_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
 

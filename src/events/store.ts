@@ -105,8 +105,3 @@ export async function advanceRelayCursor(db: Db, stream: string, from: bigint, t
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
-
-/** A copy of a stored event with its seq, for encoding (the hub's objects are shared and immutable). */
-export function withSeq(event: Event, seq: bigint): Event {
-  return create(EventSchema, { ...event, seq });
-}

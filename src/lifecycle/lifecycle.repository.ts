@@ -178,10 +178,10 @@ export async function stopInstance(db: Executor, id: string, at: Date): Promise<
   await sql`UPDATE instances SET stopped_at = ${at} WHERE id = ${id}::uuid`.execute(db);
 }
 
-/** Forgets instances stopped or silent for long (their workspaces were reconciled by then). */
+/** Forgets instances silent since `before` that own no active workspace (their work was reconciled). */
 export async function pruneInstances(db: Executor, before: Date): Promise<void> {
   await sql`
-    DELETE FROM instances i WHERE (i.stopped_at IS NOT NULL OR i.heartbeat_at < ${before}) AND i.heartbeat_at < ${before}
+    DELETE FROM instances i WHERE i.heartbeat_at < ${before}
       AND NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.owner_instance = i.id AND w.lifecycle = 'active')`.execute(db);
 }
 

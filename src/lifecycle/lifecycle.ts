@@ -51,6 +51,9 @@ export interface LifecycleSettings {
   readonly chunkSize?: number;
 }
 
+/** How long an instance row outlives its last heartbeat (for the startup reconcile of its previous incarnation). */
+const INSTANCE_RETENTION_MS = 24 * 3600_000;
+
 export const DEFAULT_SETTINGS: LifecycleSettings = {
   leaseMs: 30_000,
   pinNonTerminal: true,
@@ -130,23 +133,6 @@ export function defaultInstanceName(grpcPort: number): string {
   return `${hostname()}:${grpcPort}`;
 }
 
-const managers = new WeakMap<WorkspaceRegistry, LifecycleManager>();
-
-/** The lifecycle manager of a registry (a default one if none was created, e.g. handler unit tests). */
-export function lifecycleOf(registry: WorkspaceRegistry): LifecycleManager {
-  let m = managers.get(registry);
-  if (!m) {
-    m = new LifecycleManager({ registry, clock: { now: () => Date.now() }, logger: silentLogger(), settings: DEFAULT_SETTINGS });
-  }
-  return m;
-}
-
-function silentLogger(): Logger {
-  const noop = () => {};
-  const l = { info: noop, warn: noop, error: noop, debug: noop, trace: noop, fatal: noop } as unknown as Logger;
-  return l;
-}
-
 export class LifecycleManager {
   private readonly registry: WorkspaceRegistry;
   private readonly clock: Clock;
@@ -166,7 +152,6 @@ export class LifecycleManager {
       chunkSize: 250,
       ...deps.settings,
     };
-    managers.set(deps.registry, this);
   }
 
   private get db() {
@@ -473,6 +458,8 @@ export class LifecycleManager {
       await step("strand_orphans", async () => {
         report.orphansStranded = (await this.reconcileOrphans(false)).stranded;
       });
+      // Every start registers an instance row; rows of instances long gone would otherwise pile up.
+      await step("prune_instances", () => repo.pruneInstances(this.db, new Date(this.clock.now() - INSTANCE_RETENTION_MS)));
     }
     this.deps.metrics?.gcTick((performance.now() - started) / 1000, report);
     const acted = report.expired + report.idle + report.maxLifetime + report.disconnected + report.abandoned + report.orphansStranded;

@@ -44,7 +44,6 @@ import type {
 import * as sqlRepo from "./overlay.repository.js";
 import { diffSymbolsOrFile } from "./symbols/index.js";
 
-export const DEFAULT_MAX_FILE_BYTES = 8 * 1024 * 1024;
 /** Content up to this size stays in the cache after a write or read. */
 const CACHE_CONTENT_BYTES = 256 * 1024;
 /** Changeset states after which another session's change makes a blind write stale. */

@@ -64,19 +64,6 @@ export interface OverlayUpsert {
   at: Date;
 }
 
-export async function upsertOverlay(trx: Transaction<Database>, row: OverlayUpsert): Promise<void> {
-  const content = row.content === null ? null : Buffer.from(row.content.buffer, row.content.byteOffset, row.content.byteLength);
-  await sql`
-    INSERT INTO overlay_files (workspace_id, path, repo_id, content, sha256, change, base_hash, symbols, updated_at)
-    VALUES (${row.workspaceId}::uuid, ${row.path}, ${row.repoId}::uuid, ${content}, ${row.sha256}, ${row.change}, ${row.baseHash}, ${textList(row.symbols)}, ${row.at})
-    ON CONFLICT (workspace_id, path) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, change = EXCLUDED.change,
-      base_hash = EXCLUDED.base_hash, symbols = EXCLUDED.symbols, updated_at = EXCLUDED.updated_at`.execute(trx);
-}
-
-export async function deleteOverlayRow(trx: Transaction<Database>, workspaceId: string, path: string): Promise<void> {
-  await sql`DELETE FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid AND path = ${path}`.execute(trx);
-}
-
 /** Deletes every overlay row of the workspaces (abandon, destroy). */
 export async function deleteOverlaysOf(db: Executor, workspaceIds: readonly string[]): Promise<number> {
   if (workspaceIds.length === 0) return 0;
@@ -105,17 +92,6 @@ export async function lockForWrite(
       FROM (SELECT k FROM jsonb_array_elements_text(${JSON.stringify(sorted)}::jsonb) WITH ORDINALITY AS t(k, n)
             WHERE r.lifecycle IS NOT NULL ORDER BY n) keys) l`.execute(trx);
   return r.rows[0];
-}
-
-/**
- * The claim locks of (repository, path) pairs, in sorted order (no deadlock between two
- * multi-path claimers): every statement that inserts claims runs under them, so the check of
- * the holders sees every claim of the path.
- */
-export async function lockPaths(trx: Transaction<Database>, keys: readonly string[]): Promise<void> {
-  if (keys.length === 0) return;
-  const sorted = [...new Set(keys)].sort();
-  await sql`SELECT pg_advisory_xact_lock(hashtextextended(k, 7)) FROM jsonb_array_elements_text(${JSON.stringify(sorted)}::jsonb) WITH ORDINALITY AS t(k, n) ORDER BY n`.execute(trx);
 }
 
 export function claimLockKey(repoId: string, path: string): string {
@@ -235,14 +211,6 @@ export async function writeWithClaims(
 
 export async function claimsOfWorkspace(db: Executor, workspaceId: string): Promise<ClaimRow[]> {
   const r = await sql<ClaimRow>`SELECT * FROM claims WHERE workspace_id = ${workspaceId}::uuid ORDER BY path, symbol`.execute(db);
-  return r.rows;
-}
-
-export async function claimsOfPaths(db: Executor, repoId: string, paths: readonly string[]): Promise<ClaimRow[]> {
-  if (paths.length === 0) return [];
-  const r = await sql<ClaimRow>`
-    SELECT * FROM claims WHERE repo_id = ${repoId}::uuid AND path IN (SELECT jsonb_array_elements_text(${JSON.stringify(paths)}::jsonb))
-    ORDER BY path, symbol`.execute(db);
   return r.rows;
 }
 

@@ -73,10 +73,6 @@ export function casChangesetState(
 /** Every column a new workspace row is given (lifecycle and the rest take their defaults). */
 export type NewWorkspaceRow = Omit<Selectable<WorkspaceTable>, "lifecycle" | "lifecycle_reason" | "stranded_at" | "ended_at" | "resumed_from">;
 
-export async function insertWorkspace(db: Executor, row: NewWorkspaceRow): Promise<void> {
-  await db.insertInto("workspaces").values(row).execute();
-}
-
 /**
  * The common CreateWorkspace — a new DRAFT changeset and the next agent-N — as ONE statement in
  * autocommit: the counter bump, the changeset, the workspace and its session.created event. The

@@ -38,6 +38,11 @@ export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
 /** Index = code number → "NOT_FOUND" etc. (used in log lines). */
 export const CODE_NAMES: readonly string[] = Object.keys(GrpcCode);
 
+/** The name of a gRPC status code, or of a Connect `Code` (the same numbers). */
+export function codeName(code: number): string {
+  return CODE_NAMES[code] ?? "UNKNOWN";
+}
+
 export const KIND_TO_CODE: Readonly<Record<ErrorKind, GrpcCode>> = {
   invalid_argument: GrpcCode.INVALID_ARGUMENT,
   not_found: GrpcCode.NOT_FOUND,
@@ -74,7 +79,7 @@ export class RpcStatus {
     readonly details: readonly StatusDetail[] = [],
   ) {}
   get codeName(): string {
-    return CODE_NAMES[this.code] ?? "UNKNOWN";
+    return codeName(this.code);
   }
 }
 

@@ -2,7 +2,7 @@
 import { create } from "@bufbuild/protobuf";
 import { WatchEventsResponseSchema, WorkspaceService, type WatchEventsResponse } from "../../gen/berth/v1/workspace_service_pb.js";
 import type { Event } from "../events/store.js";
-import { BerthError, invalidArgument, type FieldViolation } from "../domain/errors.js";
+import { invalidArgument, type FieldViolation } from "../domain/errors.js";
 import { kindPatternViolations } from "../events/filter.js";
 import type { ServiceHandlers } from "./handler.js";
 import { Check } from "./validate.js";

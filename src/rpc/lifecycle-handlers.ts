@@ -4,7 +4,7 @@
  */
 import { AbandonCause, WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { effectiveAgentId, requireRole } from "../auth/authorize.js";
-import { lifecycleOf, type AbandonCause as CauseName } from "../lifecycle/lifecycle.js";
+import type { AbandonCause as CauseName } from "../lifecycle/lifecycle.js";
 import type { ServiceHandlers } from "./handler.js";
 import { assertOwnsSession } from "./session-access.js";
 import { AGENT_ID, Check, LIMITS } from "./validate.js";
@@ -26,7 +26,7 @@ export function lifecycleHandlers(
       const sessionId = c.uuid("session_id", req.sessionId);
       c.done();
       await activeSession(deps, sessionId!, ctx);
-      return { leaseMs: lifecycleOf(registry).settings.leaseMs };
+      return { leaseMs: deps.lifecycle.settings.leaseMs };
     },
 
     async *attachSession(req, ctx) {
@@ -64,7 +64,7 @@ export function lifecycleHandlers(
       ctx.logFields.sessionId = sessionId;
       const ws = await registry.getWorkspace(sessionId!);
       assertOwnsSession(ctx.principal, ws);
-      const stranded = await lifecycleOf(registry).strand(sessionId!, reason || "explicit");
+      const stranded = await deps.lifecycle.strand(sessionId!, reason || "explicit");
       return { workspace: workspaceToWire(stranded) };
     },
 
@@ -76,7 +76,7 @@ export function lifecycleHandlers(
       ctx.logFields.sessionId = dead;
       // Auth on: the caller's own agent (an admin may name another); auth off: required.
       const agentId = effectiveAgentId(ctx.principal, requested, "agent_id");
-      const ws = await lifecycleOf(registry).resume(dead!, agentId);
+      const ws = await deps.lifecycle.resume(dead!, agentId);
       ctx.logFields.newSessionId = ws.sessionId;
       return { newSessionId: ws.sessionId, workspace: workspaceToWire(ws) };
     },
@@ -92,7 +92,7 @@ export function lifecycleHandlers(
       const ws = await registry.getWorkspace(sessionId!);
       assertOwnsSession(ctx.principal, ws);
       const name: CauseName = cause === AbandonCause.ADMIN ? "admin" : "explicit";
-      const abandoned = await lifecycleOf(registry).abandon(sessionId!, name, reason);
+      const abandoned = await deps.lifecycle.abandon(sessionId!, name, reason);
       return { workspace: workspaceToWire(abandoned) };
     },
   };

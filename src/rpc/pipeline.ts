@@ -11,7 +11,7 @@ import { create, isMessage, type DescMessage, type DescMethod, type Message } fr
 import type { Logger } from "pino";
 import type { BerthError } from "../domain/errors.js";
 import type { CallContext, Principal } from "./handler.js";
-import { ABORT_CANCELLED, ABORT_DEADLINE, ABORT_SHUTDOWN, GrpcCode, RpcStatus, toRpcStatus } from "./errors.js";
+import { ABORT_CANCELLED, ABORT_DEADLINE, ABORT_SHUTDOWN, GrpcCode, RpcStatus, toRpcStatus, codeName } from "./errors.js";
 
 export type Protocol = CallContext["protocol"];
 
@@ -336,11 +336,6 @@ export class Pipeline {
   abortAll(reason: BerthError = ABORT_SHUTDOWN): void {
     for (const c of [...this.inflight]) c.abort(reason);
   }
-}
-
-const CODE_NAME_CACHE: string[] = [];
-function codeName(code: number): string {
-  return (CODE_NAME_CACHE[code] ??= new RpcStatus(code, "").codeName);
 }
 
 /** The response iterator of a streaming call, with the pipeline's semantics. */

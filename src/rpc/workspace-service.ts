@@ -11,6 +11,7 @@ import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
 import { overlayHandlers } from "./overlay-handlers.js";
 import type { EventHub, SubscriberOptions } from "../events/hub.js";
+import type { LifecycleManager } from "../lifecycle/lifecycle.js";
 import type { OverlayService } from "../overlay/overlay-service.js";
 import { changesetStateName, type WorkspaceRegistry } from "../registry/registry.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
@@ -22,6 +23,8 @@ const MAX_TTL_SECONDS = 30 * 86_400;
 
 export interface WorkspaceServiceDeps {
   readonly registry: WorkspaceRegistry;
+  /** Strand, resume, abandon and the session lease. */
+  readonly lifecycle: LifecycleManager;
   /** Event delivery: WatchEvents and AttachSession notices. */
   readonly events: EventHub;
   /** Subscriber buffer bounds (tests make them small). */
@@ -31,7 +34,7 @@ export interface WorkspaceServiceDeps {
 }
 
 /** Looks up an active session the caller owns, records its activity and tags the log line. */
-export async function activeSession(deps: WorkspaceServiceDeps, sessionId: string, ctx: CallContext) {
+export async function activeSession(deps: Pick<WorkspaceServiceDeps, "registry">, sessionId: string, ctx: CallContext) {
   ctx.logFields.sessionId = sessionId;
   const ws = await deps.registry.requireActive(sessionId);
   assertOwnsSession(ctx.principal, ws);

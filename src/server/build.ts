@@ -144,7 +144,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
 
     const authenticator = await createAuthenticator(config.auth);
     // `events` is read by src/rpc/event-handlers.ts (EventServiceDeps).
-    const serviceDeps = { registry, events, overlay };
+    const serviceDeps = { registry, lifecycle, events, overlay };
     // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).
     const maps = new WorkspaceMapService({
       logger,

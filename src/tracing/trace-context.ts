@@ -31,11 +31,6 @@ export function parseTraceParent(header: string | undefined): TraceParent | unde
   return { traceId, parentSpanId, sampled: (parseInt(flags, 16) & 1) === 1 };
 }
 
-/** Formats a traceparent (version 00). */
-export function formatTraceParent(traceId: string, spanId: string, sampled: boolean): string {
-  return `00-${traceId}-${spanId}-${sampled ? "01" : "00"}`;
-}
-
 // Ids come from a pooled random buffer: one getrandom call per 512 span ids.
 const POOL = Buffer.alloc(4096);
 let offset = POOL.length;

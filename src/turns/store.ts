@@ -105,13 +105,6 @@ export async function failOrphanedTurns(q: Q, me: string | undefined, at: Date):
   return Number(r.numAffectedRows ?? 0n);
 }
 
-/** A session ended: its running turns (of any instance) end FAILED with `reason`. */
-export async function failRunningOfWorkspace(q: Q, workspaceId: string, reason: string, at: Date): Promise<string[]> {
-  const r = await sql<{ id: string }>`UPDATE turns SET state = 'cancelled', end_reason = ${reason}, ended_at = ${at}
-    WHERE workspace_id = ${workspaceId} AND state = 'running' RETURNING id`.execute(q);
-  return r.rows.map((x) => x.id);
-}
-
 function normalise(r: TurnRow): TurnRow {
   return {
     ...r,

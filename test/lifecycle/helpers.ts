@@ -4,20 +4,13 @@ import { sql } from "kysely";
 import pino from "pino";
 import { ManualClock } from "../../src/domain/clock.js";
 import { BerthError } from "../../src/domain/errors.js";
-import { LifecycleManager, type LifecycleSettings } from "../../src/lifecycle/lifecycle.js";
+import { DEFAULT_SETTINGS, LifecycleManager, type LifecycleSettings } from "../../src/lifecycle/lifecycle.js";
 import { WorkspaceRegistry } from "../../src/registry/registry.js";
 import type { ChangesetStateName } from "../../src/storage/schema.js";
 import type { Db } from "../../src/storage/database.js";
 import type { Workspace } from "../../src/domain/workspace.js";
 
-export const SETTINGS: LifecycleSettings = {
-  leaseMs: 30_000,
-  pinNonTerminal: true,
-  gcIntervalMs: 60_000,
-  idleTtlSeconds: 3600,
-  maxTtlSeconds: 86_400,
-  strandedTtlSeconds: 14_400,
-};
+export const SETTINGS: LifecycleSettings = DEFAULT_SETTINGS;
 
 export interface Harness {
   readonly db: Db;

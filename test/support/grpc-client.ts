@@ -50,6 +50,26 @@ export interface ClientOptions {
 
 const detailRegistry = createRegistry(file_google_rpc_error_details);
 
+/**
+ * The responses of a streaming call: cancelled by the caller's signal or by leaving the loop
+ * early; a failure is rethrown as a GrpcCallError.
+ */
+async function* responses(call: grpc.ClientReadableStream<Message> | grpc.ClientDuplexStream<unknown, Message>, o: CallOptions | undefined): AsyncGenerator<Message> {
+  const onAbort = (): void => call.cancel();
+  o?.signal?.addEventListener("abort", onAbort, { once: true });
+  let finished = false;
+  try {
+    for await (const m of call as AsyncIterable<Message>) yield m;
+    finished = true;
+  } catch (err) {
+    finished = true;
+    throw toCallError(err);
+  } finally {
+    o?.signal?.removeEventListener("abort", onAbort);
+    if (!finished) call.cancel();
+  }
+}
+
 export class GrpcCallError extends Error {
   /** Decoded grpc-status-details-bin, when the server sent one. */
   readonly status: Status | undefined;
@@ -165,20 +185,7 @@ export function createGrpcClient<S extends DescService>(service: S, address: str
       case "server_streaming":
         out[method.localName] = (request: unknown = {}, o?: CallOptions) => ({
           async *[Symbol.asyncIterator]() {
-            const call = client.makeServerStreamRequest(path, ser, des, request, callMetadata(opts.metadata, o?.metadata), callOptions(o));
-            const onAbort = (): void => call.cancel();
-            o?.signal?.addEventListener("abort", onAbort, { once: true });
-            let finished = false;
-            try {
-              for await (const m of call as AsyncIterable<Message>) yield m;
-              finished = true;
-            } catch (err) {
-              finished = true;
-              throw toCallError(err);
-            } finally {
-              o?.signal?.removeEventListener("abort", onAbort);
-              if (!finished) call.cancel();
-            }
+            yield* responses(client.makeServerStreamRequest(path, ser, des, request, callMetadata(opts.metadata, o?.metadata), callOptions(o)), o);
           },
         });
         break;
@@ -186,27 +193,16 @@ export function createGrpcClient<S extends DescService>(service: S, address: str
         out[method.localName] = (requests: Iterable<unknown> | AsyncIterable<unknown>, o?: CallOptions) => ({
           async *[Symbol.asyncIterator]() {
             const call = client.makeBidiStreamRequest(path, ser, des, callMetadata(opts.metadata, o?.metadata), callOptions(o));
-            const onAbort = (): void => call.cancel();
-            o?.signal?.addEventListener("abort", onAbort, { once: true });
             void (async () => {
               try {
                 for await (const r of requests) call.write(r);
                 call.end();
               } catch {
+                // A failing request source ends the call; the response side reports CANCELLED.
                 call.cancel();
               }
             })();
-            let finished = false;
-            try {
-              for await (const m of call as AsyncIterable<Message>) yield m;
-              finished = true;
-            } catch (err) {
-              finished = true;
-              throw toCallError(err);
-            } finally {
-              o?.signal?.removeEventListener("abort", onAbort);
-              if (!finished) call.cancel();
-            }
+            yield* responses(call, o);
           },
         });
         break;

@@ -1,6 +1,6 @@
 /** One view of an RPC failure, whichever client (grpc-js or Connect) raised it. */
 import { ConnectError } from "@connectrpc/connect";
-import { CODE_NAMES } from "../../src/rpc/errors.js";
+import { codeName } from "../../src/rpc/errors.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GrpcCallError } from "./grpc-client.js";
 
@@ -27,7 +27,7 @@ export function rpcFailure(err: unknown): RpcFailure {
   if (err instanceof ConnectError) {
     const info = err.findDetails(ErrorInfoSchema)[0];
     return {
-      code: CODE_NAMES[err.code] ?? String(err.code),
+      code: codeName(err.code),
       message: err.rawMessage,
       reason: info?.reason,
       metadata: { ...(info?.metadata ?? {}) },
