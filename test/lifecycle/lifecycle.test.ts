@@ -304,6 +304,22 @@ describe(`lifecycle on ${PRIMARY_KIND}`, () => {
   });
 
   describe("reconcile", () => {
+    it("GC forgets instances silent for a day once they own no active workspace, and keeps live ones", async () => {
+      const old = new Date(h.clock.now() - 2 * 86_400_000);
+      await sql`INSERT INTO instances (id, name, started_at, heartbeat_at) VALUES
+        ('00000000-0000-4000-8000-000000000001', 'gone:1', ${old}, ${old}),
+        ('00000000-0000-4000-8000-000000000002', 'gone:2', ${old}, ${old})`.execute(h.db);
+      // gone:2 still owns an active workspace: the tick strands it (owner_lost) before forgetting gone:2.
+      const owned = await h.create();
+      await sql`UPDATE workspaces SET owner_instance = '00000000-0000-4000-8000-000000000002' WHERE id = ${owned.workspaceId}::uuid`.execute(h.db);
+      await sql`UPDATE instances SET heartbeat_at = ${new Date(h.clock.now())} WHERE id = ${h.instanceId}::uuid`.execute(h.db);
+      const ids = async () => (await sql<{ id: string }>`SELECT id FROM instances ORDER BY id`.execute(h.db)).rows.map((r) => r.id);
+      expect(await ids()).toHaveLength(3);
+      await h.lifecycle.tick();
+      expect(await ids()).toEqual([h.instanceId]);
+      expect(await workspaceRow(h.db, owned.workspaceId)).toMatchObject({ lifecycle: "stranded", lifecycle_reason: "owner_lost" });
+    });
+
     it("a restart strands every non-terminal workspace of the previous incarnation; each is resumable", async () => {
       const draft = await h.create();
       const persistent = await h.create({ mode: "persistent" });
