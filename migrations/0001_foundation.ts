@@ -60,7 +60,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     )`.execute(db);
 
   // The transactional outbox. Writers insert rows with seq NULL (staged gives their insert
-  // order); the sequencer (src/events/sequencer.ts) numbers committed rows afterwards, one pass
+  // order); the sequencer (src/delivery/sequencer.ts) numbers committed rows afterwards, one pass
   // at a time, so seq order is the order readers can see, and writers never wait for each other.
   await sql`
     CREATE TABLE events (

@@ -19,7 +19,7 @@ program
   .option("--insecure", "allow a non-loopback address without auth")
   .action(async (opts: { insecure?: boolean }) => {
     const config = loadConfig(process.env, opts.insecure ? { insecure: true } : {});
-    const [{ createLogger }, { build }] = await Promise.all([import("./logger.js"), import("./server/build.js")]);
+    const [{ createLogger }, { build }] = await Promise.all([import("./platform/logger.js"), import("./transport/build.js")]);
     const logger = createLogger(config.logLevel);
     const server = await build(config, { logger });
     let stoppingSince: number | undefined;
@@ -52,8 +52,8 @@ program
   .action(async (opts: { dryRun?: boolean }) => {
     const config = loadConfig(process.env);
     const [{ openDatabase }, { assertNotNewer, migrateToLatest, migrationStatus }] = await Promise.all([
-      import("./storage/database.js"),
-      import("./storage/migrate.js"),
+      import("./platform/database.js"),
+      import("./platform/migrate.js"),
     ]);
     const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
     try {

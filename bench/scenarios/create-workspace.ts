@@ -6,7 +6,7 @@
  *
  * Two diagnostic runs say what bounds CreateWorkspace: the same RPC spread over 16 repositories
  * (no contention on one repository row's agent counter), and the pg baseline with the outbox's
- * global advisory lock taken before its INSERT and held to COMMIT (src/events/outbox.ts).
+ * global advisory lock taken before its INSERT and held to COMMIT (src/platform/outbox.ts).
  */
 import { describeLoad, runLoad } from "../loadgen/index.js";
 import { frame } from "../lib/bodies.js";
@@ -16,9 +16,9 @@ import { RpcClient } from "../lib/rpc.js";
 import { round, sideBySide, type Scenario } from "../lib/scenario.js";
 import { startBerth } from "../lib/servers.js";
 import { CreateWorkspaceRequestSchema } from "../../gen/berth/v1/workspace_service_pb.js";
-import { SEQUENCER_LOCK_KEY } from "../../src/events/sequencer.js";
+import { SEQUENCER_LOCK_KEY } from "../../src/delivery/sequencer.js";
 
-/** Berth's pool size (src/storage/database.ts, pg.Pool max 16): the baseline gets the same. */
+/** Berth's pool size (src/platform/database.ts, pg.Pool max 16): the baseline gets the same. */
 const POOL = 16;
 const INSERT = "INSERT INTO bench_insert (id, session_id, payload) VALUES ($1, $2, $3)";
 /** A global lock held to COMMIT (the outbox's first design), with a key of its own so the diagnostic does not block Berth. */

@@ -14,11 +14,11 @@ import { sql } from "kysely";
 import pino from "pino";
 import { createBenchDatabase } from "../lib/database.js";
 import { round, type Scenario } from "../lib/scenario.js";
-import { ManualClock } from "../../src/domain/clock.js";
-import { DEFAULT_SETTINGS, LifecycleManager } from "../../src/lifecycle/lifecycle.js";
-import { WorkspaceRegistry } from "../../src/registry/registry.js";
-import { openDatabase } from "../../src/storage/database.js";
-import { migrateToLatest } from "../../src/storage/migrate.js";
+import { ManualClock } from "../../src/platform/clock.js";
+import { DEFAULT_SETTINGS, LifecycleManager } from "../../src/sessions/lifecycle.js";
+import { WorkspaceRegistry } from "../../src/sessions/registry.js";
+import { openDatabase } from "../../src/platform/database.js";
+import { migrateToLatest } from "../../src/platform/migrate.js";
 
 const N = Number(process.env.BENCH_GC_WORKSPACES ?? 100_000);
 const TOUCHED = 2_000;

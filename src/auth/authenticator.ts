@@ -7,12 +7,12 @@
  */
 import type { Config } from "../config.js";
 import { ConfigError } from "../config.js";
-import type { Authenticator } from "../rpc/pipeline.js";
+import type { Authenticator } from "../transport/pipeline.js";
 import { ANONYMOUS_PRINCIPAL } from "./principal.js";
 import { tokenAuthenticator } from "./token-file.js";
 import { jwtAuthenticator } from "./jwt.js";
 
-export type { Authenticator, HeaderReader } from "../rpc/pipeline.js";
+export type { Authenticator, HeaderReader } from "../transport/pipeline.js";
 export { ANONYMOUS_PRINCIPAL } from "./principal.js";
 
 export const noAuthenticator: Authenticator = Object.freeze({

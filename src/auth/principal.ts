@@ -1,4 +1,4 @@
-import type { Principal, Role } from "../rpc/handler.js";
+import type { Principal, Role } from "../api/handler.js";
 
 const ROLES: ReadonlySet<string> = new Set<Role>(["agent", "admin"]);
 

@@ -16,9 +16,9 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { ConfigError } from "../config.js";
-import { unauthenticated } from "../domain/errors.js";
-import type { Principal, Role } from "../rpc/handler.js";
-import type { Authenticator, HeaderReader } from "../rpc/pipeline.js";
+import { unauthenticated } from "../platform/errors.js";
+import type { Principal, Role } from "../api/handler.js";
+import type { Authenticator, HeaderReader } from "../transport/pipeline.js";
 import { bearerToken, isRole, principalOf } from "./principal.js";
 
 interface TokenEntry {

@@ -12,7 +12,7 @@ import { EventSchema, type Event } from "../../gen/berth/v1/event_pb.js";
 import { ChangesetState, FileChange, TurnOutcome } from "../../gen/berth/v1/types_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { cliFor, collect, resolveRepoIds } from "./client.js";
-import { codeName } from "../rpc/errors.js";
+import { codeName } from "../transport/status.js";
 import { CliExit, enumName, isUnreachable, jsonLine, paint, print, reportError, shortId, stderrColour, type Colour } from "./output.js";
 
 const FAMILY_COLOUR: Record<string, Colour> = {

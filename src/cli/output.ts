@@ -3,7 +3,7 @@
  * scripts, colour (only on a TTY without NO_COLOR), a delayed spinner on stderr, and the exit
  * codes and error lines every subcommand shares.
  */
-import { codeName } from "../rpc/errors.js";
+import { codeName } from "../transport/status.js";
 import { toJson, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { ConnectError } from "@connectrpc/connect";

@@ -11,7 +11,7 @@
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createHash } from "node:crypto";
 import { promisify } from "node:util";
-import { BerthError } from "../domain/errors.js";
+import { BerthError } from "../platform/errors.js";
 
 const run = promisify(execFile);
 

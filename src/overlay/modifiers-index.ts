@@ -13,9 +13,9 @@
  * resume) whose changeset is not terminal. Abandoned, destroyed and expired sessions leave.
  */
 import type { Logger } from "pino";
-import { isTerminal } from "../domain/changeset-states.js";
-import type { ChangesetStateName } from "../storage/schema.js";
-import type { Db } from "../storage/database.js";
+import { isTerminal } from "../sessions/changeset-states.js";
+import type { ChangesetStateName } from "../platform/schema.js";
+import type { Db } from "../platform/database.js";
 import type { OtherModifierInfo } from "./overlay-port.js";
 import * as sqlRepo from "./overlay.repository.js";
 

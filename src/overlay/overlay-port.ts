@@ -3,7 +3,7 @@
  * changes through exactly the same path as the WriteFile and DeleteFile RPCs (claims, events),
  * and materialises environments from the base plus the overlay.
  */
-import type { Workspace } from "../domain/workspace.js";
+import type { Workspace } from "../sessions/workspace.js";
 
 export type FileChangeName = "added" | "modified" | "deleted";
 export type SymbolChangeName = "added" | "modified" | "deleted";

@@ -19,16 +19,16 @@
  * another session on that path (and any symbol claim conflicts with another's "" claim).
  */
 import type { Logger } from "pino";
-import { isTerminal } from "../domain/changeset-states.js";
-import type { Clock } from "../domain/clock.js";
-import { BerthError, failedPrecondition, notFound } from "../domain/errors.js";
-import type { Workspace } from "../domain/workspace.js";
-import type { EventHub } from "../events/hub.js";
-import { appendEvents, eventRow, type EventInput } from "../events/outbox.js";
+import { isTerminal } from "../sessions/changeset-states.js";
+import type { Clock } from "../platform/clock.js";
+import { BerthError, failedPrecondition, notFound } from "../platform/errors.js";
+import type { Workspace } from "../sessions/workspace.js";
+import type { EventHub } from "../delivery/hub.js";
+import { appendEvents, eventRow, type EventInput } from "../platform/outbox.js";
 import { FileChange, SymbolChangeKind } from "../../gen/berth/v1/types_pb.js";
-import { assertActive, type WorkspaceRegistry } from "../registry/registry.js";
-import type { ChangesetStateName } from "../storage/schema.js";
-import { claimEvents } from "./claim-events.js";
+import { assertActive, type WorkspaceRegistry } from "../sessions/registry.js";
+import type { ChangesetStateName } from "../platform/schema.js";
+import { claimEvents } from "../claims/claim-events.js";
 import { GitBase, comparePaths, sha256Hex } from "./git-base.js";
 import { describeText, ModifiersIndex, type IndexEvent, type OtherTouch } from "./modifiers-index.js";
 import type {

@@ -1,10 +1,10 @@
 /**
  * Every SQL statement of the overlay and the claims (migrations/0004_overlay.ts). Raw SQL: the
- * tables are not part of the typed schema in src/storage/schema.ts. Lists of text (paths,
+ * tables are not part of the typed schema in src/platform/schema.ts. Lists of text (paths,
  * symbols) travel as one JSON parameter, which PostgreSQL and PGlite both accept.
  */
 import { sql, type Insertable, type Kysely, type RawBuilder, type Transaction } from "kysely";
-import type { ChangesetStateName, Database, EventTable, LifecycleName } from "../storage/schema.js";
+import type { ChangesetStateName, Database, EventTable, LifecycleName } from "../platform/schema.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 

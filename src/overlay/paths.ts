@@ -5,7 +5,7 @@
  * characters, paths over 4096 bytes, and anything inside ".git" (a write there would run as a
  * git hook in the environments the turn scheduler materialises).
  */
-import type { FieldViolation } from "../domain/errors.js";
+import type { FieldViolation } from "../platform/errors.js";
 
 export const MAX_PATH_BYTES = 4096;
 

@@ -14,13 +14,13 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { TurnOutcome } from "../../gen/berth/v1/types_pb.js";
-import type { Clock } from "../domain/clock.js";
-import { BerthError, failedPrecondition, notFound } from "../domain/errors.js";
-import type { Workspace } from "../domain/workspace.js";
-import type { EventHub } from "../events/hub.js";
-import { eventRow, type EventInput } from "../events/outbox.js";
+import type { Clock } from "../platform/clock.js";
+import { BerthError, failedPrecondition, notFound } from "../platform/errors.js";
+import type { Workspace } from "../sessions/workspace.js";
+import type { EventHub } from "../delivery/hub.js";
+import { eventRow, type EventInput } from "../platform/outbox.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
-import type { WorkspaceRegistry } from "../registry/registry.js";
+import type { WorkspaceRegistry } from "../sessions/registry.js";
 import {
   BaseSpares,
   diff,

@@ -1,8 +1,8 @@
 /** The turns table (migrations/0005_turns.ts), in raw SQL so the shared schema type stays untouched. */
 import { sql, type Transaction } from "kysely";
-import { eventRow, type EventInput } from "../events/outbox.js";
-import type { Db } from "../storage/database.js";
-import type { Database } from "../storage/schema.js";
+import { eventRow, type EventInput } from "../platform/outbox.js";
+import type { Db } from "../platform/database.js";
+import type { Database } from "../platform/schema.js";
 
 export type TurnStateName = "running" | "ended" | "superseded" | "cancelled";
 export type OutcomeName = "completed" | "awaiting_approval" | "failed";

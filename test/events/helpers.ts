@@ -1,5 +1,5 @@
 /** Shared pieces of the event tests: a registry on a test database, direct event writes, a nats-server. */
-import { sequencePending } from "../../src/events/sequencer.js";
+import { sequencePending } from "../../src/delivery/sequencer.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -7,11 +7,11 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pino from "pino";
-import { systemClock, type Clock } from "../../src/domain/clock.js";
-import type { EventInput } from "../../src/events/outbox.js";
-import { WorkspaceRegistry } from "../../src/registry/registry.js";
-import type { Db } from "../../src/storage/database.js";
-import { toSeq } from "../../src/storage/schema.js";
+import { systemClock, type Clock } from "../../src/platform/clock.js";
+import type { EventInput } from "../../src/platform/outbox.js";
+import { WorkspaceRegistry } from "../../src/sessions/registry.js";
+import type { Db } from "../../src/platform/database.js";
+import { toSeq } from "../../src/platform/schema.js";
 
 export const silent = pino({ level: "silent" });
 

@@ -3,16 +3,16 @@
  * PostgreSQL (and PGlite): no gap, no duplicate, under concurrent writers and interleaved
  * transactions; slow subscribers end with RESOURCE_EXHAUSTED; pruning gives OUT_OF_RANGE.
  */
-import { sequencePending } from "../../src/events/sequencer.js";
+import { sequencePending } from "../../src/delivery/sequencer.js";
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { BerthError } from "../../src/domain/errors.js";
-import type { EventFilter } from "../../src/events/filter.js";
-import { EventHub, type SubscriberOptions } from "../../src/events/hub.js";
-import { appendEvents } from "../../src/events/outbox.js";
-import { EventPruner } from "../../src/events/pruner.js";
-import { advanceRelayCursor, readRelayCursor, type Event } from "../../src/events/store.js";
-import type { WorkspaceRegistry } from "../../src/registry/registry.js";
+import { BerthError } from "../../src/platform/errors.js";
+import type { EventFilter } from "../../src/delivery/filter.js";
+import { EventHub, type SubscriberOptions } from "../../src/delivery/hub.js";
+import { appendEvents } from "../../src/platform/outbox.js";
+import { EventPruner } from "../../src/delivery/pruner.js";
+import { advanceRelayCursor, readRelayCursor, type Event } from "../../src/delivery/event-store.js";
+import type { WorkspaceRegistry } from "../../src/sessions/registry.js";
 import { DATABASE_KINDS, createTestDatabase, type TestDatabase } from "../support/database.js";
 import { REPO_A, REPO_B, input, registryOn, silent, storedIds, storedSeqs, until, writeEvents } from "./helpers.js";
 

@@ -3,8 +3,8 @@
  * seq on stdout and never saves its cursor before being killed (cursorEvery is huge).
  */
 import pino from "pino";
-import { NatsRelay, leaderLockFor } from "../../src/events/nats-relay.js";
-import { openDatabase } from "../../src/storage/database.js";
+import { NatsRelay, leaderLockFor } from "../../src/delivery/nats-relay.js";
+import { openDatabase } from "../../src/platform/database.js";
 
 const database = await openDatabase({ url: process.env.CHILD_DATABASE_URL!, dataDir: "unused" });
 const relay = new NatsRelay({

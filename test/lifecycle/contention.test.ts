@@ -4,7 +4,7 @@
  */
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BerthError } from "../../src/domain/errors.js";
+import { BerthError } from "../../src/platform/errors.js";
 import { postgresAvailable } from "../support/services.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { harness, workspaceRow, type Harness } from "./helpers.js";

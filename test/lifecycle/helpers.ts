@@ -2,13 +2,13 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
 import pino from "pino";
-import { ManualClock } from "../../src/domain/clock.js";
-import { BerthError } from "../../src/domain/errors.js";
-import { DEFAULT_SETTINGS, LifecycleManager, type LifecycleSettings } from "../../src/lifecycle/lifecycle.js";
-import { WorkspaceRegistry } from "../../src/registry/registry.js";
-import type { ChangesetStateName } from "../../src/storage/schema.js";
-import type { Db } from "../../src/storage/database.js";
-import type { Workspace } from "../../src/domain/workspace.js";
+import { ManualClock } from "../../src/platform/clock.js";
+import { BerthError } from "../../src/platform/errors.js";
+import { DEFAULT_SETTINGS, LifecycleManager, type LifecycleSettings } from "../../src/sessions/lifecycle.js";
+import { WorkspaceRegistry } from "../../src/sessions/registry.js";
+import type { ChangesetStateName } from "../../src/platform/schema.js";
+import type { Db } from "../../src/platform/database.js";
+import type { Workspace } from "../../src/sessions/workspace.js";
 
 export const SETTINGS: LifecycleSettings = DEFAULT_SETTINGS;
 

@@ -4,10 +4,10 @@
  */
 import { sql } from "kysely";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { ManualClock } from "../../src/domain/clock.js";
+import { ManualClock } from "../../src/platform/clock.js";
 import { createTestDatabase, DATABASE_KINDS, PRIMARY_KIND, type TestDatabase } from "../support/database.js";
 import { eventsOf, failure, harness, setChangesetState, workspaceRow, type Harness } from "./helpers.js";
-import type { ChangesetStateName } from "../../src/storage/schema.js";
+import type { ChangesetStateName } from "../../src/platform/schema.js";
 
 const MIN = 60_000;
 const STATES: ChangesetStateName[] = ["draft", "submitted", "verifying", "approved", "rejected", "merged", "closed"];

@@ -2,8 +2,8 @@
 import http from "node:http";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { OtlpHttpExporter, unixNanos, type SpanData } from "../../src/tracing/otlp-exporter.js";
-import { newSpanId, newTraceId, parseTraceParent } from "../../src/tracing/trace-context.js";
+import { OtlpHttpExporter, unixNanos, type SpanData } from "../../src/observability/tracing/otlp-exporter.js";
+import { newSpanId, newTraceId, parseTraceParent } from "../../src/observability/tracing/trace-context.js";
 
 const silent = pino({ level: "silent" });
 

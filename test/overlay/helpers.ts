@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
-import type { Db } from "../../src/storage/database.js";
+import type { Db } from "../../src/platform/database.js";
 
 export const NAMES = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"] as const;
 

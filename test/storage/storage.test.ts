@@ -2,16 +2,16 @@
  * The storage layer on both databases: real PostgreSQL and the embedded PGlite run the same
  * migrations and queries. Where PostgreSQL is not running this suite runs on PGlite alone and says so.
  */
-import { sequencePending } from "../../src/events/sequencer.js";
-import { readEvents } from "../../src/events/store.js";
+import { sequencePending } from "../../src/delivery/sequencer.js";
+import { readEvents } from "../../src/delivery/event-store.js";
 import { sql } from "kysely";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/domain/clock.js";
-import { WorkspaceRegistry } from "../../src/registry/registry.js";
-import { migrateToLatest, migrationStatus, SchemaTooNewError } from "../../src/storage/migrate.js";
+import { ManualClock } from "../../src/platform/clock.js";
+import { WorkspaceRegistry } from "../../src/sessions/registry.js";
+import { migrateToLatest, migrationStatus, SchemaTooNewError } from "../../src/platform/migrate.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/database.js";
-import { BerthError } from "../../src/domain/errors.js";
+import { BerthError } from "../../src/platform/errors.js";
 
 if (!DATABASE_KINDS.includes("postgres")) console.warn("*** storage suite: PostgreSQL not running, testing PGlite only ***");
 

@@ -4,8 +4,8 @@
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { openDatabase, type OpenedDatabase } from "../../src/storage/database.js";
-import { migrateToLatest } from "../../src/storage/migrate.js";
+import { openDatabase, type OpenedDatabase } from "../../src/platform/database.js";
+import { migrateToLatest } from "../../src/platform/migrate.js";
 import { POSTGRES_URL, postgresAvailable } from "./services.js";
 
 export type DatabaseKind = "postgres" | "pglite";

@@ -1,6 +1,6 @@
 /** One view of an RPC failure, whichever client (grpc-js or Connect) raised it. */
 import { ConnectError } from "@connectrpc/connect";
-import { codeName } from "../../src/rpc/errors.js";
+import { codeName } from "../../src/transport/status.js";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GrpcCallError } from "./grpc-client.js";
 

@@ -3,8 +3,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MapStatus, OnBusy, TurnState } from "../../gen/berth/v1/turn_service_pb.js";
 import { TurnOutcome } from "../../gen/berth/v1/types_pb.js";
-import { BerthError } from "../../src/domain/errors.js";
-import { ManualClock } from "../../src/domain/clock.js";
+import { BerthError } from "../../src/platform/errors.js";
+import { ManualClock } from "../../src/platform/clock.js";
 import { failure } from "../support/rpc-error.js";
 import { makeGitRepo, newSession, startTurnBerth, type TurnBerth } from "./helpers.js";
 

@@ -1,0 +1,56 @@
+/** WatchEvents (issue 4): replay from the outbox, then live from the event hub. */
+import { create } from "@bufbuild/protobuf";
+import { WatchEventsResponseSchema, WorkspaceService, type WatchEventsResponse } from "../../gen/berth/v1/workspace_service_pb.js";
+import type { Event } from "../delivery/event-store.js";
+import { invalidArgument, type FieldViolation } from "../platform/errors.js";
+import { kindPatternViolations } from "../delivery/filter.js";
+import type { ServiceHandlers } from "./handler.js";
+import { Check } from "./validate.js";
+import type { WorkspaceServiceDeps } from "./workspace-service.js";
+
+type Methods = ServiceHandlers<typeof WorkspaceService>;
+
+export const MAX_REPO_FILTER = 1000;
+
+/**
+ * One response message per event, shared by every subscriber it is delivered to, so that the
+ * transport encodes it once (src/transport/grpc-bridge.ts) rather than once per stream.
+ */
+const responses = new WeakMap<Event, WatchEventsResponse>();
+function responseFor(event: Event): WatchEventsResponse {
+  let r = responses.get(event);
+  if (r === undefined) {
+    r = create(WatchEventsResponseSchema, { event });
+    responses.set(event, r);
+  }
+  return r;
+}
+
+export function eventHandlers(deps: WorkspaceServiceDeps): Pick<Methods, "watchEvents"> {
+  return {
+    async *watchEvents(req, ctx) {
+      const c = new Check();
+      const repoIds: string[] = [];
+      req.repoIds.forEach((id, i) => {
+        const v = c.uuid(`repo_ids[${i}]`, id);
+        if (v) repoIds.push(v);
+      });
+      const exclude = c.uuid("exclude_session_id", req.excludeSessionId, false);
+      c.done();
+      const extra: FieldViolation[] = kindPatternViolations(req.kinds);
+      if (req.repoIds.length > MAX_REPO_FILTER) {
+        extra.unshift({ field: "repo_ids", reason: "TOO_MANY", description: `at most ${MAX_REPO_FILTER} repositories, got ${req.repoIds.length}` });
+      }
+      if (extra.length > 0) throw invalidArgument(extra);
+
+      const hub = deps.events;
+      ctx.logFields.afterSeq = req.afterSeq.toString();
+      const stream = hub.stream(
+        { afterSeq: req.afterSeq, filter: { repoIds, kinds: req.kinds, excludeSessionId: exclude } },
+        ctx.signal,
+        deps.eventSubscriberOptions ?? {},
+      );
+      for await (const event of stream) yield responseFor(event);
+    },
+  };
+}

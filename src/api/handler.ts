@@ -1,0 +1,71 @@
+/**
+ * The shape every handler is written against, once, for both transports.
+ * A handler receives the decoded request message and a CallContext and returns a message
+ * init (plain object) or, for server streaming, an async iterable of them. The transports
+ * (src/transport/grpc-bridge.ts, src/transport/connect-routes.ts) adapt their calls into this.
+ */
+import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+
+export type Role = "agent" | "admin";
+
+/** Who is calling. With BERTH_AUTH=none the principal is anonymous and trusted (loopback dev). */
+export interface Principal {
+  /** The authenticated agent id; undefined when auth is off. */
+  readonly agentId: string | undefined;
+  readonly roles: ReadonlySet<Role>;
+  /** True when auth is off: every role is granted and agent ids come from requests. */
+  readonly anonymous: boolean;
+}
+
+export interface CallContext {
+  readonly method: DescMethod;
+  /** Aborted when the client cancels, the deadline passes or the server shuts down. */
+  readonly signal: AbortSignal;
+  /** Absolute deadline in epoch ms, if the client set one. */
+  readonly deadline: number | undefined;
+  readonly principal: Principal;
+  readonly protocol: "grpc" | "connect" | "grpc-web";
+  requestHeader(name: string): string | undefined;
+  /** Extra fields for this call's log line (e.g. the session id a handler resolved). */
+  readonly logFields: Record<string, unknown>;
+}
+
+export type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
+  request: MessageShape<I>,
+  ctx: CallContext,
+) => Promise<MessageInitShape<O>> | MessageInitShape<O>;
+
+export type ServerStreamingHandler<I extends DescMessage, O extends DescMessage> = (
+  request: MessageShape<I>,
+  ctx: CallContext,
+) => AsyncIterable<MessageInitShape<O>>;
+
+/** Bidi handlers (server reflection only) get the request stream. */
+export type BiDiStreamingHandler<I extends DescMessage, O extends DescMessage> = (
+  requests: AsyncIterable<MessageShape<I>>,
+  ctx: CallContext,
+) => AsyncIterable<MessageInitShape<O>>;
+
+type HandlerFor<M> = M extends { methodKind: "unary"; input: infer I extends DescMessage; output: infer O extends DescMessage }
+  ? UnaryHandler<I, O>
+  : M extends { methodKind: "server_streaming"; input: infer I extends DescMessage; output: infer O extends DescMessage }
+    ? ServerStreamingHandler<I, O>
+    : M extends { methodKind: "bidi_streaming"; input: infer I extends DescMessage; output: infer O extends DescMessage }
+      ? BiDiStreamingHandler<I, O>
+      : never;
+
+/** Handlers for every method of a generated service descriptor, keyed by the method's localName. */
+export type ServiceHandlers<S extends DescService> = {
+  [K in keyof S["method"]]: HandlerFor<S["method"][K]>;
+};
+
+/** A service ready to be served: its descriptor and its handlers. */
+export interface ServiceRegistration {
+  readonly service: DescService;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly handlers: Record<string, (...args: any[]) => any>;
+}
+
+export function registration<S extends DescService>(service: S, handlers: ServiceHandlers<S>): ServiceRegistration {
+  return { service, handlers: handlers as unknown as ServiceRegistration["handlers"] };
+}

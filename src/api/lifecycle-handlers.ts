@@ -1,0 +1,99 @@
+/**
+ * Heartbeat, AttachSession, StrandSession, ResumeSession, AbandonSession (issue 3).
+ * The behaviour lives in src/sessions/lifecycle.ts; these translate and check the caller.
+ */
+import { AbandonCause, WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import { effectiveAgentId, requireRole } from "./authorize.js";
+import type { AbandonCause as CauseName } from "../sessions/lifecycle.js";
+import type { ServiceHandlers } from "./handler.js";
+import { assertOwnsSession } from "./session-access.js";
+import { AGENT_ID, Check, LIMITS } from "./validate.js";
+import { workspaceToWire } from "./wire.js";
+import { activeSession, type WorkspaceServiceDeps } from "./workspace-service.js";
+
+type Methods = ServiceHandlers<typeof WorkspaceService>;
+
+/** Events after which the session is no longer active: its AttachSession stream ends. */
+const ENDING = new Set(["session.stranded", "session.abandoned", "session.destroyed", "session.expired"]);
+
+export function lifecycleHandlers(
+  deps: WorkspaceServiceDeps,
+): Pick<Methods, "heartbeat" | "attachSession" | "strandSession" | "resumeSession" | "abandonSession"> {
+  const { registry } = deps;
+  return {
+    async heartbeat(req, ctx) {
+      const c = new Check();
+      const sessionId = c.uuid("session_id", req.sessionId);
+      c.done();
+      await activeSession(deps, sessionId!, ctx);
+      return { leaseMs: deps.lifecycle.settings.leaseMs };
+    },
+
+    async *attachSession(req, ctx) {
+      const c = new Check();
+      const sessionId = c.uuid("session_id", req.sessionId);
+      c.done();
+      const ws = await activeSession(deps, sessionId!, ctx);
+      const detach = registry.attach(ws.sessionId);
+      try {
+        // The hub first catches up with what committed before the attach (session.created is
+        // history, not a notice); then the subscription is taken before the workspace is sent,
+        // so no notice between the two is missed. Notices are stored events, with their seq,
+        // from every instance.
+        await deps.events.sync();
+        const notices = deps.events.watch({ sessionIds: [ws.sessionId] }, ctx.signal);
+        // Stranded or ended between the lookup and the subscription: answer as any other call.
+        await registry.requireActive(ws.sessionId);
+        yield { message: { case: "workspace", value: workspaceToWire(ws) } };
+        for await (const event of notices) {
+          yield { message: { case: "event", value: event } };
+          if (ENDING.has(event.kind)) return;
+        }
+      } finally {
+        detach();
+        // The lease runs from the moment the stream closed.
+        registry.touch(ws);
+      }
+    },
+
+    async strandSession(req, ctx) {
+      const c = new Check();
+      const sessionId = c.uuid("session_id", req.sessionId);
+      const reason = c.text("reason", req.reason, { max: LIMITS.reason }) ?? "";
+      c.done();
+      ctx.logFields.sessionId = sessionId;
+      const ws = await registry.getWorkspace(sessionId!);
+      assertOwnsSession(ctx.principal, ws);
+      const stranded = await deps.lifecycle.strand(sessionId!, reason || "explicit");
+      return { workspace: workspaceToWire(stranded) };
+    },
+
+    async resumeSession(req, ctx) {
+      const c = new Check();
+      const dead = c.uuid("dead_session_id", req.deadSessionId);
+      const requested = c.text("agent_id", req.agentId, AGENT_ID) ?? "";
+      c.done();
+      ctx.logFields.sessionId = dead;
+      // Auth on: the caller's own agent (an admin may name another); auth off: required.
+      const agentId = effectiveAgentId(ctx.principal, requested, "agent_id");
+      const ws = await deps.lifecycle.resume(dead!, agentId);
+      ctx.logFields.newSessionId = ws.sessionId;
+      return { newSessionId: ws.sessionId, workspace: workspaceToWire(ws) };
+    },
+
+    async abandonSession(req, ctx) {
+      const c = new Check();
+      const sessionId = c.uuid("session_id", req.sessionId);
+      const reason = c.text("reason", req.reason, { max: LIMITS.reason }) ?? "";
+      const cause = c.enumValue("cause", req.cause, AbandonCause, false) ?? AbandonCause.EXPLICIT;
+      c.done();
+      ctx.logFields.sessionId = sessionId;
+      if (cause === AbandonCause.ADMIN) requireRole(ctx.principal, "admin");
+      const ws = await registry.getWorkspace(sessionId!);
+      assertOwnsSession(ctx.principal, ws);
+      const name: CauseName = cause === AbandonCause.ADMIN ? "admin" : "explicit";
+      const abandoned = await deps.lifecycle.abandon(sessionId!, name, reason);
+      return { workspace: workspaceToWire(abandoned) };
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * Request validation: each handler describes its fields with a Check, which collects every
+ * violation and throws one INVALID_ARGUMENT naming them all (google.rpc.BadRequest).
+ * Hand-written rather than protovalidate: the rules are few, run on the hottest paths, and
+ * need no CEL interpreter (docs/decisions.md).
+ */
+import { invalidArgument, type FieldViolation } from "../platform/errors.js";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export const LIMITS = {
+  repoName: 200,
+  agentId: 128,
+  agentName: 64,
+  intent: 4096,
+  baseCommit: 256,
+  sourcePath: 4096,
+  reason: 1024,
+} as const;
+
+interface TextRule {
+  readonly max: number;
+  readonly required?: boolean;
+  readonly pattern?: RegExp;
+  readonly patternDescription?: string;
+  readonly allowNewlines?: boolean;
+}
+
+export class Check {
+  private readonly violations: FieldViolation[] = [];
+
+  private add(field: string, reason: string, description: string): undefined {
+    this.violations.push({ field, reason, description });
+    return undefined;
+  }
+
+  /** A UUID, returned lower-cased (the canonical form every map is keyed by). */
+  uuid(field: string, value: string, required = true): string | undefined {
+    if (value === "") return required ? this.add(field, "REQUIRED", "required") : undefined;
+    if (!UUID.test(value)) return this.add(field, "INVALID_UUID", "must be a UUID such as 0b1c5e8e-4a3b-4f7e-9d2a-6c1e2f3a4b5c");
+    return value.toLowerCase();
+  }
+
+  text(field: string, value: string, rule: TextRule): string | undefined {
+    if (value === "") return rule.required ? this.add(field, "REQUIRED", "required") : undefined;
+    if (value.length > rule.max) return this.add(field, "TOO_LONG", `at most ${rule.max} characters, got ${value.length}`);
+    if (!rule.allowNewlines && CONTROL.test(value)) return this.add(field, "CONTROL_CHARACTER", "must not contain control characters");
+    if (rule.allowNewlines && /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(value)) {
+      return this.add(field, "CONTROL_CHARACTER", "must not contain control characters other than newlines and tabs");
+    }
+    if (rule.pattern && !rule.pattern.test(value)) return this.add(field, "INVALID_FORMAT", rule.patternDescription ?? `must match ${rule.pattern}`);
+    return value;
+  }
+
+  /** A known, non-zero value of a protobuf enum (open enums decode unknown numbers as-is). */
+  enumValue<E extends number>(field: string, value: E, known: Readonly<Record<number, unknown>>, required = true): E | undefined {
+    if (value === 0) return required ? this.add(field, "REQUIRED", "required") : undefined;
+    if (!(value in known)) return this.add(field, "UNKNOWN_ENUM_VALUE", `unknown value ${value}`);
+    return value;
+  }
+
+  range(field: string, value: number, min: number, max: number): number {
+    if (value < min || value > max) this.add(field, "OUT_OF_RANGE", `must be between ${min} and ${max}, got ${value}`);
+    return value;
+  }
+
+  /** Throws INVALID_ARGUMENT listing every violation, if any. */
+  done(): void {
+    if (this.violations.length > 0) throw invalidArgument(this.violations);
+  }
+}
+
+export const AGENT_ID = { max: LIMITS.agentId, pattern: /^[A-Za-z0-9][A-Za-z0-9._:@/-]*$/, patternDescription: "letters, digits and . _ : @ / - (starting with a letter or digit)" };
+export const AGENT_NAME = { max: LIMITS.agentName, pattern: /^[A-Za-z0-9][A-Za-z0-9._-]*$/, patternDescription: "letters, digits and . _ - (starting with a letter or digit)" };

@@ -1,0 +1,67 @@
+/** Domain objects → protobuf message inits. */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { Changeset, Repository, Workspace } from "../sessions/workspace.js";
+import { changesetStateEnum, modeEnum } from "../sessions/registry.js";
+import { LifecycleState, type ChangesetSchema, type RepositorySchema, type SessionInfoSchema, type WorkspaceSchema } from "../../gen/berth/v1/types_pb.js";
+import type { LifecycleName } from "../platform/schema.js";
+
+const LIFECYCLE: Readonly<Record<LifecycleName, LifecycleState>> = {
+  active: LifecycleState.ACTIVE,
+  stranded: LifecycleState.STRANDED,
+  abandoned: LifecycleState.ABANDONED,
+  destroyed: LifecycleState.DESTROYED,
+};
+
+export function repositoryToWire(r: Repository): MessageInitShape<typeof RepositorySchema> {
+  return { id: r.id, name: r.name, sourcePath: r.sourcePath ?? "", createdAt: timestampFromMs(r.createdAt) };
+}
+
+export function changesetToWire(c: Changeset): MessageInitShape<typeof ChangesetSchema> {
+  return {
+    id: c.id,
+    repoId: c.repoId,
+    state: changesetStateEnum(c.state),
+    reason: c.reason,
+    createdAt: timestampFromMs(c.createdAt),
+    updatedAt: timestampFromMs(c.updatedAt),
+  };
+}
+
+export function workspaceToWire(w: Workspace): MessageInitShape<typeof WorkspaceSchema> {
+  return {
+    workspaceId: w.workspaceId,
+    sessionId: w.sessionId,
+    repoId: w.repoId,
+    agentId: w.agentId,
+    agentName: w.agentName,
+    changesetId: w.changeset.id,
+    changesetState: changesetStateEnum(w.changeset.state),
+    intent: w.intent,
+    baseCommit: w.baseCommit,
+    mode: modeEnum(w.mode),
+    ...(w.expiresAt !== null ? { expiresAt: timestampFromMs(w.expiresAt) } : {}),
+    createdAt: timestampFromMs(w.createdAt),
+    lastActiveAt: timestampFromMs(w.lastActiveAt),
+    lifecycleState: LIFECYCLE[w.lifecycle],
+    ...(w.strandedAt !== null ? { strandedAt: timestampFromMs(w.strandedAt) } : {}),
+    lifecycleReason: w.lifecycleReason,
+    resumedFromSessionId: w.resumedFrom ?? "",
+  };
+}
+
+export function sessionInfoToWire(w: Workspace): MessageInitShape<typeof SessionInfoSchema> {
+  return {
+    sessionId: w.sessionId,
+    workspaceId: w.workspaceId,
+    agentId: w.agentId,
+    agentName: w.agentName,
+    intent: w.intent,
+    changesetId: w.changeset.id,
+    changesetState: changesetStateEnum(w.changeset.state),
+    mode: modeEnum(w.mode),
+    createdAt: timestampFromMs(w.createdAt),
+    lastActiveAt: timestampFromMs(w.lastActiveAt),
+    lifecycleState: LIFECYCLE[w.lifecycle],
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * berth.v1.WorkspaceService: translates between the wire and the registry, nothing else.
+ * Each method validates its request (INVALID_ARGUMENT naming the fields), checks the caller,
+ * calls the domain and maps the result back.
+ */
+import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import { effectiveAgentId, requireRole } from "./authorize.js";
+import { permissionDenied } from "../platform/errors.js";
+import { eventHandlers } from "./event-handlers.js";
+import { lifecycleHandlers } from "./lifecycle-handlers.js";
+import { overlayHandlers } from "./overlay-handlers.js";
+import type { EventHub, SubscriberOptions } from "../delivery/hub.js";
+import type { LifecycleManager } from "../sessions/lifecycle.js";
+import type { OverlayService } from "../overlay/overlay-service.js";
+import { changesetStateName, type WorkspaceRegistry } from "../sessions/registry.js";
+import type { CallContext, ServiceHandlers } from "./handler.js";
+import { assertOwnsSession } from "./session-access.js";
+import { AGENT_ID, AGENT_NAME, Check, LIMITS } from "./validate.js";
+import { changesetToWire, repositoryToWire, sessionInfoToWire, workspaceToWire } from "./wire.js";
+
+const MAX_TTL_SECONDS = 30 * 86_400;
+
+export interface WorkspaceServiceDeps {
+  readonly registry: WorkspaceRegistry;
+  /** Strand, resume, abandon and the session lease. */
+  readonly lifecycle: LifecycleManager;
+  /** Event delivery: WatchEvents and AttachSession notices. */
+  readonly events: EventHub;
+  /** Subscriber buffer bounds (tests make them small). */
+  readonly eventSubscriberOptions?: SubscriberOptions | undefined;
+  /** The workspace overlay and claims (WriteFile, ReadFile, ClaimSymbols, …). */
+  readonly overlay?: OverlayService | undefined;
+}
+
+/** Looks up an active session the caller owns, records its activity and tags the log line. */
+export async function activeSession(deps: Pick<WorkspaceServiceDeps, "registry">, sessionId: string, ctx: CallContext) {
+  ctx.logFields.sessionId = sessionId;
+  const ws = await deps.registry.requireActive(sessionId);
+  assertOwnsSession(ctx.principal, ws);
+  deps.registry.touch(ws);
+  return ws;
+}
+
+export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<typeof WorkspaceService> {
+  const { registry } = deps;
+  /** The workspace of a session the caller owns, in any lifecycle state. */
+  const ownedWorkspace = async (rawSessionId: string, ctx: CallContext) => {
+    const c = new Check();
+    const sessionId = c.uuid("session_id", rawSessionId);
+    c.done();
+    ctx.logFields.sessionId = sessionId;
+    const ws = await registry.getWorkspace(sessionId!);
+    assertOwnsSession(ctx.principal, ws);
+    return ws;
+  };
+  return {
+    async registerRepository(req, ctx) {
+      const c = new Check();
+      const name = c.text("name", req.name, { max: LIMITS.repoName, required: true, pattern: /^[A-Za-z0-9][A-Za-z0-9._/-]*$/, patternDescription: "letters, digits and . _ / - (starting with a letter or digit)" });
+      const sourcePath = c.text("source_path", req.sourcePath, { max: LIMITS.sourcePath });
+      c.done();
+      if (sourcePath) requireRole(ctx.principal, "admin");
+      const repo = await registry.registerRepository(name!, sourcePath);
+      return { repository: repositoryToWire(repo) };
+    },
+
+    async listRepositories() {
+      return { repositories: (await registry.listRepositories()).map(repositoryToWire) };
+    },
+
+    async createWorkspace(req, ctx) {
+      const c = new Check();
+      const repoId = c.uuid("repo_id", req.repoId);
+      const intent = c.text("intent", req.intent, { max: LIMITS.intent, allowNewlines: true }) ?? "";
+      const baseCommit = c.text("base_commit", req.baseCommit, { max: LIMITS.baseCommit, pattern: /^[A-Za-z0-9._/@^~{}-]+$/, patternDescription: "a commit id or ref" }) ?? "";
+      const mode = c.enumValue("mode", req.mode, WorkspaceMode);
+      if (req.ttlSeconds !== undefined) c.range("ttl_seconds", req.ttlSeconds, 1, MAX_TTL_SECONDS);
+      const requestedAgent = c.text("agent_id", req.agentId, AGENT_ID) ?? "";
+      const agentName = c.text("agent_name", req.agentName, AGENT_NAME);
+      const sessionId = c.uuid("session_id", req.sessionId, false);
+      const changesetId = c.uuid("changeset_id", req.changesetId, false);
+      c.done();
+      const agentId = effectiveAgentId(ctx.principal, requestedAgent, "agent_id");
+      if (sessionId) ctx.logFields.sessionId = sessionId;
+      const ws = await registry.createWorkspace({
+        repoId: repoId!,
+        intent,
+        baseCommit,
+        mode: mode === WorkspaceMode.EPHEMERAL ? "ephemeral" : "persistent",
+        ttlSeconds: req.ttlSeconds,
+        agentId,
+        agentName,
+        sessionId,
+        changesetId,
+      });
+      ctx.logFields.sessionId = ws.sessionId;
+      return { workspace: workspaceToWire(ws) };
+    },
+
+    async getWorkspace(req, ctx) {
+      // Any lifecycle state: a client reads a stranded workspace to decide whether to resume it.
+      const ws = await ownedWorkspace(req.sessionId, ctx);
+      if (ws.lifecycle === "active") registry.touch(ws);
+      return { workspace: workspaceToWire(ws) };
+    },
+
+    async destroyWorkspace(req, ctx) {
+      const ws = await ownedWorkspace(req.sessionId, ctx);
+      return { workspace: workspaceToWire(await registry.destroyWorkspace(ws.sessionId, "client")) };
+    },
+
+    async listSessions(req) {
+      const c = new Check();
+      const repoId = c.uuid("repo_id", req.repoId);
+      c.done();
+      return { sessions: (await registry.listSessions(repoId!)).map(sessionInfoToWire) };
+    },
+
+    async countActive(req) {
+      const c = new Check();
+      const repoId = c.uuid("repo_id", req.repoId, false);
+      c.done();
+      return registry.countActive(repoId);
+    },
+
+    async transitionChangeset(req, ctx) {
+      const c = new Check();
+      const changesetId = c.uuid("changeset_id", req.changesetId);
+      const to = c.enumValue("to_state", req.toState, ChangesetState);
+      const reason = c.text("reason", req.reason, { max: LIMITS.reason }) ?? "";
+      c.done();
+      const p = ctx.principal;
+      if (!p.anonymous && !p.roles.has("admin") && !(await registry.agentsOfChangeset(changesetId!)).includes(p.agentId ?? "")) {
+        throw permissionDenied("NOT_CHANGESET_OWNER", `changeset ${changesetId} is not worked on by ${p.agentId}`, { changeset_id: changesetId! });
+      }
+      const changeset = await registry.transitionChangeset(changesetId!, changesetStateName(to!)!, reason);
+      return { changeset: changesetToWire(changeset) };
+    },
+
+    ...lifecycleHandlers(deps),
+    ...eventHandlers(deps),
+    ...overlayHandlers(deps),
+  };
+}

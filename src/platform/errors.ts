@@ -1,0 +1,65 @@
+/**
+ * Domain failures. The domain knows nothing of gRPC: it says what kind of failure this is
+ * and gives a stable machine-readable reason; src/transport/status.ts maps kinds to status codes and puts
+ * the reason and metadata into a google.rpc.ErrorInfo (and violations into a BadRequest).
+ */
+export type ErrorKind =
+  | "invalid_argument"
+  | "not_found"
+  | "already_exists"
+  | "failed_precondition"
+  | "aborted"
+  | "resource_exhausted"
+  | "out_of_range"
+  | "permission_denied"
+  | "unauthenticated"
+  | "unavailable"
+  | "deadline_exceeded"
+  | "cancelled"
+  | "unimplemented"
+  | "internal";
+
+/** One invalid field of a request; `field` is the proto field path (snake_case). */
+export interface FieldViolation {
+  readonly field: string;
+  readonly reason: string;
+  readonly description: string;
+}
+
+export class BerthError extends Error {
+  constructor(
+    readonly kind: ErrorKind,
+    /** UPPER_SNAKE_CASE, stable: clients switch on it. */
+    readonly reason: string,
+    message: string,
+    readonly metadata: Readonly<Record<string, string>> = {},
+    readonly violations: readonly FieldViolation[] = [],
+  ) {
+    super(message);
+    this.name = "BerthError";
+  }
+}
+
+export function invalidArgument(violations: readonly FieldViolation[]): BerthError {
+  const first = violations[0];
+  const message = first
+    ? `invalid ${first.field}: ${first.description}` + (violations.length > 1 ? ` (and ${violations.length - 1} more)` : "")
+    : "invalid request";
+  return new BerthError("invalid_argument", "INVALID_ARGUMENT", message, first ? { field: first.field } : {}, violations);
+}
+
+export function notFound(reason: string, message: string, metadata: Record<string, string> = {}): BerthError {
+  return new BerthError("not_found", reason, message, metadata);
+}
+
+export function failedPrecondition(reason: string, message: string, metadata: Record<string, string> = {}): BerthError {
+  return new BerthError("failed_precondition", reason, message, metadata);
+}
+
+export function permissionDenied(reason: string, message: string, metadata: Record<string, string> = {}): BerthError {
+  return new BerthError("permission_denied", reason, message, metadata);
+}
+
+export function unauthenticated(reason: string, message: string): BerthError {
+  return new BerthError("unauthenticated", reason, message);
+}

@@ -1,0 +1,30 @@
+/**
+ * The changeset state machine: DRAFT→SUBMITTED→VERIFYING→APPROVED|REJECTED, APPROVED→MERGED,
+ * any non-terminal→CLOSED. MERGED, REJECTED and CLOSED are terminal.
+ */
+import type { ChangesetStateName } from "../platform/schema.js";
+
+export const TERMINAL_STATES: ReadonlySet<ChangesetStateName> = new Set(["merged", "rejected", "closed"]);
+
+const NEXT: Readonly<Record<ChangesetStateName, readonly ChangesetStateName[]>> = {
+  draft: ["submitted", "closed"],
+  submitted: ["verifying", "closed"],
+  verifying: ["approved", "rejected", "closed"],
+  approved: ["merged", "closed"],
+  rejected: [],
+  merged: [],
+  closed: [],
+};
+
+export function isTerminal(state: ChangesetStateName): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+/** The states from which `to` may be entered. */
+export function sourcesOf(to: ChangesetStateName): ChangesetStateName[] {
+  return (Object.keys(NEXT) as ChangesetStateName[]).filter((from) => NEXT[from].includes(to));
+}
+
+export function canTransition(from: ChangesetStateName, to: ChangesetStateName): boolean {
+  return NEXT[from].includes(to);
+}

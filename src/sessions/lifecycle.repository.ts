@@ -1,0 +1,260 @@
+/**
+ * Every SQL statement of the session lifecycle: set-based (one statement per batch of rows, never
+ * a loop of round trips), each a compare-and-set on `lifecycle` so that racing writers (two
+ * resumers, resume against abandon, two instances reconciling) get exactly one outcome.
+ *
+ * Raw SQL: instances and workspaces.owner_instance (migrations/0002_lifecycle.ts) are not part of
+ * the typed schema in src/platform/schema.ts.
+ */
+import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
+import type { ChangesetStateName, Database, ModeName } from "../platform/schema.js";
+import type { ChangesetRow } from "./registry.repository.js";
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+const TERMINAL = sql.raw(`('merged','rejected','closed')`);
+
+/** The columns an event about a workspace needs. */
+export interface LifecycleRow {
+  id: string;
+  session_id: string;
+  repo_id: string;
+  agent_id: string;
+  changeset_id: string;
+  mode: ModeName;
+}
+
+const RETURNING = sql.raw(`w.id, w.session_id, w.repo_id, w.agent_id, w.changeset_id, w.mode`);
+
+function uuids(ids: readonly string[]): RawBuilder<unknown> {
+  return sql`${`{${ids.join(",")}}`}::uuid[]`;
+}
+
+/** Active → stranded for the given workspaces (those still active). */
+export async function strandWorkspaces(db: Executor, workspaceIds: readonly string[], reason: string, at: Date): Promise<LifecycleRow[]> {
+  if (workspaceIds.length === 0) return [];
+  const r = await sql<LifecycleRow>`
+    UPDATE workspaces AS w SET lifecycle = 'stranded', stranded_at = ${at}, lifecycle_reason = ${reason}
+    WHERE w.id = ANY(${uuids(workspaceIds)}) AND w.lifecycle = 'active'
+    RETURNING ${RETURNING}`.execute(db);
+  return r.rows;
+}
+
+/** Active → destroyed for the given workspaces (those still active). */
+export async function destroyWorkspaces(db: Executor, workspaceIds: readonly string[], reason: string, at: Date): Promise<LifecycleRow[]> {
+  if (workspaceIds.length === 0) return [];
+  const r = await sql<LifecycleRow>`
+    UPDATE workspaces AS w SET lifecycle = 'destroyed', lifecycle_reason = ${reason}, ended_at = ${at}
+    WHERE w.id = ANY(${uuids(workspaceIds)}) AND w.lifecycle = 'active'
+    RETURNING ${RETURNING}`.execute(db);
+  return r.rows;
+}
+
+/** Active or stranded → abandoned, for one session (by its current session id). */
+export async function abandonSession(trx: Transaction<Database>, sessionId: string, reason: string, at: Date): Promise<LifecycleRow[]> {
+  const r = await sql<LifecycleRow>`
+    UPDATE workspaces AS w SET lifecycle = 'abandoned', lifecycle_reason = ${reason}, ended_at = ${at}
+    WHERE w.session_id = ${sessionId}::uuid AND w.lifecycle IN ('active','stranded')
+    RETURNING ${RETURNING}`.execute(trx);
+  return r.rows;
+}
+
+/** Stranded since before `cutoff` → abandoned, at most `limit` rows, skipping rows another transaction holds. */
+export async function abandonStrandedBefore(trx: Transaction<Database>, cutoff: Date, limit: number, reason: string, at: Date): Promise<LifecycleRow[]> {
+  const r = await sql<LifecycleRow>`
+    UPDATE workspaces AS w SET lifecycle = 'abandoned', lifecycle_reason = ${reason}, ended_at = ${at}
+    WHERE w.id IN (
+      SELECT id FROM workspaces
+      WHERE lifecycle = 'stranded' AND stranded_at < ${cutoff}
+      ORDER BY stranded_at LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED)
+    AND w.lifecycle = 'stranded'
+    RETURNING ${RETURNING}`.execute(trx);
+  return r.rows;
+}
+
+export interface RejectedChangeset extends ChangesetRow {
+  old_state: ChangesetStateName;
+}
+
+/**
+ * Rejects the non-terminal changesets among `ids` (abandonment; a forced edge from any
+ * non-terminal state). Returns the rejected ones with their previous state.
+ */
+export async function rejectChangesets(trx: Transaction<Database>, ids: readonly string[], reason: string, at: Date): Promise<RejectedChangeset[]> {
+  if (ids.length === 0) return [];
+  const r = await sql<RejectedChangeset>`
+    UPDATE changesets AS c SET state = 'rejected', reason = ${reason}, updated_at = ${at}
+    FROM (SELECT id, state AS old_state FROM changesets
+          WHERE id = ANY(${uuids(ids)}) AND state NOT IN ${TERMINAL}
+          ORDER BY id FOR UPDATE) AS o
+    WHERE c.id = o.id
+    RETURNING c.id, c.repo_id, c.state, c.reason, c.created_at, c.updated_at, o.old_state`.execute(trx);
+  return r.rows;
+}
+
+export async function changesetStates(db: Executor, ids: readonly string[]): Promise<ChangesetRow[]> {
+  if (ids.length === 0) return [];
+  const r = await sql<ChangesetRow>`
+    SELECT id, repo_id, state, reason, created_at, updated_at FROM changesets WHERE id = ANY(${uuids(ids)})`.execute(db);
+  return r.rows;
+}
+
+/**
+ * The pin lookup: the changeset state of each workspace, by workspace id. Two text columns per
+ * row on purpose: a GC slice over 1,000 rows must not spend its event-loop time parsing dates.
+ */
+export async function changesetStatesOfWorkspaces(db: Executor, workspaceIds: readonly string[]): Promise<Map<string, ChangesetStateName>> {
+  const out = new Map<string, ChangesetStateName>();
+  if (workspaceIds.length === 0) return out;
+  const r = await sql<{ workspace_id: string; state: ChangesetStateName }>`
+    SELECT w.id AS workspace_id, c.state
+    FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
+    WHERE w.id = ANY(${uuids(workspaceIds)})`.execute(db);
+  for (const row of r.rows) out.set(row.workspace_id, row.state);
+  return out;
+}
+
+/**
+ * The compare-and-set of ResumeSession: moves a stranded workspace of `agentId` whose changeset
+ * is not terminal from `dead` to `fresh`. Of racing resumers the first takes the row lock and
+ * wins; the others re-check the WHERE against the committed row (session_id moved) and match nothing.
+ */
+export async function resumeCas(
+  trx: Transaction<Database>,
+  dead: string,
+  fresh: string,
+  agentId: string,
+  instanceId: string | null,
+  at: Date,
+): Promise<{ id: string; changeset_id: string } | undefined> {
+  const r = await sql<{ id: string; changeset_id: string }>`
+    UPDATE workspaces AS w
+    SET session_id = ${fresh}::uuid, lifecycle = 'active', stranded_at = NULL, lifecycle_reason = '',
+        resumed_from = ${dead}::uuid, last_active_at = ${at}, owner_instance = ${instanceId}::uuid
+    WHERE w.session_id = ${dead}::uuid AND w.lifecycle = 'stranded' AND w.agent_id = ${agentId}
+      AND EXISTS (SELECT 1 FROM changesets c WHERE c.id = w.changeset_id AND c.state NOT IN ${TERMINAL})
+    RETURNING w.id, w.changeset_id`.execute(trx);
+  return r.rows[0];
+}
+
+export async function lockChangesetShared(trx: Transaction<Database>, id: string): Promise<ChangesetRow | undefined> {
+  const r = await sql<ChangesetRow>`
+    SELECT id, repo_id, state, reason, created_at, updated_at FROM changesets WHERE id = ${id}::uuid FOR SHARE`.execute(trx);
+  return r.rows[0];
+}
+
+export async function insertRedirect(trx: Transaction<Database>, dead: string, fresh: string, workspaceId: string, at: Date): Promise<void> {
+  await trx.insertInto("session_redirects").values({ dead_session_id: dead, new_session_id: fresh, workspace_id: workspaceId, created_at: at }).execute();
+}
+
+/**
+ * Writes last_active_at of many workspaces in one statement (never moving it backwards). Two array
+ * parameters rather than a VALUES list: compiling a thousand-tuple statement would itself stall the
+ * event loop for milliseconds.
+ */
+export async function flushLastActive(db: Executor, entries: readonly (readonly [string, Date])[]): Promise<number> {
+  if (entries.length === 0) return 0;
+  const ids = `{${entries.map(([id]) => id).join(",")}}`;
+  const times = `{${entries.map(([, t]) => `"${t.toISOString()}"`).join(",")}}`;
+  const r = await sql`
+    UPDATE workspaces AS w SET last_active_at = v.t
+    FROM unnest(${ids}::uuid[], ${times}::timestamptz[]) AS v(id, t)
+    WHERE w.id = v.id AND w.last_active_at < v.t`.execute(db);
+  return Number(r.numAffectedRows ?? 0n);
+}
+
+// ---- instances ----------------------------------------------------------------------------
+
+export async function registerInstance(db: Executor, id: string, name: string, at: Date): Promise<void> {
+  await sql`INSERT INTO instances (id, name, started_at, heartbeat_at) VALUES (${id}::uuid, ${name}, ${at}, ${at})`.execute(db);
+}
+
+export async function heartbeatInstance(db: Executor, id: string, at: Date): Promise<void> {
+  await sql`UPDATE instances SET heartbeat_at = ${at} WHERE id = ${id}::uuid AND stopped_at IS NULL`.execute(db);
+}
+
+export async function stopInstance(db: Executor, id: string, at: Date): Promise<void> {
+  await sql`UPDATE instances SET stopped_at = ${at} WHERE id = ${id}::uuid`.execute(db);
+}
+
+/** Forgets instances silent since `before` that own no active workspace (their work was reconciled). */
+export async function pruneInstances(db: Executor, before: Date): Promise<void> {
+  await sql`
+    DELETE FROM instances i WHERE i.heartbeat_at < ${before}
+      AND NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.owner_instance = i.id AND w.lifecycle = 'active')`.execute(db);
+}
+
+export interface OrphanScope {
+  /** This incarnation. */
+  readonly instanceId: string;
+  /** Startup only: rows of earlier incarnations with this name (this instance's previous lives). */
+  readonly previousName: string | undefined;
+  /** Startup only: rows with no owner. */
+  readonly includeUnowned: boolean;
+  /** An instance whose heartbeat is older than this (or that stopped) is dead. */
+  readonly staleBefore: Date;
+}
+
+/** SQL condition on `w`: the active workspace's owner is not a live instance (and is not us). */
+function orphaned(scope: OrphanScope): RawBuilder<unknown> {
+  const live = scope.previousName === undefined
+    ? sql`i.stopped_at IS NULL AND i.heartbeat_at >= ${scope.staleBefore}`
+    : sql`i.stopped_at IS NULL AND i.heartbeat_at >= ${scope.staleBefore} AND i.name <> ${scope.previousName}`;
+  const owned = sql`w.owner_instance IS NOT NULL AND w.owner_instance <> ${scope.instanceId}::uuid
+      AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = w.owner_instance AND ${live})`;
+  return scope.includeUnowned ? sql`(w.owner_instance IS NULL OR (${owned}))` : sql`(${owned})`;
+}
+
+/** The event each row changed by a set-based UPDATE gets: the same kind, time, reason and payload for all. */
+export interface SetEvent {
+  readonly kind: string;
+  readonly at: Date;
+  readonly reason: string;
+  readonly payload: Uint8Array;
+}
+
+/**
+ * Runs `update` (an UPDATE … RETURNING the LifecycleRow columns) and stores one event per
+ * changed row in the same statement: no row travels to Node and back, so 100,000 rows take one
+ * round trip. Returns the ids of the changed workspaces.
+ */
+async function updateWithEvents(trx: Transaction<Database>, update: RawBuilder<unknown>, ev: SetEvent): Promise<string[]> {
+  const r = await sql<{ id: string }>`
+    WITH changed AS (${update}),
+    stored AS (
+      INSERT INTO events (id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload)
+      SELECT gen_random_uuid(), ${ev.kind}, repo_id, session_id, id, agent_id, changeset_id, ${ev.at}, ${ev.reason}, ${ev.payload}
+      FROM changed ORDER BY id
+    )
+    SELECT id FROM changed`.execute(trx);
+  return r.rows.map((row) => row.id);
+}
+
+/** Strands every orphaned active workspace whose changeset is not terminal, with its session.stranded event. */
+export function strandOrphans(trx: Transaction<Database>, scope: OrphanScope, ev: SetEvent): Promise<string[]> {
+  return updateWithEvents(trx, sql`
+    UPDATE workspaces AS w SET lifecycle = 'stranded', stranded_at = ${ev.at}, lifecycle_reason = ${ev.reason}
+    FROM changesets c
+    WHERE c.id = w.changeset_id AND c.state NOT IN ${TERMINAL} AND w.lifecycle = 'active' AND ${orphaned(scope)}
+    RETURNING ${RETURNING}`, ev);
+}
+
+/** Destroys every orphaned active ephemeral workspace whose changeset is terminal, with its session.destroyed event. */
+export function destroyOrphans(trx: Transaction<Database>, scope: OrphanScope, ev: SetEvent): Promise<string[]> {
+  return updateWithEvents(trx, sql`
+    UPDATE workspaces AS w SET lifecycle = 'destroyed', lifecycle_reason = ${ev.reason}, ended_at = ${ev.at}
+    FROM changesets c
+    WHERE c.id = w.changeset_id AND c.state IN ${TERMINAL} AND w.mode = 'ephemeral' AND w.lifecycle = 'active' AND ${orphaned(scope)}
+    RETURNING ${RETURNING}`, ev);
+}
+
+/** Takes over every orphaned active persistent workspace whose changeset is terminal (it lives until expires_at). */
+export async function adoptOrphans(trx: Transaction<Database>, scope: OrphanScope): Promise<string[]> {
+  const r = await sql<{ id: string }>`
+    UPDATE workspaces AS w SET owner_instance = ${scope.instanceId}::uuid
+    FROM changesets c
+    WHERE c.id = w.changeset_id AND c.state IN ${TERMINAL} AND w.mode = 'persistent' AND w.lifecycle = 'active' AND ${orphaned(scope)}
+    RETURNING w.id`.execute(trx);
+  return r.rows.map((x) => x.id);
+}

@@ -1,0 +1,289 @@
+/**
+ * build(): a started Berth — database opened and migrated, registry loaded, both transports
+ * listening — and its orderly shutdown. Tests start the real thing on free ports through it.
+ */
+import type { Logger } from "pino";
+import { createAuthenticator } from "../auth/authenticator.js";
+import type { Config } from "../config.js";
+import { systemClock, type Clock } from "../platform/clock.js";
+import { createLogger } from "../platform/logger.js";
+import { followOtherInstances } from "../sessions/coherence.js";
+import { WorkspaceRegistry } from "../sessions/registry.js";
+import { LifecycleManager, defaultInstanceName } from "../sessions/lifecycle.js";
+import { OverlayService } from "../overlay/overlay-service.js";
+import { preloadSymbolGrammars } from "../overlay/symbols/index.js";
+import { EventHub } from "../delivery/hub.js";
+import { NatsRelay, leaderLockFor } from "../delivery/nats-relay.js";
+import { EventPruner } from "../delivery/pruner.js";
+import { registration } from "../api/handler.js";
+import { workspaceHandlers } from "../api/workspace-service.js";
+import { turnHandlers } from "../api/turn-service.js";
+import type { OverlayPort } from "../overlay/overlay-port.js";
+import { WorkspaceMapService } from "../turns/map/index.js";
+import { TurnScheduler } from "../turns/scheduler.js";
+import { TurnService } from "../../gen/berth/v1/turn_service_pb.js";
+import { openDatabase, type OpenedDatabase } from "../platform/database.js";
+import { migrateToLatest } from "../platform/migrate.js";
+import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import { HealthState } from "./health.js";
+import { BerthMetrics } from "../observability/metrics/metrics.js";
+import { startMetricsServer, type MetricsServer } from "../observability/metrics/http.js";
+import { OtlpHttpExporter } from "../observability/tracing/otlp-exporter.js";
+import { RpcTracer, observers } from "../observability/tracing/rpc-tracer.js";
+import { startTransports } from "./transports.js";
+
+export interface BuildOptions {
+  readonly logger?: Logger;
+  readonly clock?: Clock;
+  /** An already opened database (tests share one); otherwise opened from the config and closed on shutdown. */
+  readonly database?: OpenedDatabase;
+  /** Stable name of this instance across restarts (startup reconcile); default hostname:grpc-port. */
+  readonly instanceName?: string;
+  /** Replaces the overlay the turn scheduler captures into and materialises from (tests). */
+  readonly turnOverlay?: OverlayPort;
+  /** Turn pool options beyond the config (tests: no sweep timer). */
+  readonly turns?: { readonly sweepIntervalMs?: number; readonly probeTimeoutMs?: number };
+}
+
+export interface BerthServer {
+  readonly grpcPort: number;
+  readonly httpPort: number;
+  /** host:port of the gRPC listener. */
+  readonly grpcAddress: string;
+  /** http(s)://host:port of the Connect listener. */
+  readonly httpUrl: string;
+  readonly registry: WorkspaceRegistry;
+  readonly database: OpenedDatabase;
+  readonly health: HealthState;
+  readonly logger: Logger;
+  /** Event delivery (src/delivery/): the hub feeds WatchEvents and AttachSession notices. */
+  readonly events: EventHub;
+  /** The NATS relay, when NATS_URL is set. */
+  readonly relay: NatsRelay | undefined;
+  readonly pruner: EventPruner;
+  /** The session lifecycle: GC loop, strand/resume/abandon, reconcile (src/sessions/lifecycle.ts). */
+  readonly lifecycle: LifecycleManager;
+  /** The workspace overlay and claims (src/overlay/): the OverlayPort the turn scheduler uses. */
+  readonly overlay: OverlayService;
+  /** The turn scheduler: environments, the pool, steering (src/turns/). */
+  readonly turns: TurnScheduler;
+  /** Prometheus metrics of this server (its own registry; src/metrics/). */
+  readonly metrics: BerthMetrics;
+  /** http://host:port/metrics, unless BERTH_METRICS_ADDR=off. */
+  readonly metricsUrl: string | undefined;
+  /** The OTLP span exporter, when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  readonly spanExporter: OtlpHttpExporter | undefined;
+  /** Graceful shutdown: stop accepting, let unary calls finish, end streams, close the database. */
+  close(graceMs?: number): Promise<void>;
+}
+
+const DB_PROBE_INTERVAL_MS = 5_000;
+
+export async function build(config: Config, options: BuildOptions = {}): Promise<BerthServer> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const clock = options.clock ?? systemClock;
+  const health = new HealthState();
+  const ownsDatabase = options.database === undefined;
+  const database = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }));
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    logger.info({ database: database.kind, location: database.location }, "database opened");
+    await migrateToLatest(database.db, (name) => logger.info({ migration: name }, "migration applied"));
+    const metrics = new BerthMetrics({ db: database.db, logger, relayStream: config.natsUrl ? config.natsStream : undefined });
+    closers.push(() => metrics.stop());
+
+    // Event delivery: the hub reads the outbox (nudged by local commits, polling for others').
+    const events = new EventHub({ db: database.db, logger });
+    await events.start();
+    closers.push(() => events.stop());
+    metrics.sources.events = events;
+    let relay: NatsRelay | undefined;
+    const instanceId = crypto.randomUUID();
+    const registry = new WorkspaceRegistry({
+      db: database.db,
+      clock,
+      logger,
+      instanceId,
+      releaseClaimsOnSubmit: config.releaseClaimsOnSubmit,
+      onEventsCommitted: () => {
+        events.nudge();
+        relay?.nudge();
+      },
+    });
+    // Lifecycle: reconcile orphaned workspaces (stranded, before SERVING), then load ours.
+    const lifecycle = new LifecycleManager({
+      registry,
+      clock,
+      logger,
+      instanceName: options.instanceName ?? defaultInstanceName(config.grpcAddr.port),
+      metrics,
+      settings: {
+        leaseMs: config.sessionLeaseMs,
+        pinNonTerminal: config.pinNonTerminal,
+        gcIntervalMs: config.gcIntervalMs,
+        idleTtlSeconds: config.idleTtlSeconds,
+        maxTtlSeconds: config.maxTtlSeconds,
+        strandedTtlSeconds: config.strandedTtlSeconds,
+      },
+    });
+    await lifecycle.startup();
+    await registry.load();
+    const coherence = followOtherInstances(registry, events, logger);
+    closers.push(() => coherence.stop());
+    metrics.sources.registry = registry;
+    // The overlay: caches made on first use; the modifiers index follows every instance's events.
+    const overlay = new OverlayService({ registry, clock, logger, settings: { maxFileBytes: config.maxFileBytes } });
+    closers.push(async () => overlay.close());
+    const overlayFeed = overlay.follow(events);
+    closers.push(() => overlayFeed.stop());
+    void preloadSymbolGrammars().then((failed) => {
+      if (failed.length > 0) logger.warn({ languages: failed }, "symbol grammars failed to load; those files are whole-file units");
+    });
+    lifecycle.start();
+    closers.push(() => lifecycle.stop());
+
+    const authenticator = await createAuthenticator(config.auth);
+    // `events` is read by src/api/event-handlers.ts (EventServiceDeps).
+    const serviceDeps = { registry, lifecycle, events, overlay };
+    // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).
+    const maps = new WorkspaceMapService({
+      logger,
+      config: { maxDepth: config.mapMaxDepth, maxEntries: config.mapMaxEntries, budgetMs: config.mapBudgetMs, ttlMs: config.mapTtlMs },
+    });
+    closers.push(() => maps.close());
+    metrics.instrumentMaps(maps);
+    const turns = new TurnScheduler({
+      registry,
+      overlay: options.turnOverlay ?? overlay,
+      maps,
+      clock,
+      logger,
+      events,
+      settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, spares: config.envSpares, ...options.turns },
+    });
+    await turns.start();
+    closers.push(() => turns.stop());
+    metrics.sources.turns = turns;
+    const spanExporter = config.otlp
+      ? new OtlpHttpExporter({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceName: config.otlp.serviceName, serviceInstanceId: instanceId, logger })
+      : undefined;
+    if (spanExporter) closers.push(() => spanExporter.shutdown());
+    const transports = await startTransports({
+      grpcAddr: config.grpcAddr,
+      httpAddr: config.httpAddr,
+      tls: config.tls,
+      services: [registration(WorkspaceService, workspaceHandlers(serviceDeps)), registration(TurnService, turnHandlers({ registry, events, turns }))],
+      // A WriteFile of BERTH_MAX_FILE_BYTES plus its envelope (path, hashes, declared symbols).
+      maxReceiveMessageBytes: config.maxFileBytes + 1024 * 1024,
+      authenticator,
+      logger,
+      health,
+      observer: observers(metrics, new RpcTracer(spanExporter)),
+    });
+    closers.push(() => transports.shutdown(config.shutdownGraceMs));
+    let metricsServer: MetricsServer | undefined;
+    if (config.metricsAddr) {
+      metricsServer = await startMetricsServer(metrics, config.metricsAddr, logger);
+      const started = metricsServer;
+      closers.push(() => started.close());
+    }
+    metrics.start();
+
+    if (config.natsUrl) {
+      relay = new NatsRelay({
+        db: database.db,
+        logger,
+        natsUrl: config.natsUrl,
+        stream: config.natsStream,
+        encoding: config.natsEncoding,
+        retentionSeconds: config.eventRetentionSeconds,
+        leader: leaderLockFor(database.db, database.kind, config.natsStream),
+        onPublished: () => metrics.relayPublished(),
+      });
+      metrics.sources.relay = relay;
+      relay.start();
+      const started = relay;
+      closers.push(() => started.stop());
+    }
+    const pruner = new EventPruner({
+      db: database.db,
+      clock,
+      logger,
+      retentionSeconds: config.eventRetentionSeconds,
+      relayStream: config.natsUrl ? config.natsStream : undefined,
+    });
+    pruner.start();
+    closers.push(() => pruner.stop());
+
+    // Readiness follows the database: a lost connection turns health NOT_SERVING until it returns.
+    let databaseUp = true;
+    const probe = setInterval(() => {
+      database.db
+        .selectNoFrom((eb) => eb.val(1).as("one"))
+        .execute()
+        .then(
+          () => {
+            if (!databaseUp) logger.info("database reachable again; health SERVING");
+            databaseUp = true;
+            setServing(health, true);
+          },
+          (err: unknown) => {
+            if (databaseUp) logger.error({ err }, "database unreachable; health NOT_SERVING");
+            databaseUp = false;
+            setServing(health, false);
+          },
+        );
+    }, DB_PROBE_INTERVAL_MS);
+    probe.unref();
+    setServing(health, true);
+
+    const tlsScheme = config.tls ? "https" : "http";
+    const server: BerthServer = {
+      grpcPort: transports.grpcPort,
+      httpPort: transports.httpPort,
+      grpcAddress: `${hostForUrl(config.grpcAddr.host)}:${transports.grpcPort}`,
+      httpUrl: `${tlsScheme}://${hostForUrl(config.httpAddr.host)}:${transports.httpPort}`,
+      registry,
+      database,
+      health,
+      logger,
+      events,
+      relay,
+      pruner,
+      lifecycle,
+      overlay,
+      turns,
+      metrics,
+      metricsUrl: metricsServer?.url,
+      spanExporter,
+      async close(graceMs = config.shutdownGraceMs) {
+        clearInterval(probe);
+        setServing(health, false);
+        // Calls in flight finish while everything behind them still runs; then the rest stops
+        // in the reverse of the order it started.
+        await transports.shutdown(graceMs);
+        for (const stop of closers.reverse()) await stop();
+        if (ownsDatabase) await database.close();
+        logger.info("stopped");
+      },
+    };
+    logger.info({ grpc: server.grpcAddress, http: server.httpUrl }, "berth serving");
+    return server;
+  } catch (err) {
+    // Starting failed: undo what started, log what cannot be undone, and report the first failure.
+    const undo = (e: unknown) => logger.warn({ err: e }, "cleanup after a failed start failed");
+    for (const close of closers.reverse()) await close().catch(undo);
+    if (ownsDatabase) await database.close().catch(undo);
+    throw err;
+  }
+}
+
+function setServing(health: HealthState, serving: boolean): void {
+  health.setServing("", serving);
+  health.setServing(WorkspaceService.typeName, serving);
+  health.setServing(TurnService.typeName, serving);
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
+}
