@@ -11,7 +11,7 @@ import { BerthError, invalidArgument, type FieldViolation } from "../platform/er
 import type { OverlayService } from "../overlay/overlay-service.js";
 import type { OtherModifierInfo, SymbolChangeInfo } from "../overlay/overlay-port.js";
 import { normalisePath } from "../overlay/paths.js";
-import { changesetStateEnum } from "../sessions/registry.js";
+import { changesetStateEnum } from "../platform/proto-enums.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import type { ServiceHandlers } from "./handler.js";
 import { Check } from "./validate.js";

@@ -2,16 +2,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { Changeset, Repository, Workspace } from "../sessions/workspace.js";
-import { changesetStateEnum, modeEnum } from "../sessions/registry.js";
-import { LifecycleState, type ChangesetSchema, type RepositorySchema, type SessionInfoSchema, type WorkspaceSchema } from "../../gen/berth/v1/types_pb.js";
-import type { LifecycleName } from "../platform/schema.js";
-
-const LIFECYCLE: Readonly<Record<LifecycleName, LifecycleState>> = {
-  active: LifecycleState.ACTIVE,
-  stranded: LifecycleState.STRANDED,
-  abandoned: LifecycleState.ABANDONED,
-  destroyed: LifecycleState.DESTROYED,
-};
+import { changesetStateEnum, lifecycleEnum, modeEnum } from "../platform/proto-enums.js";
+import type { ChangesetSchema, RepositorySchema, SessionInfoSchema, WorkspaceSchema } from "../../gen/berth/v1/types_pb.js";
 
 export function repositoryToWire(r: Repository): MessageInitShape<typeof RepositorySchema> {
   return { id: r.id, name: r.name, sourcePath: r.sourcePath ?? "", createdAt: timestampFromMs(r.createdAt) };
@@ -43,7 +35,7 @@ export function workspaceToWire(w: Workspace): MessageInitShape<typeof Workspace
     ...(w.expiresAt !== null ? { expiresAt: timestampFromMs(w.expiresAt) } : {}),
     createdAt: timestampFromMs(w.createdAt),
     lastActiveAt: timestampFromMs(w.lastActiveAt),
-    lifecycleState: LIFECYCLE[w.lifecycle],
+    lifecycleState: lifecycleEnum(w.lifecycle),
     ...(w.strandedAt !== null ? { strandedAt: timestampFromMs(w.strandedAt) } : {}),
     lifecycleReason: w.lifecycleReason,
     resumedFromSessionId: w.resumedFrom ?? "",
@@ -62,6 +54,6 @@ export function sessionInfoToWire(w: Workspace): MessageInitShape<typeof Session
     mode: modeEnum(w.mode),
     createdAt: timestampFromMs(w.createdAt),
     lastActiveAt: timestampFromMs(w.lastActiveAt),
-    lifecycleState: LIFECYCLE[w.lifecycle],
+    lifecycleState: lifecycleEnum(w.lifecycle),
   };
 }

@@ -13,7 +13,8 @@ import { overlayHandlers } from "./overlay-handlers.js";
 import type { EventHub, SubscriberOptions } from "../delivery/hub.js";
 import type { LifecycleManager } from "../sessions/lifecycle.js";
 import type { OverlayService } from "../overlay/overlay-service.js";
-import { changesetStateName, type WorkspaceRegistry } from "../sessions/registry.js";
+import { changesetStateName, modeName } from "../platform/proto-enums.js";
+import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { assertOwnsSession } from "./session-access.js";
 import { AGENT_ID, AGENT_NAME, Check, LIMITS } from "./validate.js";
@@ -87,7 +88,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
         repoId: repoId!,
         intent,
         baseCommit,
-        mode: mode === WorkspaceMode.EPHEMERAL ? "ephemeral" : "persistent",
+        mode: modeName(mode!) ?? "persistent",
         ttlSeconds: req.ttlSeconds,
         agentId,
         agentName,

@@ -25,7 +25,7 @@ import { BerthError, failedPrecondition, notFound } from "../platform/errors.js"
 import type { Workspace } from "../sessions/workspace.js";
 import type { EventHub } from "../delivery/hub.js";
 import { appendEvents, eventRow, type EventInput } from "../platform/outbox.js";
-import { FileChange, SymbolChangeKind } from "../../gen/berth/v1/types_pb.js";
+import { changesetStateName, fileChangeEnum, symbolChangeEnum } from "../platform/proto-enums.js";
 import { assertActive, type WorkspaceRegistry } from "../sessions/registry.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import { claimEvents } from "../claims/claim-events.js";
@@ -347,8 +347,8 @@ export class OverlayService implements OverlayPort {
           case: "fileChanged",
           value: {
             path,
-            change: change === "added" ? FileChange.ADDED : change === "modified" ? FileChange.MODIFIED : FileChange.DELETED,
-            symbols: symbols.map((s) => ({ name: s.name, kind: s.kind, change: symbolKindEnum(s.change) })),
+            change: fileChangeEnum(change),
+            symbols: symbols.map((s) => ({ name: s.name, kind: s.kind, change: symbolChangeEnum(s.change) })),
             newHash: newHash ?? "",
           },
         },
@@ -587,8 +587,6 @@ export class OverlayService implements OverlayPort {
 
 type PayloadLike = { case?: string; value?: { path?: string; toState?: number } } | undefined;
 
-const STATE_NAMES: readonly ChangesetStateName[] = ["draft", "draft", "submitted", "verifying", "approved", "rejected", "merged", "closed"];
-
 function indexEventOf(kind: string, repoId: string, sessionId: string | undefined, workspaceId: string | undefined, changesetId: string | undefined, at: number, payload: PayloadLike): IndexEvent {
   const value = payload?.value;
   return {
@@ -599,7 +597,7 @@ function indexEventOf(kind: string, repoId: string, sessionId: string | undefine
     changesetId: changesetId ?? "",
     at,
     ...(payload?.case === "fileChanged" && value?.path !== undefined ? { path: value.path } : {}),
-    ...(payload?.case === "changesetTransitioned" && value?.toState ? { toState: STATE_NAMES[value.toState] ?? "draft" } : {}),
+    ...(payload?.case === "changesetTransitioned" && value?.toState ? { toState: changesetStateName(value.toState) ?? "draft" } : {}),
   };
 }
 
@@ -609,10 +607,6 @@ function publicOthers(others: readonly OtherTouch[]): OtherModifierInfo[] {
 
 function claimInfo(c: sqlRepo.ClaimRow): ClaimInfo {
   return { repoId: c.repo_id, path: c.path, symbol: c.symbol, sessionId: c.session_id, agentId: c.agent_id, agentName: c.agent_name, acquiredAt: c.acquired_at.getTime() };
-}
-
-function symbolKindEnum(c: "added" | "modified" | "deleted"): SymbolChangeKind {
-  return c === "added" ? SymbolChangeKind.ADDED : c === "modified" ? SymbolChangeKind.MODIFIED : SymbolChangeKind.DELETED;
 }
 
 /** The row a write locked must still be this session's, active, with a non-terminal changeset. */

@@ -9,7 +9,8 @@ import type { Logger } from "pino";
 import { ChangesetState } from "../../gen/berth/v1/types_pb.js";
 import type { EventHub } from "../delivery/hub.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { changesetStateName, type WorkspaceRegistry } from "./registry.js";
+import { changesetStateName } from "../platform/proto-enums.js";
+import type { WorkspaceRegistry } from "./registry.js";
 import type { LifecycleName } from "../platform/schema.js";
 
 const ENDED: Readonly<Record<string, Exclude<LifecycleName, "active">>> = {

@@ -23,7 +23,8 @@ import { failedPrecondition, notFound, permissionDenied } from "../platform/erro
 import type { Workspace } from "./workspace.js";
 import type { EventInput } from "../platform/outbox.js";
 import { encodePayload } from "../platform/outbox.js";
-import { assertActive, changesetStateEnum, type WorkspaceRegistry } from "./registry.js";
+import { changesetStateEnum } from "../platform/proto-enums.js";
+import { assertActive, type WorkspaceRegistry } from "./registry.js";
 import * as regRepo from "./registry.repository.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import * as repo from "./lifecycle.repository.js";

@@ -12,7 +12,7 @@ import type { Clock } from "../platform/clock.js";
 import { BerthError, failedPrecondition, invalidArgument, notFound } from "../platform/errors.js";
 import type { Changeset, Repository, Workspace } from "./workspace.js";
 import { appendEvents, eventRow, type EventInput } from "../platform/outbox.js";
-import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import { changesetStateEnum, modeEnum } from "../platform/proto-enums.js";
 import type { Db } from "../platform/database.js";
 import type { ChangesetStateName, Database, LifecycleName, ModeName } from "../platform/schema.js";
 import { checkGitRepository, resolveCommit } from "./git-source.js";
@@ -53,27 +53,6 @@ export interface CreateWorkspaceInput {
 
 export const DEFAULT_PERSISTENT_TTL_SECONDS = 86_400;
 const AUTO_AGENT_NAME = /^agent-\d+$/;
-
-export function changesetStateName(state: ChangesetState): ChangesetStateName | undefined {
-  switch (state) {
-    case ChangesetState.DRAFT: return "draft";
-    case ChangesetState.SUBMITTED: return "submitted";
-    case ChangesetState.VERIFYING: return "verifying";
-    case ChangesetState.APPROVED: return "approved";
-    case ChangesetState.REJECTED: return "rejected";
-    case ChangesetState.MERGED: return "merged";
-    case ChangesetState.CLOSED: return "closed";
-    default: return undefined;
-  }
-}
-
-export function changesetStateEnum(name: ChangesetStateName): ChangesetState {
-  return ChangesetState[name.toUpperCase() as keyof typeof ChangesetState] as ChangesetState;
-}
-
-export function modeEnum(name: ModeName): WorkspaceMode {
-  return name === "ephemeral" ? WorkspaceMode.EPHEMERAL : WorkspaceMode.PERSISTENT;
-}
 
 export class WorkspaceRegistry {
   private readonly repos = new Map<string, Repository>();

@@ -13,7 +13,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { TurnOutcome } from "../../gen/berth/v1/types_pb.js";
+import { outcomeEnum } from "../platform/proto-enums.js";
 import type { Clock } from "../platform/clock.js";
 import { BerthError, failedPrecondition, notFound } from "../platform/errors.js";
 import type { Workspace } from "../sessions/workspace.js";
@@ -136,24 +136,6 @@ export interface PoolStats {
 
 const FINISHED_TURNS_KEPT = 10_000;
 const SESSION_ENDING = ["session.stranded", "session.abandoned", "session.destroyed", "session.expired"];
-
-export function outcomeName(o: TurnOutcome): store.OutcomeName | undefined {
-  switch (o) {
-    case TurnOutcome.COMPLETED: return "completed";
-    case TurnOutcome.AWAITING_APPROVAL: return "awaiting_approval";
-    case TurnOutcome.FAILED: return "failed";
-    default: return undefined;
-  }
-}
-
-export function outcomeEnum(o: store.OutcomeName | null): TurnOutcome {
-  switch (o) {
-    case "completed": return TurnOutcome.COMPLETED;
-    case "awaiting_approval": return TurnOutcome.AWAITING_APPROVAL;
-    case "failed": return TurnOutcome.FAILED;
-    default: return TurnOutcome.UNSPECIFIED;
-  }
-}
 
 export class TurnScheduler {
   private readonly states = new Map<string, WsState>();

@@ -5,7 +5,9 @@ import type { Db } from "../platform/database.js";
 import type { Database } from "../platform/schema.js";
 
 export type TurnStateName = "running" | "ended" | "superseded" | "cancelled";
-export type OutcomeName = "completed" | "awaiting_approval" | "failed";
+import type { OutcomeName } from "../platform/proto-enums.js";
+
+export type { OutcomeName };
 
 export interface TurnRow {
   id: string;
