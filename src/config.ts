@@ -57,7 +57,7 @@ export interface Config {
   readonly mapTtlMs: number;
   /** Prometheus /metrics listener (src/metrics/); undefined when BERTH_METRICS_ADDR=off. */
   readonly metricsAddr: ListenAddress | undefined;
-  /** OTLP/HTTP trace export (src/tracing/): base endpoint, undefined when unset. */
+  /** OTLP/HTTP trace export (src/observability/tracing/): base endpoint, undefined when unset. */
   readonly otlp: { readonly endpoint: string; readonly headers: Readonly<Record<string, string>>; readonly serviceName: string } | undefined;
 }
 

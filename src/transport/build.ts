@@ -28,7 +28,7 @@ import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { HealthState } from "./health.js";
 import { BerthMetrics } from "../observability/metrics/metrics.js";
 import { startMetricsServer, type MetricsServer } from "../observability/metrics/http.js";
-import { OtlpHttpExporter } from "../observability/tracing/otlp-exporter.js";
+import { SpanExport } from "../observability/tracing/span-export.js";
 import { RpcTracer, observers } from "../observability/tracing/rpc-tracer.js";
 import { startTransports } from "./transports.js";
 
@@ -71,8 +71,8 @@ export interface BerthServer {
   readonly metrics: BerthMetrics;
   /** http://host:port/metrics, unless BERTH_METRICS_ADDR=off. */
   readonly metricsUrl: string | undefined;
-  /** The OTLP span exporter, when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
-  readonly spanExporter: OtlpHttpExporter | undefined;
+  /** Span export (this server's OpenTelemetry tracer provider and OTLP exporter), when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  readonly spanExporter: SpanExport | undefined;
   /** Graceful shutdown: stop accepting, let unary calls finish, end streams, close the database. */
   close(graceMs?: number): Promise<void>;
 }
@@ -165,7 +165,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     closers.push(() => turns.stop());
     metrics.sources.turns = turns;
     const spanExporter = config.otlp
-      ? new OtlpHttpExporter({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceName: config.otlp.serviceName, serviceInstanceId: instanceId, logger })
+      ? new SpanExport({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceName: config.otlp.serviceName, serviceInstanceId: instanceId, logger })
       : undefined;
     if (spanExporter) closers.push(() => spanExporter.shutdown());
     const transports = await startTransports({
@@ -178,7 +178,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       authenticator,
       logger,
       health,
-      observer: observers(metrics, new RpcTracer(spanExporter)),
+      observer: observers(metrics, new RpcTracer(spanExporter?.tracer)),
     });
     closers.push(() => transports.shutdown(config.shutdownGraceMs));
     let metricsServer: MetricsServer | undefined;
