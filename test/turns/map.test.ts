@@ -11,6 +11,7 @@ import {
   readMapConfig,
   sanitizeName,
   skipReason,
+  walkTree,
   WorkspaceMapService,
   type MapResult,
   type WalkResult,
@@ -459,9 +460,9 @@ describe("workspace map: contents", () => {
     ]);
   });
 
-  it("matches the gitignore subset: *, **, ?, classes, anchoring, dir-only and negation", () => {
+  it("matches gitignore patterns: *, **, ?, classes, anchoring, dir-only and negation", () => {
     const rules = [{ base: "", rules: compileGitignore("a?c\n**/logs\nfoo/**/bar\n[ab]x.md\nlib/**\n/only-root\ncache/\n!cache/keep\n") }];
-    const ignored = (p: string, isDir = false) => isIgnored(rules, p, p.split("/").pop()!, isDir);
+    const ignored = (p: string, isDir = false) => isIgnored(rules, p, isDir);
     expect(ignored("abc")).toBe(true);
     expect(ignored("d/abc")).toBe(true);
     expect(ignored("abbc")).toBe(false);
@@ -545,5 +546,165 @@ describe("workspace map: contents", () => {
     const result = await service.getMap(path.join(tmpRoot, "does-not-exist"));
     expect(result).toMatchObject({ status: "failed", code: "ENOENT" });
     expect(logger.lines.filter((l) => l.level === "warn")).toHaveLength(1);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// gitignore semantics: the `ignore` package, one instance per .gitignore (expected lists
+// checked against `git status --ignored` on the same trees)
+
+describe("workspace map: gitignore semantics", () => {
+  async function listed(files: Record<string, string | null>): Promise<string[]> {
+    const { service } = realService({ config: { maxDepth: 10 } });
+    return paths(await service.getMap(freshDir(files)));
+  }
+
+  it("a `**/` pattern matches at any depth, the top included, and `a/**/b` spans zero or more directories", async () => {
+    expect(
+      await listed({
+        ".gitignore": "**/tmp/\nsrc/**/gen\n",
+        "tmp/x": "",
+        "lib/tmp/y": "",
+        "src/gen": "",
+        "src/a/b/gen/z": "",
+        "src/a/keep": "",
+        "lib/gen": "",
+      }),
+    ).toEqual([".gitignore", "lib/", "lib/gen", "src/", "src/a/", "src/a/b/", "src/a/keep"]);
+  });
+
+  it("character classes follow git: ranges, negation, POSIX classes, and never a slash", async () => {
+    expect(
+      await listed({
+        ".gitignore": "[[:digit:]]*.txt\nlog[a-c].md\nnote[!0-9]\nx[/]y\n",
+        "1st.txt": "",
+        "first.txt": "",
+        "loga.md": "",
+        "logd.md": "",
+        "noteA": "",
+        "note7": "",
+        "x/y": "",
+      }),
+    ).toEqual([".gitignore", "first.txt", "logd.md", "note7", "x/", "x/y"]);
+  });
+
+  it("an out-of-order range such as [z-a] is read as git reads it instead of discarding the rest of its .gitignore", async () => {
+    // git (wildmatch) lets [z-a] match "z" alone; the old subset threw building the regex and dropped the file.
+    expect(await listed({ ".gitignore": "[z-a]\n*.log\n", "a.log": "", "a": "", "b": "", "z": "" })).toEqual([".gitignore", "a", "b"]);
+  });
+
+  it("escapes and trailing whitespace follow git: `\\#`, `\\!`, an escaped trailing space, and a tab that is not trimmed", async () => {
+    expect(
+      await listed({
+        ".gitignore": "\\#notes\n\\!bang\nspace\\ \ntab\t\n",
+        "#notes": "",
+        "!bang": "",
+        "space ": "",
+        "space": "",
+        "tab\t": "",
+        "tab": "",
+      }),
+    ).toEqual([".gitignore", "space", "tab"]);
+  });
+
+  it("a byte-order mark at the start of a .gitignore does not hide its first rule", async () => {
+    expect(await listed({ ".gitignore": "\uFEFF*.log\n", "a.log": "", "b.txt": "" })).toEqual([".gitignore", "b.txt"]);
+  });
+
+  it("patterns are case-sensitive, as git is on a case-sensitive filesystem", async () => {
+    expect(await listed({ ".gitignore": "*.LOG\nBuild/\n", "a.log": "", "b.LOG": "", "build/x": "" })).toEqual([".gitignore", "a.log", "build/", "build/x"]);
+  });
+
+  it("a negation re-includes a file when the pattern ignored the directory's contents rather than the directory", async () => {
+    expect(
+      await listed({
+        ".gitignore": "logs/*\n!logs/keep.txt\n",
+        "logs/a.txt": "",
+        "logs/keep.txt": "",
+        "logs/old/keep.txt": "",
+      }),
+    ).toEqual([".gitignore", "logs/", "logs/keep.txt"]);
+  });
+
+  it("a directory excluded with `dir/` is not descended into, so nothing inside it can re-include a file", async () => {
+    const dir = freshDir({
+      ".gitignore": "cache/\n!cache/keep.txt\n",
+      "cache/keep.txt": "",
+      "cache/.gitignore": "!*\n",
+      "cache/sub/deep.txt": "",
+      "src/cache": "",
+    });
+    const result = await walker(dir, { maxDepth: 10, maxEntries: 1000, home: "/nonexistent-home-for-tests" });
+    expect(result.kind).toBe("ok");
+    if (result.kind !== "ok") return;
+    expect(result.entries.map((e) => e.path + (e.isDir ? "/" : ""))).toEqual([".gitignore", "src/", "src/cache"]);
+    expect(result.total).toBe(3);
+  });
+
+  it("a nested .gitignore re-includes with `!` what its parent excluded, and the parent's other rules still apply inside", async () => {
+    expect(
+      await listed({
+        ".gitignore": "build/\n*.log\n",
+        "build/c.txt": "",
+        "sub/.gitignore": "!build/\n!important.log\n",
+        "sub/build/a.txt": "",
+        "sub/build/x.log": "",
+        "sub/build/deep/b.txt": "",
+        "sub/build/build/c.txt": "",
+        "sub/important.log": "",
+        "sub/other.log": "",
+        "other/build/d.txt": "",
+      }),
+    ).toEqual([
+      ".gitignore",
+      "other/",
+      "sub/",
+      "sub/.gitignore",
+      "sub/build/",
+      "sub/build/a.txt",
+      "sub/build/build/",
+      "sub/build/build/c.txt",
+      "sub/build/deep/",
+      "sub/build/deep/b.txt",
+      "sub/important.log",
+    ]);
+  });
+
+  it("a re-included directory whose name holds glob characters keeps its parent's other rules inside it", async () => {
+    expect(
+      await listed({
+        ".gitignore": "gen*/\n*.tmp\n",
+        "pkg/.gitignore": "!gen*/\n",
+        "pkg/gen[1] *?/a.txt": "",
+        "pkg/gen[1] *?/b.tmp": "",
+        "pkg/gen[1] *?/gen2/c.txt": "",
+        "gen/d.txt": "",
+      }),
+    ).toEqual([".gitignore", "pkg/", "pkg/.gitignore", "pkg/gen[1] *?/", "pkg/gen[1] *?/a.txt", "pkg/gen[1] *?/gen2/", "pkg/gen[1] *?/gen2/c.txt"]);
+  });
+
+  it("a deeper .gitignore's patterns are relative to its own directory", async () => {
+    expect(
+      await listed({
+        "a/.gitignore": "/top.txt\nb/c.txt\n",
+        "a/top.txt": "",
+        "a/x/top.txt": "",
+        "a/b/c.txt": "",
+        "a/x/b/c.txt": "",
+        "top.txt": "",
+      }),
+    ).toEqual(["a/", "a/.gitignore", "a/b/", "a/x/", "a/x/b/", "a/x/b/c.txt", "a/x/top.txt", "top.txt"]);
+  });
+
+  it("an unreadable .gitignore is counted in the walk's outcome and does not fail the walk", async () => {
+    const { symlinkSync } = await import("node:fs");
+    const dir = freshDir({ "a.log": "", "sub/b.log": "" });
+    symlinkSync(path.join(dir, "missing-target"), path.join(dir, "sub", ".gitignore"));
+    const outcome = walkTree(dir, { maxDepth: 10, maxEntries: 1000, home: "/nonexistent-home-for-tests" });
+    expect(outcome.kind).toBe("ok");
+    if (outcome.kind !== "ok") return;
+    expect(outcome.paths).toEqual(["a.log", "sub", "sub/.gitignore", "sub/b.log"]);
+    expect(outcome.unreadableGitignores).toBe(1);
+    expect(outcome.unreadable).toBe(0);
   });
 });

@@ -1,4 +1,5 @@
 /** Types of walk-core.mjs (plain JS so the worker thread can load it without a TS loader). */
+import type { Ignore } from "ignore";
 
 export type SkipReason = "home_directory" | "filesystem_root" | "opaque_tree";
 
@@ -25,23 +26,21 @@ export type WalkOutcome =
       /** Entries found within the depth limit, after gitignore rules. */
       readonly total: number;
       readonly truncated: boolean;
+      /** Directories that could not be stat'ed or read (their subtrees are missing). */
       readonly unreadable: number;
+      /** .gitignore files that could not be read: their directories were walked without their rules. */
+      readonly unreadableGitignores: number;
       readonly prunedOpaque: number;
       readonly prunedMounts: number;
     }
   | { readonly kind: "skipped"; readonly reason: SkipReason }
   | { readonly kind: "error"; readonly code: string; readonly message: string };
 
-export interface GitignoreRule {
-  readonly re: RegExp;
-  readonly negate: boolean;
-  readonly dirOnly: boolean;
-  readonly basename: boolean;
-}
+/** One .gitignore: its rules (an `ignore` instance), asked with paths relative to `base`. */
 export interface GitignoreRuleSet {
   /** The .gitignore's directory relative to the walk root ("" for the root). */
   readonly base: string;
-  readonly rules: GitignoreRule[];
+  readonly rules: Ignore;
 }
 
 export declare const OPAQUE_COMPONENTS: readonly string[];
@@ -50,6 +49,6 @@ export declare const DEFAULT_MAX_NAME_LENGTH: number;
 export declare function isOpaqueComponent(name: string): boolean;
 export declare function skipReason(dir: string, home: string | undefined): SkipReason | undefined;
 export declare function sanitizeName(name: string, maxLength?: number): string;
-export declare function compileGitignore(text: string): GitignoreRule[];
-export declare function isIgnored(ruleSets: GitignoreRuleSet[], relPath: string, name: string, isDir: boolean): boolean;
+export declare function compileGitignore(text: string): Ignore;
+export declare function isIgnored(ruleSets: readonly GitignoreRuleSet[], relPath: string, isDir: boolean): boolean;
 export declare function walkTree(root: string, options: WalkOptions): WalkOutcome;

@@ -1,13 +1,14 @@
 // @ts-check
 /**
- * The workspace-map walk: skip rules, name sanitising, the gitignore subset and the
- * synchronous tree walk itself.
+ * The workspace-map walk: skip rules, name sanitising, gitignore rules (by the `ignore`
+ * package) and the synchronous tree walk itself.
  *
  * Why plain JavaScript: this module is loaded by the walk's dedicated worker thread
  * (walk-worker.mjs). A worker thread is a fresh Node isolate that does not inherit the
  * TypeScript loader of its parent — vitest transforms TS in its own module runner, and a
  * later build would not see a .ts worker entry either — so the worker entry and everything
- * it imports must be loadable by plain `node`. Types live in walk-core.d.mts; the main
+ * it imports must be loadable by plain `node` (`ignore` is plain CommonJS from node_modules,
+ * which an ES module imports as its default export). Types live in walk-core.d.mts; the main
  * thread imports the pure helpers (skipReason, sanitizeName, ...) from here as well, so the
  * rules exist once.
  *
@@ -17,6 +18,7 @@
  */
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
+import ignore from "ignore";
 
 /** Directory names that are never descended into, wherever they appear. */
 export const OPAQUE_COMPONENTS = Object.freeze([
@@ -178,165 +180,81 @@ export function sanitizeName(name, maxLength = DEFAULT_MAX_NAME_LENGTH) {
 }
 
 // ---------------------------------------------------------------------------------------
-// gitignore (the common subset): comments, blank lines, `!` negation, trailing `/`
-// (directories only), leading or middle `/` (anchored to the .gitignore's directory), `*`,
-// `?`, `[...]`, `**` (leading `**/`, trailing `/**`, middle `/**/`), backslash escapes,
-// unescaped trailing spaces trimmed. Not implemented: .git/info/exclude, core.excludesFile,
-// .gitignore files above the walk's root.
+// gitignore, by the `ignore` package (exact gitignore semantics, the matcher eslint and
+// prettier use). One instance per .gitignore, tested with paths relative to the directory
+// holding it, directories with a trailing "/". Case-sensitive, as git is on a case-sensitive
+// filesystem (the package's default is case-insensitive). Not read: .git/info/exclude,
+// core.excludesFile, .gitignore files above the walk's root.
 
-/**
- * @typedef {{ re: RegExp, negate: boolean, dirOnly: boolean, basename: boolean }} Rule
- * @typedef {{ base: string, rules: Rule[] }} RuleSet
- */
+/** @typedef {import("./walk-core.d.mts").GitignoreRuleSet} RuleSet */
+
+const IGNORE_OPTIONS = Object.freeze({ ignorecase: false });
 
 /**
  * @param {string} text contents of a .gitignore
- * @returns {Rule[]}
+ * @returns {import("ignore").Ignore}
  */
 export function compileGitignore(text) {
-  /** @type {Rule[]} */
-  const rules = [];
-  for (let line of text.split(/\r?\n/)) {
-    if (line === "" || line.startsWith("#")) continue;
-    // Trailing spaces are ignored unless escaped with a backslash.
-    line = line.replace(/(?<!\\)\s+$/, "");
-    if (line === "") continue;
-    let negate = false;
-    if (line.startsWith("!")) {
-      negate = true;
-      line = line.slice(1);
-    } else if (line.startsWith("\\!") || line.startsWith("\\#")) {
-      line = line.slice(1);
-    }
-    let dirOnly = false;
-    if (line.endsWith("/") && !line.endsWith("\\/")) {
-      dirOnly = true;
-      line = line.replace(/\/+$/, "");
-    }
-    if (line === "") continue;
-    let anchored = false;
-    if (line.startsWith("/")) {
-      anchored = true;
-      line = line.replace(/^\/+/, "");
-    } else if (line.includes("/")) {
-      anchored = true;
-    }
-    if (line === "") continue;
-    const source = globToRegexSource(line);
-    if (source === undefined) continue;
-    rules.push({ re: new RegExp(`^${source}$`), negate, dirOnly, basename: !anchored });
-  }
-  return rules;
-}
-
-/**
- * @param {string} glob
- * @returns {string | undefined}
- */
-function globToRegexSource(glob) {
-  let re = "";
-  let i = 0;
-  const n = glob.length;
-  while (i < n) {
-    const c = glob[i];
-    if (c === "*") {
-      if (glob[i + 1] === "*") {
-        const atStart = i === 0 || glob[i - 1] === "/";
-        let j = i;
-        while (glob[j] === "*") j++;
-        const atEnd = j === n || glob[j] === "/";
-        if (atStart && atEnd) {
-          if (j === n) {
-            // trailing "**" (or a lone "**"): everything
-            re += ".*";
-            i = j;
-          } else {
-            // "**/": zero or more directories
-            re += "(?:.*/)?";
-            i = j + 1;
-          }
-          continue;
-        }
-        // "**" not delimited by slashes behaves like "*"
-        re += "[^/]*";
-        i = j;
-        continue;
-      }
-      re += "[^/]*";
-      i++;
-    } else if (c === "?") {
-      re += "[^/]";
-      i++;
-    } else if (c === "[") {
-      const end = findClassEnd(glob, i);
-      if (end === -1) {
-        re += "\\[";
-        i++;
-        continue;
-      }
-      let body = glob.slice(i + 1, end);
-      let neg = false;
-      if (body.startsWith("!") || body.startsWith("^")) {
-        neg = true;
-        body = body.slice(1);
-      }
-      body = body.replace(/\\/g, "\\\\").replace(/\]/g, "\\]").replace(/\[/g, "\\[");
-      re += neg ? `[^/${body}]` : `[${body}]`;
-      i = end + 1;
-    } else if (c === "\\" && i + 1 < n) {
-      re += escapeRegex(/** @type {string} */ (glob[i + 1]));
-      i += 2;
-    } else {
-      re += escapeRegex(/** @type {string} */ (c));
-      i++;
-    }
-  }
-  return re;
-}
-
-/**
- * @param {string} glob
- * @param {number} start index of "["
- */
-function findClassEnd(glob, start) {
-  let j = start + 1;
-  if (glob[j] === "!" || glob[j] === "^") j++;
-  if (glob[j] === "]") j++; // a leading "]" is literal
-  for (; j < glob.length; j++) {
-    if (glob[j] === "\\") {
-      j++;
-      continue;
-    }
-    if (glob[j] === "]") return j;
-  }
-  return -1;
-}
-
-/** @param {string} s */
-function escapeRegex(s) {
-  return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  return ignore(IGNORE_OPTIONS).add(text);
 }
 
 /**
  * Whether relPath (relative to the walk root, "/"-separated) is ignored by the rule sets in
- * force (outermost first). Deeper .gitignore files win over shallower ones; within a file
- * the last matching rule wins.
- * @param {RuleSet[]} ruleSets
+ * force (outermost first). Each set is asked about the path relative to its own directory,
+ * outermost to innermost, and a deeper set's decision (ignored, or re-included by `!`)
+ * overrides a shallower one's; within a file the last matching rule wins.
+ *
+ * Every ancestor of relPath must be a directory the walk descended into (not ignored): see
+ * setsForSubtree for a directory one set excludes and a deeper one re-includes.
+ * @param {readonly RuleSet[]} ruleSets
  * @param {string} relPath
- * @param {string} name
  * @param {boolean} isDir
  */
-export function isIgnored(ruleSets, relPath, name, isDir) {
-  for (let s = ruleSets.length - 1; s >= 0; s--) {
-    const set = /** @type {RuleSet} */ (ruleSets[s]);
+export function isIgnored(ruleSets, relPath, isDir) {
+  let ignored = false;
+  for (const set of ruleSets) {
     const local = set.base === "" ? relPath : relPath.slice(set.base.length + 1);
-    for (let r = set.rules.length - 1; r >= 0; r--) {
-      const rule = /** @type {Rule} */ (set.rules[r]);
-      if (rule.dirOnly && !isDir) continue;
-      if (rule.re.test(rule.basename ? name : local)) return !rule.negate;
-    }
+    const verdict = set.rules.test(isDir ? local + "/" : local);
+    if (verdict.ignored) ignored = true;
+    else if (verdict.unignored) ignored = false;
   }
-  return false;
+  return ignored;
+}
+
+/**
+ * The rule sets for the subtree of relDir, a directory about to be descended into (so not
+ * ignored overall). `ignore` answers for a path inside a directory one instance excludes
+ * with that directory's verdict ("a file cannot be re-included if its parent is excluded"),
+ * without reading its own rules. Git reads them: a deeper .gitignore's `!build/` re-includes
+ * `build/`, and the shallower file's `*.log` still applies inside it. So a set that excludes
+ * relDir is replaced, for this subtree only, by a copy whose last rule re-includes relDir
+ * itself (an exact, anchored, escaped directory pattern, which matches nothing else).
+ * Rare: it takes a re-included directory; otherwise the array is returned as is.
+ * @param {readonly RuleSet[]} ruleSets
+ * @param {string} relDir
+ * @returns {readonly RuleSet[]}
+ */
+function setsForSubtree(ruleSets, relDir) {
+  /** @type {RuleSet[] | undefined} */
+  let out;
+  for (let s = 0; s < ruleSets.length; s++) {
+    const set = /** @type {RuleSet} */ (ruleSets[s]);
+    const local = set.base === "" ? relDir : relDir.slice(set.base.length + 1);
+    // Cached by the instance: isIgnored just asked the same question.
+    if (!set.rules.test(local + "/").ignored) continue;
+    out ??= ruleSets.slice();
+    out[s] = { base: set.base, rules: ignore(IGNORE_OPTIONS).add(set.rules).add({ pattern: `!/${escapeGlob(local)}/` }) };
+  }
+  return out ?? ruleSets;
+}
+
+/**
+ * A path as a gitignore pattern matching exactly that path: glob characters, backslashes and
+ * spaces escaped (a name's trailing space would otherwise be trimmed).
+ * @param {string} p
+ */
+function escapeGlob(p) {
+  return p.replace(/[\\*?[\] ]/g, "\\$&");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -400,12 +318,13 @@ export function walkTree(root, options) {
   /** @type {string[]} */ const qAbs = [realRoot];
   /** @type {string[]} */ const qRel = [""];
   /** @type {number[]} */ const qDepth = [0];
-  /** @type {RuleSet[][]} */ const qRules = [[]];
+  /** @type {(readonly RuleSet[])[]} */ const qRules = [EMPTY_RULES];
   /** @type {number[]} */ const kidStart = [0]; // first kept child (entry index) of a slot
   /** @type {number[]} */ const kidCount = [0];
 
   let total = 0;
   let unreadable = 0;
+  let unreadableGitignores = 0;
   let prunedOpaque = 0;
   let prunedMounts = 0;
 
@@ -413,7 +332,7 @@ export function walkTree(root, options) {
     const abs = /** @type {string} */ (qAbs[qi]);
     const rel = /** @type {string} */ (qRel[qi]);
     const depth = /** @type {number} */ (qDepth[qi]);
-    let rules = /** @type {RuleSet[]} */ (qRules[qi]);
+    let rules = /** @type {readonly RuleSet[]} */ (qRules[qi]);
     qRules[qi] = EMPTY_RULES;
     kidStart[qi] = entName.length;
     kidCount[qi] = 0;
@@ -444,12 +363,15 @@ export function walkTree(root, options) {
 
     for (const d of dirents) {
       if (d.name === ".gitignore" && !d.isDirectory()) {
+        let text;
         try {
-          const compiled = compileGitignore(readFileSync(abs + path.sep + ".gitignore", "utf8"));
-          if (compiled.length > 0) rules = rules.concat([{ base: rel, rules: compiled }]);
+          text = readFileSync(abs + path.sep + ".gitignore", "utf8");
         } catch {
-          // unreadable .gitignore: ignore it
+          // Not fatal: the directory is walked without its rules (so the map may list what
+          // they would hide), and the outcome counts it, as it counts unreadable directories.
+          unreadableGitignores++;
         }
+        if (text !== undefined) rules = rules.concat([{ base: rel, rules: compileGitignore(text) }]);
         break;
       }
     }
@@ -472,7 +394,7 @@ export function walkTree(root, options) {
       }
       // The relative path is only needed by gitignore rules and by directories to descend.
       const childRel = rules.length > 0 || isDir ? (rel === "" ? name : rel + "/" + name) : "";
-      if (rules.length > 0 && isIgnored(rules, childRel, name, isDir)) continue;
+      if (rules.length > 0 && isIgnored(rules, childRel, isDir)) continue;
       total++;
       const keep = entName.length < maxEntries;
       let slot = -1;
@@ -487,7 +409,9 @@ export function walkTree(root, options) {
           qAbs.push(childAbs);
           qRel.push(childRel);
           qDepth.push(depth + 1);
-          qRules.push(rules);
+          // One set alone cannot exclude a directory the walk descends into: only with two or
+          // more can a deeper one have re-included it.
+          qRules.push(rules.length > 1 ? setsForSubtree(rules, childRel) : rules);
         }
       }
       if (keep) {
@@ -539,13 +463,14 @@ export function walkTree(root, options) {
     total,
     truncated: total > paths.length,
     unreadable,
+    unreadableGitignores,
     prunedOpaque,
     prunedMounts,
   };
 }
 
-/** @type {RuleSet[]} */
-const EMPTY_RULES = [];
+/** @type {readonly RuleSet[]} */
+const EMPTY_RULES = Object.freeze([]);
 
 /**
  * @param {import("node:fs").Dirent} a
