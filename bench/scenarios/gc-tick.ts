@@ -16,6 +16,7 @@ import { createBenchDatabase } from "../lib/database.js";
 import { round, type Scenario } from "../lib/scenario.js";
 import { ManualClock } from "../../src/platform/clock.js";
 import { DEFAULT_SETTINGS, LifecycleManager } from "../../src/sessions/lifecycle.js";
+import { UnitOfWork } from "../../src/platform/unit-of-work.js";
 import { WorkspaceRegistry } from "../../src/sessions/registry.js";
 import { openDatabase } from "../../src/platform/database.js";
 import { migrateToLatest } from "../../src/platform/migrate.js";
@@ -64,7 +65,7 @@ export const scenario: Scenario = {
       const clock = new ManualClock(Date.now());
       const owner = randomUUID();
       const silent = pino({ level: "silent" });
-      const registry = new WorkspaceRegistry({ db, clock, logger: silent, instanceId: owner });
+      const registry = new WorkspaceRegistry({ uow: new UnitOfWork(db, silent), clock, logger: silent, instanceId: owner });
       const repoId = (await registry.registerRepository(`bench-gc-${Date.now()}`, undefined)).id;
       const at = new Date(clock.now());
       const t0 = performance.now();

@@ -108,7 +108,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
 
     async destroyWorkspace(req, ctx) {
       const ws = await ownedWorkspace(req.sessionId, ctx);
-      return { workspace: workspaceToWire(await registry.destroyWorkspace(ws.sessionId, "client")) };
+      return { workspace: workspaceToWire(await deps.lifecycle.destroy(ws.sessionId, "client")) };
     },
 
     async listSessions(req) {

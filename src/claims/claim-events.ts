@@ -1,6 +1,6 @@
 /** The claim.* events of released or acquired claims: one event per (session, path). */
 import type { EventInput } from "../platform/outbox.js";
-import type { ClaimRow } from "../overlay/overlay.repository.js";
+import type { ClaimRow } from "./claims.repository.js";
 
 export function claimEvents(kind: "claim.acquired" | "claim.released", rows: readonly ClaimRow[], at: number, reason = "", changesetId?: string): EventInput[] {
   const groups = new Map<string, { row: ClaimRow; symbols: string[] }>();
@@ -16,7 +16,7 @@ export function claimEvents(kind: "claim.acquired" | "claim.released", rows: rea
     sessionId: row.session_id,
     workspaceId: row.workspace_id,
     agentId: row.agent_id,
-    ...(changesetId ? { changesetId } : {}),
+    ...(changesetId ?? row.changeset_id ? { changesetId: changesetId ?? row.changeset_id } : {}),
     occurredAt: at,
     reason,
     payload: { case: "claimChanged", value: { path: row.path, symbols } },

@@ -23,12 +23,14 @@ import { isTerminal } from "../sessions/changeset-states.js";
 import type { Clock } from "../platform/clock.js";
 import { BerthError, failedPrecondition, notFound } from "../platform/errors.js";
 import type { Workspace } from "../sessions/workspace.js";
-import type { EventHub } from "../delivery/hub.js";
-import { appendEvents, eventRow, type EventInput } from "../platform/outbox.js";
+import { insertEvents, type CommittedEvent, type EventInput } from "../platform/outbox.js";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { changesetStateName, fileChangeEnum, symbolChangeEnum } from "../platform/proto-enums.js";
 import { assertActive, type WorkspaceRegistry } from "../sessions/registry.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import { claimEvents } from "../claims/claim-events.js";
+import * as claimsRepo from "../claims/claims.repository.js";
+import { endedLifecycle } from "../sessions/session-hooks.js";
 import { GitBase, comparePaths, sha256Hex } from "./git-base.js";
 import { describeText, ModifiersIndex, type IndexEvent, type OtherTouch } from "./modifiers-index.js";
 import type {
@@ -134,8 +136,17 @@ export class OverlayService implements OverlayPort {
     this.settings = deps.settings;
     this.git = new GitBase(deps.settings.maxFileBytes);
     this.index = new ModifiersIndex(deps.registry.db, deps.logger);
-    deps.registry.onCommitted((events) => {
-      for (const e of events) this.applyLocal(e);
+    deps.registry.uow.addFollower("overlay", {
+      apply: (e) => this.applyEvent(e),
+      // Missed events: caches and the index are rebuilt from the rows on their next use.
+      resync: async () => {
+        this.caches.clear();
+        this.index.reset();
+      },
+    });
+    // A workspace that ends for good takes its overlay with it; a stranded one keeps it for the resume.
+    deps.registry.hooks.onExit(async (change, exit) => {
+      if (exit.to !== "stranded") await sqlRepo.deleteOverlaysOf(change.trx, exit.workspaceIds);
     });
   }
 
@@ -143,51 +154,20 @@ export class OverlayService implements OverlayPort {
     this.git.close();
   }
 
-  /** A committed event of this instance: drop caches of workspaces that left, keep the index current. */
-  private applyLocal(e: EventInput): void {
-    if (e.workspaceId && (e.kind === "session.stranded" || e.kind === "session.abandoned" || e.kind === "session.destroyed" || e.kind === "session.expired")) {
-      this.caches.delete(e.workspaceId);
-    }
-    const ie = indexEventOf(e.kind, e.repoId, e.sessionId, e.workspaceId, e.changesetId, e.occurredAt, e.payload as PayloadLike);
-    this.index.apply(ie, true);
-    if (e.kind === "session.resumed" && e.sessionId) {
-      // The resumed session is usable at once: its overlay is read back from the rows now.
-      const ws = this.registry.liveWorkspace(e.sessionId);
-      if (ws) void this.rehydrate(ws).catch((err: unknown) => this.logger.warn({ err, sessionId: e.sessionId }, "overlay rehydration failed; retried on first use"));
-    }
-  }
-
   /**
-   * Follows every instance's events through the hub (the modifiers index of other instances'
-   * sessions). A subscriber that fell behind drops the index; it is rebuilt lazily.
+   * A committed event of any instance: drop the caches of workspaces that left, keep the
+   * modifiers index current (this instance's own file events were applied by the write itself).
    */
-  follow(hub: EventHub): { stop(): Promise<void> } {
-    const ac = new AbortController();
-    const loop = (async () => {
-      while (!ac.signal.aborted) {
-        try {
-          for await (const e of hub.watch({ kinds: ["file.*", "session.*", "changeset.transitioned"] }, ac.signal)) this.applyRemote(e);
-          return;
-        } catch (err) {
-          if (ac.signal.aborted || (err instanceof BerthError && err.kind !== "resource_exhausted")) return;
-          this.logger.warn({ err }, "overlay event feed fell behind; the modifiers index is rebuilt");
-          this.index.reset();
-        }
-      }
-    })();
-    return {
-      async stop() {
-        ac.abort();
-        await loop;
-      },
-    };
-  }
-
-  /** An event of any instance (from the event hub). */
-  applyRemote(e: { kind: string; repoId: string; sessionId: string; workspaceId: string; changesetId: string; occurredAt?: { seconds: bigint; nanos: number } | undefined; payload?: unknown }): void {
-    const at = e.occurredAt ? Number(e.occurredAt.seconds) * 1000 + Math.floor(e.occurredAt.nanos / 1e6) : this.clock.now();
+  private applyEvent(e: CommittedEvent): void {
+    if (e.workspaceId && endedLifecycle(e.kind)) this.caches.delete(e.workspaceId);
+    const at = e.occurredAt ? timestampMs(e.occurredAt) : this.clock.now();
     const local = e.workspaceId !== "" && this.registry.liveWorkspace(e.sessionId)?.workspaceId === e.workspaceId;
     this.index.apply(indexEventOf(e.kind, e.repoId, e.sessionId, e.workspaceId, e.changesetId, at, e.payload as PayloadLike), local);
+    if (e.kind === "session.resumed" && local) {
+      // The resumed session is usable at once: its overlay is read back from the rows now.
+      const ws = this.registry.liveWorkspace(e.sessionId)!;
+      void this.rehydrate(ws).catch((err: unknown) => this.logger.warn({ err, sessionId: e.sessionId }, "overlay rehydration failed; retried on first use"));
+    }
   }
 
   // ---- the cache ------------------------------------------------------------------------
@@ -353,10 +333,10 @@ export class OverlayService implements OverlayPort {
           },
         },
       };
-      let committed: { inserted: string[]; state: ChangesetStateName; stored: EventInput[] };
+      let committed: { inserted: string[]; state: ChangesetStateName };
       try {
-        committed = await this.registry.db.transaction().execute(async (trx) => {
-          const row = await sqlRepo.lockForWrite(trx, ws.workspaceId, [sqlRepo.claimLockKey(ws.repoId, path)]);
+        committed = await this.registry.uow.run(async ({ trx, prepare, record }) => {
+          const row = await claimsRepo.lockForWrite(trx, ws.workspaceId, [claimsRepo.claimLockKey(ws.repoId, path)]);
           const state = checkRow(ws, row);
           const { inserted, blocked } = await sqlRepo.writeWithClaims(
             trx,
@@ -364,25 +344,16 @@ export class OverlayService implements OverlayPort {
             dropRow
               ? { drop: true, workspaceId: ws.workspaceId, path }
               : { workspaceId: ws.workspaceId, repoId: ws.repoId, path, content, sha256: newHash, change, baseHash, symbols: cumulative, at: new Date(now) },
-            eventRow(fileEvent),
+            prepare(fileEvent),
           );
           if (blocked.length > 0) throw new SymbolLocked(path, blocked, wanted);
-          const stored: EventInput[] = [fileEvent];
-          if (inserted.length > 0) {
-            const claimed: EventInput = { kind: "claim.acquired", ...this.eventBase(ws, now), payload: { case: "claimChanged" as const, value: { path, symbols: inserted } } };
-            await appendEvents(trx, [claimed]);
-            stored.push(claimed);
-          }
-          return { inserted, state, stored };
+          if (inserted.length > 0) record({ kind: "claim.acquired", ...this.eventBase(ws, now), payload: { case: "claimChanged", value: { path, symbols: inserted } } });
+          return { inserted, state };
         });
       } catch (err) {
         if (err instanceof SymbolLocked) throw await this.refuse(ws, err);
         throw err;
       }
-      // What WorkspaceRegistry.inTransaction does after a commit: wake delivery, follow the events.
-      this.registry.eventsCommitted();
-      for (const e of committed.stored) this.applyLocal(e);
-
       // Committed: the cache and the index follow.
       if (dropRow) ov.files.delete(path);
       else {
@@ -445,7 +416,7 @@ export class OverlayService implements OverlayPort {
     const first = e.blocked[0]!;
     const now = this.clock.now();
     try {
-      await this.registry.inTransaction(async () => undefined, () => [
+      await this.registry.uow.statement([
         {
           kind: "claim.conflict",
           ...this.eventBase(ws, now),
@@ -454,7 +425,7 @@ export class OverlayService implements OverlayPort {
             value: { path: e.path, symbols: [...new Set(e.blocked.map((b) => b.symbol))], holderSessionId: first.session_id, holderAgentName: first.agent_name },
           },
         },
-      ]);
+      ], (db, rows) => insertEvents(rows).execute(db));
     } catch (err) {
       this.logger.warn({ err }, "could not record claim.conflict");
     }
@@ -539,40 +510,37 @@ export class OverlayService implements OverlayPort {
     const now = this.clock.now();
     const holder = { workspaceId: ws.workspaceId, sessionId: ws.sessionId, agentId: ws.agentId, agentName: ws.agentName };
     try {
-      await this.registry.inTransaction(
-        async (trx) => {
-          const row = await sqlRepo.lockForWrite(trx, ws.workspaceId, [...byPath.keys()].map((p) => sqlRepo.claimLockKey(ws.repoId, p)));
+      await this.registry.uow.run(async ({ trx, record }) => {
+          const row = await claimsRepo.lockForWrite(trx, ws.workspaceId, [...byPath.keys()].map((p) => claimsRepo.claimLockKey(ws.repoId, p)));
           checkRow(ws, row);
           const acquired: sqlRepo.ClaimRow[] = [];
           for (const [path, symbols] of [...byPath].sort((a, b) => comparePaths(a[0], b[0]))) {
-            const { inserted, blocked } = await sqlRepo.claimOnPath(trx, ws.repoId, path, symbols, holder, new Date(now));
+            const { inserted, blocked } = await claimsRepo.claimOnPath(trx, ws.repoId, path, symbols, holder, new Date(now));
             if (blocked.length > 0) throw new SymbolLocked(path, blocked, symbols);
             for (const s of inserted) acquired.push({ repo_id: ws.repoId, path, symbol: s, workspace_id: ws.workspaceId, session_id: ws.sessionId, agent_id: ws.agentId, agent_name: ws.agentName, acquired_at: new Date(now) });
           }
-          return acquired;
-        },
-        (acquired) => claimEvents("claim.acquired", acquired, now, "", ws.changeset.id),
-      );
+          record(...claimEvents("claim.acquired", acquired, now, "", ws.changeset.id));
+      });
     } catch (err) {
       if (err instanceof SymbolLocked) throw await this.refuse(ws, err);
       throw err;
     }
     const wanted = new Set(refs.map((r) => `${r.path}\u0000${r.symbol}`));
-    return (await sqlRepo.claimsOfWorkspace(this.registry.db, ws.workspaceId)).filter((c) => wanted.has(`${c.path}\u0000${c.symbol}`)).map(claimInfo);
+    return (await claimsRepo.claimsOfWorkspace(this.registry.db, ws.workspaceId)).filter((c) => wanted.has(`${c.path}\u0000${c.symbol}`)).map(claimInfo);
   }
 
   /** Releases some claims of the session, or all of them when `refs` is empty. */
   async release(ws: Workspace, refs: readonly { path: string; symbol: string }[]): Promise<number> {
     const now = this.clock.now();
-    const rows = await this.registry.inTransaction(
-      (trx) => (refs.length === 0 ? sqlRepo.releaseClaimsOf(trx, [ws.workspaceId]) : sqlRepo.releaseClaims(trx, ws.workspaceId, refs)),
-      (rows) => claimEvents("claim.released", rows, now, "released", ws.changeset.id),
-    );
-    return rows.length;
+    return this.registry.uow.run(async ({ trx, record }) => {
+      const rows = refs.length === 0 ? await claimsRepo.releaseClaimsOf(trx, [ws.workspaceId]) : await claimsRepo.releaseClaims(trx, ws.workspaceId, refs);
+      record(...claimEvents("claim.released", rows, now, "released", ws.changeset.id));
+      return rows.length;
+    });
   }
 
   async claimsOf(ws: Workspace): Promise<ClaimInfo[]> {
-    return (await sqlRepo.claimsOfWorkspace(this.registry.db, ws.workspaceId)).map(claimInfo);
+    return (await claimsRepo.claimsOfWorkspace(this.registry.db, ws.workspaceId)).map(claimInfo);
   }
 
   // ---- conflict awareness ---------------------------------------------------------------

@@ -1,22 +1,22 @@
 /**
- * Every SQL statement of the overlay and the claims (migrations/0004_overlay.ts). Raw SQL: the
- * tables are not part of the typed schema in src/platform/schema.ts. Lists of text (paths,
- * symbols) travel as one JSON parameter, which PostgreSQL and PGlite both accept.
+ * Every SQL statement of the overlay (migrations/0004_overlay.ts); the claims' are in
+ * src/claims/claims.repository.ts. Lists of text (paths, symbols) travel as one JSON parameter,
+ * which PostgreSQL and PGlite both accept.
  */
 import { sql, type Insertable, type Kysely, type RawBuilder, type Transaction } from "kysely";
 import type { ChangesetStateName, Database, EventTable, LifecycleName } from "../platform/schema.js";
+import { uuids, type ClaimRow, type Holder } from "../claims/claims.repository.js";
+import { eventValues, insertEventsFrom } from "../platform/outbox.js";
 
-type Executor = Kysely<Database> | Transaction<Database>;
-
-export type ChangeName = "added" | "modified" | "deleted";
+export type { ClaimRow, Holder };
 
 function textList(values: readonly string[]): RawBuilder<unknown> {
   return sql`ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(values)}::jsonb))`;
 }
 
-function uuids(ids: readonly string[]): RawBuilder<unknown> {
-  return sql`${`{${ids.join(",")}}`}::uuid[]`;
-}
+type Executor = Kysely<Database> | Transaction<Database>;
+
+export type ChangeName = "added" | "modified" | "deleted";
 
 /** Bytes as pg and PGlite return them (Buffer or Uint8Array) → a plain Uint8Array view. */
 export function toBytes(v: unknown): Uint8Array {
@@ -72,91 +72,6 @@ export async function deleteOverlaysOf(db: Executor, workspaceIds: readonly stri
 }
 
 /**
- * The state a write needs, with the workspace and its changeset locked FOR SHARE and then the
- * paths' claim locks taken (sorted), in one statement: the lateral join runs only on the row the
- * locking subquery returned, so the order is the same as two statements (row, then paths). The
- * claim check must be a later statement (its snapshot must postdate the claim locks).
- */
-export async function lockForWrite(
-  trx: Transaction<Database>,
-  workspaceId: string,
-  lockKeys: readonly string[],
-): Promise<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName } | undefined> {
-  const sorted = [...new Set(lockKeys)].sort();
-  const r = await sql<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName }>`
-    SELECT r.lifecycle, r.session_id, r.state
-    FROM (SELECT w.lifecycle, w.session_id, c.state FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
-          WHERE w.id = ${workspaceId}::uuid FOR SHARE OF w, c) r
-    CROSS JOIN LATERAL (
-      SELECT count(pg_advisory_xact_lock(hashtextextended(k, 7))) AS locked
-      FROM (SELECT k FROM jsonb_array_elements_text(${JSON.stringify(sorted)}::jsonb) WITH ORDINALITY AS t(k, n)
-            WHERE r.lifecycle IS NOT NULL ORDER BY n) keys) l`.execute(trx);
-  return r.rows[0];
-}
-
-export function claimLockKey(repoId: string, path: string): string {
-  return `claim:${repoId}:${path}`;
-}
-
-// ---- claims -------------------------------------------------------------------------------
-
-export interface ClaimRow {
-  repo_id: string;
-  path: string;
-  symbol: string;
-  workspace_id: string;
-  session_id: string;
-  agent_id: string;
-  agent_name: string;
-  acquired_at: Date;
-}
-
-export interface Holder {
-  readonly workspaceId: string;
-  readonly sessionId: string;
-  readonly agentId: string;
-  readonly agentName: string;
-}
-
-/**
- * Claims `symbols` of one path for `holder` (the caller holds the path's claim lock). Returns
- * the symbols newly claimed and the claims of other workspaces that stand in the way: the same
- * symbol, or — file-level ('') against any symbol and any symbol against file-level.
- */
-export async function claimOnPath(
-  trx: Transaction<Database>,
-  repoId: string,
-  path: string,
-  symbols: readonly string[],
-  holder: Holder,
-  at: Date,
-): Promise<{ inserted: string[]; blocked: ClaimRow[] }> {
-  if (symbols.length === 0) return { inserted: [], blocked: [] };
-  const fileLevel = symbols.includes("");
-  const r = await sql<ClaimRow & { k: string }>`
-    WITH wanted AS (SELECT DISTINCT s FROM jsonb_array_elements_text(${JSON.stringify(symbols)}::jsonb) AS t(s)),
-    blocked AS (
-      SELECT c.* FROM claims c
-      WHERE c.repo_id = ${repoId}::uuid AND c.path = ${path} AND c.workspace_id <> ${holder.workspaceId}::uuid
-        AND (c.symbol IN (SELECT s FROM wanted) OR c.symbol = '' OR ${fileLevel})),
-    ins AS (
-      INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at)
-      SELECT ${repoId}::uuid, ${path}, s, ${holder.workspaceId}::uuid, ${holder.sessionId}::uuid, ${holder.agentId}, ${holder.agentName}, ${at}
-      FROM wanted WHERE NOT EXISTS (SELECT 1 FROM blocked)
-      ON CONFLICT (repo_id, path, symbol) DO NOTHING
-      RETURNING *)
-    SELECT 'ins' AS k, * FROM ins UNION ALL SELECT 'blocked' AS k, * FROM blocked`.execute(trx);
-  const inserted: string[] = [];
-  const blocked: ClaimRow[] = [];
-  for (const row of r.rows) {
-    const { k, ...claim } = row;
-    if (k === "ins") inserted.push(claim.symbol);
-    else blocked.push(claim);
-  }
-  return { inserted, blocked };
-}
-
-/**
  * A write's claims, its overlay row change and its file event in one statement (the caller holds
  * the path's claim lock, taken by an earlier statement). When another workspace's claim stands in
  * the way nothing is written (claims, row, event): the blocked claims are returned and the caller
@@ -193,11 +108,7 @@ export async function writeWithClaims(
       ON CONFLICT (repo_id, path, symbol) DO NOTHING
       RETURNING *),
     ch AS (${change}),
-    ev AS (
-      INSERT INTO events (id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload)
-      SELECT ${event.id}::uuid, ${event.kind}, ${event.repo_id}::uuid, ${event.session_id ?? null}::uuid, ${event.workspace_id ?? null}::uuid, ${event.agent_id ?? null}::text,
-             ${event.changeset_id ?? null}::uuid, ${event.occurred_at}::timestamptz, ${event.reason ?? ""}::text, ${event.payload}::bytea
-      WHERE ${none})
+    ev AS (${insertEventsFrom(sql`SELECT * FROM (${eventValues([event])}) AS v WHERE ${none}`)})
     SELECT 'ins' AS k, * FROM ins UNION ALL SELECT 'blocked' AS k, * FROM blocked`.execute(trx);
   const inserted: string[] = [];
   const blocked: ClaimRow[] = [];
@@ -207,35 +118,6 @@ export async function writeWithClaims(
     else blocked.push(c);
   }
   return { inserted, blocked };
-}
-
-export async function claimsOfWorkspace(db: Executor, workspaceId: string): Promise<ClaimRow[]> {
-  const r = await sql<ClaimRow>`SELECT * FROM claims WHERE workspace_id = ${workspaceId}::uuid ORDER BY path, symbol`.execute(db);
-  return r.rows;
-}
-
-/** Releases some claims of a workspace ((path, symbol) pairs), returning those released. */
-export async function releaseClaims(db: Executor, workspaceId: string, refs: readonly { path: string; symbol: string }[]): Promise<ClaimRow[]> {
-  if (refs.length === 0) return [];
-  const r = await sql<ClaimRow>`
-    DELETE FROM claims c USING (SELECT x->>0 AS path, x->>1 AS symbol FROM jsonb_array_elements(${JSON.stringify(refs.map((x) => [x.path, x.symbol]))}::jsonb) AS t(x)) AS r
-    WHERE c.workspace_id = ${workspaceId}::uuid AND c.path = r.path AND c.symbol = r.symbol
-    RETURNING c.*`.execute(db);
-  return r.rows;
-}
-
-/** Releases every claim of the workspaces (strand, abandon, destroy, ReleaseSymbols with no symbols). */
-export async function releaseClaimsOf(db: Executor, workspaceIds: readonly string[]): Promise<ClaimRow[]> {
-  if (workspaceIds.length === 0) return [];
-  const r = await sql<ClaimRow>`DELETE FROM claims WHERE workspace_id = ANY(${uuids(workspaceIds)}) RETURNING *`.execute(db);
-  return r.rows;
-}
-
-/** Releases every claim of the workspaces working on a changeset (TransitionChangeset). */
-export async function releaseClaimsOfChangeset(db: Executor, changesetId: string): Promise<ClaimRow[]> {
-  const r = await sql<ClaimRow>`
-    DELETE FROM claims WHERE workspace_id IN (SELECT id FROM workspaces WHERE changeset_id = ${changesetId}::uuid) RETURNING *`.execute(db);
-  return r.rows;
 }
 
 // ---- the modifiers index ------------------------------------------------------------------
@@ -276,9 +158,3 @@ export async function modifiersOfWorkspacePath(db: Executor, workspaceId: string
   return r.rows[0];
 }
 
-/** Releases the claims one session of a workspace holds (strand, before the workspace row changes). */
-export async function releaseClaimsOfSession(db: Executor, workspaceId: string, sessionId: string): Promise<ClaimRow[]> {
-  const r = await sql<ClaimRow>`
-    DELETE FROM claims WHERE workspace_id = ${workspaceId}::uuid AND session_id = ${sessionId}::uuid RETURNING *`.execute(db);
-  return r.rows;
-}

@@ -1,18 +1,23 @@
 /**
- * The transactional outbox: every event is inserted by the transaction that makes the change
- * it reports, so an acknowledged change has its events and a rolled-back one has none.
+ * The transactional outbox: every event is inserted by the transaction (or the one statement)
+ * that makes the change it reports, so an acknowledged change has its events and a rolled-back
+ * one has none. This module holds the only `INSERT INTO events` of Berth: callers that insert
+ * events inside a statement of their own (a data-modifying CTE, a set-based INSERT … SELECT)
+ * embed `insertEventsFrom`, never a copy of the column list.
  *
  * Ordering: rows are inserted with seq NULL. A sequence assigned at insert would be wrong: a
  * reader could see seq 12 committed before seq 11 and skip 11 forever. Instead the sequencer
- * (src/delivery/sequencer.ts) numbers rows after they commit, so readers never skip; and unlike a
- * lock held from insert to commit, writers never wait for each other (their commits group).
+ * (src/delivery/sequencer.ts) numbers rows after they commit, so readers never skip; and unlike
+ * a lock held from insert to commit, writers never wait for each other (their commits group).
  */
 import { randomUUID } from "node:crypto";
-import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import type { Insertable, Transaction } from "kysely";
+import { create, toBinary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { sql, type Insertable, type RawBuilder } from "kysely";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
-import type { Database, EventTable } from "./schema.js";
+import type { EventTable } from "./schema.js";
 
+/** An event as a change records it. */
 export interface EventInput {
   readonly kind: string;
   readonly repoId: string;
@@ -26,33 +31,72 @@ export interface EventInput {
 }
 
 /**
+ * A committed event as in-process followers see it, whichever instance committed it: the
+ * stored event format (berth.v1.Event), seq 0 for a local commit not yet numbered.
+ */
+export type CommittedEvent = MessageShape<typeof EventSchema>;
+
+/** An event ready to store: its row, and the committed view followers get after commit. */
+export interface PreparedEvent {
+  readonly row: Insertable<EventTable>;
+  readonly event: CommittedEvent;
+}
+
+const EMPTY = new Uint8Array(0);
+
+/**
  * The stored payload: a berth.v1.Event holding only the kind-specific oneof. Every other field
- * of the Event is a column, filled in when the row is read (src/delivery/event-store.ts), so a set-based
- * statement can insert the events of many rows with one shared payload.
+ * of the Event is a column, filled in when the row is read (src/delivery/event-store.ts), so a
+ * set-based statement can insert the events of many rows with one shared payload.
  */
 export function encodePayload(payload: EventInput["payload"]): Uint8Array {
   return payload ? toBinary(EventSchema, create(EventSchema, { payload })) : EMPTY;
 }
 
-const EMPTY = new Uint8Array(0);
-
-/** The events row of an event: for callers that insert it within a statement of their own (a CTE). */
-export function eventRow(e: EventInput): Insertable<EventTable> {
+export function prepareEvent(e: EventInput): PreparedEvent {
+  const id = randomUUID();
+  const carrier = create(EventSchema, e.payload ? { payload: e.payload } : {});
+  const payload = e.payload ? toBinary(EventSchema, carrier) : EMPTY;
+  carrier.id = id;
+  carrier.kind = e.kind;
+  carrier.repoId = e.repoId;
+  carrier.sessionId = e.sessionId ?? "";
+  carrier.workspaceId = e.workspaceId ?? "";
+  carrier.agentId = e.agentId ?? "";
+  carrier.changesetId = e.changesetId ?? "";
+  carrier.reason = e.reason ?? "";
+  carrier.occurredAt = timestampFromMs(e.occurredAt);
   return {
-    id: randomUUID(),
-    kind: e.kind,
-    repo_id: e.repoId,
-    session_id: e.sessionId ?? null,
-    workspace_id: e.workspaceId ?? null,
-    agent_id: e.agentId ?? null,
-    changeset_id: e.changesetId ?? null,
-    occurred_at: new Date(e.occurredAt),
-    reason: e.reason ?? "",
-    payload: encodePayload(e.payload),
+    event: carrier,
+    row: {
+      id,
+      kind: e.kind,
+      repo_id: e.repoId,
+      session_id: e.sessionId ?? null,
+      workspace_id: e.workspaceId ?? null,
+      agent_id: e.agentId ?? null,
+      changeset_id: e.changesetId ?? null,
+      occurred_at: new Date(e.occurredAt),
+      reason: e.reason ?? "",
+      payload,
+    },
   };
 }
 
-export async function appendEvents(trx: Transaction<Database>, inputs: readonly EventInput[]): Promise<void> {
-  if (inputs.length === 0) return;
-  await trx.insertInto("events").values(inputs.map(eventRow)).execute();
+const COLUMNS = sql.raw("id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload");
+
+/** `INSERT INTO events` from `source`: a SELECT (or VALUES) yielding the columns in the order of COLUMNS. */
+export function insertEventsFrom(source: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`INSERT INTO events (${COLUMNS}) ${source}`;
+}
+
+/** A VALUES list of event rows, typed for use as a source (or a subquery: `SELECT * FROM (…) AS v WHERE …`). */
+export function eventValues(rows: readonly Insertable<EventTable>[]): RawBuilder<unknown> {
+  return sql`VALUES ${sql.join(rows.map((e) =>
+    sql`(${e.id}::uuid, ${e.kind}::text, ${e.repo_id}::uuid, ${e.session_id ?? null}::uuid, ${e.workspace_id ?? null}::uuid, ${e.agent_id ?? null}::text, ${e.changeset_id ?? null}::uuid, ${e.occurred_at}::timestamptz, ${e.reason ?? ""}::text, ${e.payload}::bytea)`))}`;
+}
+
+/** `INSERT INTO events VALUES …` of prepared rows (at least one). */
+export function insertEvents(rows: readonly Insertable<EventTable>[]): RawBuilder<unknown> {
+  return insertEventsFrom(eventValues(rows));
 }

@@ -1,58 +1,30 @@
 /**
- * Keeps this instance's in-memory registry true to what other instances on the same database
- * do. Each instance holds its own sessions live in memory, but any instance may serve an RPC
- * for any session: a StrandSession or TransitionChangeset answered by instance A changes rows
- * that instance B caches. The stored events say so, and every instance's hub delivers them;
- * this applies them. Applying an instance's own events again changes nothing.
+ * Keeps this instance's in-memory registry true to the database. Each instance holds its own
+ * sessions live in memory, but any instance may serve an RPC for any session: a StrandSession
+ * or TransitionChangeset answered by instance A changes rows that instance B caches. The
+ * committed events say so; the unit of work hands every instance's commits to this follower.
+ * Applying an event twice changes nothing.
  */
-import type { Logger } from "pino";
-import { ChangesetState } from "../../gen/berth/v1/types_pb.js";
-import type { EventHub } from "../delivery/hub.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
+import type { CommittedEvent } from "../platform/outbox.js";
 import { changesetStateName } from "../platform/proto-enums.js";
+import type { CommitFollower } from "../platform/unit-of-work.js";
 import type { WorkspaceRegistry } from "./registry.js";
-import type { LifecycleName } from "../platform/schema.js";
+import { endedLifecycle } from "./session-hooks.js";
 
-const ENDED: Readonly<Record<string, Exclude<LifecycleName, "active">>> = {
-  "session.stranded": "stranded",
-  "session.abandoned": "abandoned",
-  "session.destroyed": "destroyed",
-  "session.expired": "destroyed",
-};
-
-export interface Follower {
-  stop(): Promise<void>;
-}
-
-export function followOtherInstances(registry: WorkspaceRegistry, hub: EventHub, logger: Logger): Follower {
-  const stopping = new AbortController();
-  const kinds = ["changeset.transitioned", ...Object.keys(ENDED)];
-  const loop = (async () => {
-    while (!stopping.signal.aborted) {
-      try {
-        for await (const e of hub.watch({ kinds }, stopping.signal)) {
-          const at = e.occurredAt ? timestampMs(e.occurredAt) : 0;
-          if (e.kind === "changeset.transitioned") {
-            const to = e.payload.case === "changesetTransitioned" ? e.payload.value.toState : ChangesetState.UNSPECIFIED;
-            const state = changesetStateName(to);
-            if (state) registry.noteChangesetState(e.changesetId, state, e.reason, at);
-          } else {
-            registry.noteSessionEnded(e.sessionId, ENDED[e.kind]!, e.reason, at);
-          }
-        }
-      } catch (err) {
-        if (stopping.signal.aborted) return;
-        // A subscriber that fell behind missed events: nothing cached can be trusted less than
-        // the database, so the caches are re-read lazily; resubscribe and go on.
-        logger.warn({ err }, "registry coherence: event stream ended; resubscribing");
-        registry.forgetCachedChangesets();
-      }
-    }
-  })();
+export function registryFollower(registry: WorkspaceRegistry): CommitFollower {
   return {
-    async stop() {
-      stopping.abort();
-      await loop;
+    apply(e: CommittedEvent): void {
+      const at = e.occurredAt ? timestampMs(e.occurredAt) : 0;
+      if (e.kind === "changeset.transitioned") {
+        const state = e.payload.case === "changesetTransitioned" ? changesetStateName(e.payload.value.toState) : undefined;
+        if (state) registry.noteChangesetState(e.changesetId, state, e.reason, at);
+        return;
+      }
+      const ended = endedLifecycle(e.kind);
+      if (ended) registry.noteSessionEnded(e.sessionId, ended, e.reason, at);
     },
+    // Missed events: what is live here and every cached changeset are read again.
+    resync: () => registry.resync(),
   };
 }

@@ -7,12 +7,15 @@
  * the typed schema in src/platform/schema.ts.
  */
 import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
+import { insertEventsFrom } from "../platform/outbox.js";
+import { TERMINAL_STATES } from "./changeset-states.js";
 import type { ChangesetStateName, Database, ModeName } from "../platform/schema.js";
 import type { ChangesetRow } from "./registry.repository.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
-const TERMINAL = sql.raw(`('merged','rejected','closed')`);
+// The SQL form of the one list of terminal states (changeset-states.ts), never a literal copy.
+const TERMINAL = sql.raw(`(${[...TERMINAL_STATES].map((st) => `'${st}'`).join(",")})`);
 
 /** The columns an event about a workspace needs. */
 export interface LifecycleRow {
@@ -222,11 +225,9 @@ export interface SetEvent {
 async function updateWithEvents(trx: Transaction<Database>, update: RawBuilder<unknown>, ev: SetEvent): Promise<string[]> {
   const r = await sql<{ id: string }>`
     WITH changed AS (${update}),
-    stored AS (
-      INSERT INTO events (id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload)
+    stored AS (${insertEventsFrom(sql`
       SELECT gen_random_uuid(), ${ev.kind}, repo_id, session_id, id, agent_id, changeset_id, ${ev.at}, ${ev.reason}, ${ev.payload}
-      FROM changed ORDER BY id
-    )
+      FROM changed ORDER BY id`)})
     SELECT id FROM changed`.execute(trx);
   return r.rows.map((row) => row.id);
 }

@@ -28,8 +28,8 @@ import { assertActive, type WorkspaceRegistry } from "./registry.js";
 import * as regRepo from "./registry.repository.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import * as repo from "./lifecycle.repository.js";
-import { claimEvents } from "../claims/claim-events.js";
-import * as overlayRepo from "../overlay/overlay.repository.js";
+import type { Change } from "../platform/unit-of-work.js";
+import type { ExitLifecycle } from "./session-hooks.js";
 
 export interface LifecycleSettings {
   /** BERTH_SESSION_LEASE_MS */
@@ -159,6 +159,15 @@ export class LifecycleManager {
     return this.registry.db;
   }
 
+  private get uow() {
+    return this.registry.uow;
+  }
+
+  /** Runs the exit hooks (claims, overlay) for the workspaces a statement of `change` ended. */
+  private exited(change: Change, workspaceIds: readonly string[], to: ExitLifecycle, reason: string, at: number): Promise<void> {
+    return this.registry.hooks.exited(change, { workspaceIds, to, reason, at });
+  }
+
   // ---- liveness -----------------------------------------------------------------------
 
   /** Connected: an AttachSession stream is open, or the last activity is within the lease. */
@@ -206,16 +215,7 @@ export class LifecycleManager {
     if (ws.lifecycle === "stranded") return ws;
     assertActive(ws);
     const now = this.clock.now();
-    const { rows } = await this.registry.inTransaction(
-      async (trx) => {
-        // Claims are released on strand (issue 3 defect 5); the overlay rows stay for the resume.
-        // Released before the update, to report them (migrations/0004's trigger would take them silently).
-        const released = await overlayRepo.releaseClaimsOfSession(trx, ws.workspaceId, ws.sessionId);
-        const rows = await repo.strandWorkspaces(trx, [ws.workspaceId], reason, new Date(now));
-        return { rows, released };
-      },
-      ({ rows, released }) => [...claimEvents("claim.released", released, now, "session_stranded"), ...rows.map((r) => strandedEvent(r, now, reason))],
-    );
+    const rows = await this.uow.run((change) => this.stranded(change, [ws.workspaceId], reason, now));
     if (rows.length === 0) {
       // Lost a race (another strand, an abandon, a destroy): report what it is now.
       this.registry.drop(sessionId);
@@ -226,6 +226,53 @@ export class LifecycleManager {
     }
     this.markStranded(ws, now, reason);
     return ws;
+  }
+
+  /**
+   * Active → stranded for the given workspaces, in `change`: claims are released (issue 3 defect
+   * 5, by the exit hooks); the overlay rows stay for the resume. The rows that changed.
+   */
+  private async stranded(change: Change, workspaceIds: readonly string[], reason: string, now: number): Promise<repo.LifecycleRow[]> {
+    const rows = await repo.strandWorkspaces(change.trx, workspaceIds, reason, new Date(now));
+    await this.exited(change, rows.map((r) => r.id), "stranded", reason, now);
+    change.record(...rows.map((r) => strandedEvent(r, now, reason)));
+    return rows;
+  }
+
+  /** Active → destroyed, in `change`: claims and overlay go with it (exit hooks). The rows that changed. */
+  private async destroyed(change: Change, workspaceIds: readonly string[], cause: string, kind: "session.destroyed" | "session.expired", now: number): Promise<repo.LifecycleRow[]> {
+    const rows = await repo.destroyWorkspaces(change.trx, workspaceIds, cause, new Date(now));
+    await this.exited(change, rows.map((r) => r.id), "destroyed", cause, now);
+    change.record(...rows.map((r) => endedEvent(r, kind, now, cause)));
+    return rows;
+  }
+
+  /**
+   * DestroyWorkspace: an active session's workspace ends for good. Idempotent: a destroyed
+   * session is returned as it is; stranded or abandoned: the FAILED_PRECONDITION of assertActive.
+   */
+  async destroy(sessionId: string, cause: string): Promise<Workspace> {
+    const ws = await this.registry.getWorkspace(sessionId);
+    if (ws.lifecycle === "destroyed") return ws;
+    assertActive(ws);
+    const now = this.clock.now();
+    const rows = await this.uow.run((change) => this.destroyed(change, [ws.workspaceId], cause, "session.destroyed", now));
+    if (rows.length === 0) {
+      // Lost a race (a strand, an abandon, another destroy): report what it is now.
+      this.registry.drop(sessionId);
+      const current = await this.registry.getWorkspace(sessionId);
+      if (current.lifecycle === "destroyed") return current;
+      assertActive(current);
+      return current;
+    }
+    this.markDestroyed(ws, cause);
+    return ws;
+  }
+
+  private markDestroyed(ws: Workspace, cause: string): void {
+    this.registry.drop(ws.sessionId);
+    ws.lifecycle = "destroyed";
+    ws.lifecycleReason = cause;
   }
 
   private markStranded(ws: Workspace, at: number, reason: string): void {
@@ -246,8 +293,7 @@ export class LifecycleManager {
   async resume(deadSessionId: string, agentId: string): Promise<Workspace> {
     const now = this.clock.now();
     const fresh = this.registry.mintId();
-    const result = await this.registry.inTransaction(
-      async (trx) => {
+    const result = await this.uow.run(async ({ trx, record }) => {
         const hit = await repo.resumeCas(trx, deadSessionId, fresh, agentId, this.registry.instanceId ?? null, new Date(now));
         if (!hit) return { ok: false as const };
         const cs = await repo.lockChangesetShared(trx, hit.changeset_id);
@@ -256,20 +302,19 @@ export class LifecycleManager {
           throw changesetTerminal(hit.changeset_id, cs?.state ?? "closed");
         }
         await repo.insertRedirect(trx, deadSessionId, fresh, hit.id, new Date(now));
-        const row = await regRepo.findWorkspaceById(trx, hit.id);
-        return { ok: true as const, row: row! };
-      },
-      (r) => r.ok ? [{
-        kind: "session.resumed",
-        repoId: r.row.repo_id,
-        sessionId: fresh,
-        workspaceId: r.row.id,
-        agentId,
-        changesetId: r.row.changeset_id,
-        occurredAt: now,
-        payload: { case: "sessionResumed", value: { oldSessionId: deadSessionId, newSessionId: fresh } },
-      }] : [],
-    );
+        const row = (await regRepo.findWorkspaceById(trx, hit.id))!;
+        record({
+          kind: "session.resumed",
+          repoId: row.repo_id,
+          sessionId: fresh,
+          workspaceId: row.id,
+          agentId,
+          changesetId: row.changeset_id,
+          occurredAt: now,
+          payload: { case: "sessionResumed", value: { oldSessionId: deadSessionId, newSessionId: fresh } },
+        });
+        return { ok: true as const, row };
+    });
     if (!result.ok) throw await this.resumeRefusal(deadSessionId, agentId);
     const ws = this.registry.workspaceFromRow(result.row);
     this.registry.admit(ws);
@@ -324,14 +369,11 @@ export class LifecycleManager {
     if (ws.lifecycle === "destroyed") assertActive(ws);
     const now = this.clock.now();
     const reason = `session_abandoned:${cause}`;
-    const out = await this.registry.inTransaction(
-      async (trx) => {
-        const rows = await repo.abandonSession(trx, sessionId, reason, new Date(now));
-        if (rows.length === 0) return { rows, rejected: [], states: [] };
-        return this.rejectFor(trx, rows, reason, now);
-      },
-      (r) => this.abandonEvents(r, reason, note, now),
-    );
+    const out = await this.uow.run(async (change) => {
+      const rows = await repo.abandonSession(change.trx, sessionId, reason, new Date(now));
+      if (rows.length === 0) return { rows, rejected: [], states: [] };
+      return this.abandoned(change, rows, reason, note, now);
+    });
     if (out.rows.length === 0) {
       // Lost a race (resumed, destroyed, abandoned meanwhile): report what it is now.
       this.registry.drop(sessionId);
@@ -348,15 +390,21 @@ export class LifecycleManager {
     return row ? this.registry.workspaceFromRow(row) : ws;
   }
 
-  private async rejectFor(trx: Parameters<typeof repo.rejectChangesets>[0], rows: repo.LifecycleRow[], reason: string, now: number) {
-    // Abandoned (explicitly or by the stranded sweep): overlay rows deleted. Claims go with the
-    // workspace leaving 'active' (the workspaces_release_claims trigger, migrations/0004_overlay.ts).
-    await overlayRepo.deleteOverlaysOf(trx, rows.map((r) => r.id));
+  /**
+   * What follows an abandon (explicit or by the stranded sweep), in its transaction: the exit
+   * hooks (overlay rows deleted, claims released), the changesets REJECTED (their move hooks
+   * run too) and the events.
+   */
+  private async abandoned(change: Change, rows: repo.LifecycleRow[], reason: string, note: string, now: number) {
+    await this.exited(change, rows.map((r) => r.id), "abandoned", reason, now);
     const ids = [...new Set(rows.map((r) => r.changeset_id))];
-    const rejected = await repo.rejectChangesets(trx, ids, reason, new Date(now));
+    const rejected = await repo.rejectChangesets(change.trx, ids, reason, new Date(now));
+    for (const c of rejected) await this.registry.hooks.changesetMoved(change, { changesetId: c.id, to: "rejected", at: now });
     const done = new Set(rejected.map((c) => c.id));
-    const states = await repo.changesetStates(trx, ids.filter((id) => !done.has(id)));
-    return { rows, rejected, states };
+    const states = await repo.changesetStates(change.trx, ids.filter((id) => !done.has(id)));
+    const out = { rows, rejected, states };
+    change.record(...this.abandonEvents(out, reason, note, now));
+    return out;
   }
 
   private abandonEvents(r: { rows: repo.LifecycleRow[]; rejected: repo.RejectedChangeset[]; states: regRepo.ChangesetRow[] }, reason: string, note: string, now: number): EventInput[] {
@@ -543,11 +591,7 @@ export class LifecycleManager {
       }
     }
     for (const [reason, list] of strand) {
-      const rows = await this.registry.inTransaction(
-        // Claims go with the workspace leaving 'active' (trigger, migrations/0004_overlay.ts).
-        (trx) => repo.strandWorkspaces(trx, list.map((w) => w.workspaceId), reason, new Date(now)),
-        (rows) => rows.map((r) => strandedEvent(r, now, reason)),
-      );
+      const rows = await this.uow.run((change) => this.stranded(change, list.map((w) => w.workspaceId), reason, now));
       const byId = new Map(list.map((w) => [w.workspaceId, w]));
       for (const r of rows) this.markStranded(byId.get(r.id)!, now, reason);
       report.stranded += rows.length;
@@ -555,21 +599,9 @@ export class LifecycleManager {
       else report.disconnected += rows.length;
     }
     for (const [cause, { kind, list }] of destroy) {
-      const rows = await this.registry.inTransaction(
-        async (trx) => {
-          const rows = await repo.destroyWorkspaces(trx, list.map((w) => w.workspaceId), cause, new Date(now));
-          await overlayRepo.deleteOverlaysOf(trx, rows.map((r) => r.id));
-          return rows;
-        },
-        (rows) => rows.map((r) => endedEvent(r, kind, now, cause)),
-      );
+      const rows = await this.uow.run((change) => this.destroyed(change, list.map((w) => w.workspaceId), cause, kind, now));
       const byId = new Map(list.map((w) => [w.workspaceId, w]));
-      for (const r of rows) {
-        const ws = byId.get(r.id)!;
-        this.registry.drop(ws.sessionId);
-        ws.lifecycle = "destroyed";
-        ws.lifecycleReason = cause;
-      }
+      for (const r of rows) this.markDestroyed(byId.get(r.id)!, cause);
       if (cause === "gc_idle") report.idle += rows.length;
       else if (cause === "gc_max_lifetime") report.maxLifetime += rows.length;
       else if (cause === "gc_expired") report.expired += rows.length;
@@ -583,14 +615,11 @@ export class LifecycleManager {
     let total = 0;
     for (;;) {
       const now = this.clock.now();
-      const out = await this.registry.inTransaction(
-        async (trx) => {
-          const rows = await repo.abandonStrandedBefore(trx, new Date(now - ttlMs), 500, reason, new Date(now));
-          if (rows.length === 0) return { rows, rejected: [], states: [] };
-          return this.rejectFor(trx, rows, reason, now);
-        },
-        (r) => this.abandonEvents(r, reason, "", now),
-      );
+      const out = await this.uow.run(async (change) => {
+        const rows = await repo.abandonStrandedBefore(change.trx, new Date(now - ttlMs), 500, reason, new Date(now));
+        if (rows.length === 0) return { rows, rejected: [], states: [] };
+        return this.abandoned(change, rows, reason, "", now);
+      });
       this.applyRejected(out.rejected, out.states);
       total += out.rows.length;
       if (out.rows.length < 500) return total;
@@ -630,7 +659,8 @@ export class LifecycleManager {
     };
     const reason = atStartup ? "startup_reconcile" : "owner_lost";
     const at = new Date(now);
-    const out = await this.db.transaction().execute(async (trx) => {
+    const out = await this.uow.run(async (change) => {
+      const { trx } = change;
       // Each UPDATE stores its rows' events in the same statement (set-based: 100,000 rows, one round trip).
       const stranded = await repo.strandOrphans(trx, scope, {
         kind: "session.stranded",
@@ -644,12 +674,12 @@ export class LifecycleManager {
         reason: "owner_lost",
         payload: encodePayload({ case: "sessionEnded", value: { cause: "owner_lost" } }),
       });
-      // Their claims go with the workspaces leaving 'active' (trigger, migrations/0004_overlay.ts).
-      await overlayRepo.deleteOverlaysOf(trx, destroyed);
+      if (stranded.length + destroyed.length > 0) change.storedEvents();
+      await this.exited(change, stranded, "stranded", reason, now);
+      await this.exited(change, destroyed, "destroyed", "owner_lost", now);
       const adopted = await repo.adoptOrphans(trx, scope);
       return { stranded: stranded.length, destroyed: destroyed.length, adopted };
     });
-    if (out.stranded + out.destroyed > 0) this.registry.eventsCommitted();
     if (!atStartup) {
       // Adopted at a tick: take them into memory (at startup registry.load() does).
       for (const wid of out.adopted) {

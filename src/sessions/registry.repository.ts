@@ -1,5 +1,6 @@
 /** Every SQL statement of the registry: plain functions taking the database or a transaction first. */
 import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
+import { insertEventsFrom } from "../platform/outbox.js";
 import type { ChangesetStateName, ChangesetTable, Database, EventTable, LifecycleName, RepositoryTable, WorkspaceTable } from "../platform/schema.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -79,7 +80,7 @@ export type NewWorkspaceRow = Omit<Selectable<WorkspaceTable>, "lifecycle" | "li
  * repository row lock that keeps names gap-free is then held for a single round trip, and any
  * failure (a taken session id) rolls the counter back with the rest.
  *
- * The event's payload needs the name the counter yields, so it is completed in SQL: `rest` is the
+ * The event's payload needs the name the counter yields, so it is completed in SQL: the prepared payload is the
  * encoded Event with the SessionCreated fields other than agent_name, and a second occurrence of
  * field 20 (session_created) carrying only agent_name is appended. Protobuf parsers merge repeated
  * occurrences of a message field, so the stored bytes decode to the whole SessionCreated; the
@@ -89,7 +90,7 @@ export async function createAutoNamedWorkspace(
   db: Executor,
   row: NewWorkspaceRow,
   changeset: ChangesetRow,
-  event: { id: string; rest: Uint8Array },
+  event: Insertable<EventTable>,
 ): Promise<string | undefined> {
   const r = await sql<{ name: string }>`
     WITH n AS (
@@ -103,25 +104,18 @@ export async function createAutoNamedWorkspace(
       SELECT ${row.id}::uuid, ${row.session_id}::uuid, ${row.repo_id}::uuid, ${row.agent_id}, n.name, ${row.changeset_id}::uuid, ${row.intent},
              ${row.base_commit}, ${row.mode}, ${row.expires_at}::timestamptz, ${row.created_at}, ${row.last_active_at}, ${row.owner_instance}::uuid
       FROM n
-    ), ev AS (
-      INSERT INTO events (id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload)
-      SELECT ${event.id}::uuid, 'session.created', ${row.repo_id}::uuid, ${row.session_id}::uuid, ${row.id}::uuid, ${row.agent_id},
-             ${row.changeset_id}::uuid, ${row.created_at}, '',
-             ${event.rest}::bytea || '\\xa201'::bytea || set_byte('\\x00'::bytea, 0, 2 + octet_length(n.name))
+    ), ev AS (${insertEventsFrom(sql`
+      SELECT ${event.id}::uuid, ${event.kind}, ${event.repo_id}::uuid, ${event.session_id}::uuid, ${event.workspace_id}::uuid, ${event.agent_id},
+             ${event.changeset_id}::uuid, ${event.occurred_at}::timestamptz, ${event.reason ?? ""},
+             ${event.payload}::bytea || '\\xa201'::bytea || set_byte('\\x00'::bytea, 0, 2 + octet_length(n.name))
                || '\\x0a'::bytea || set_byte('\\x00'::bytea, 0, octet_length(n.name)) || convert_to(n.name, 'UTF8')
-      FROM n
-    )
+      FROM n`)})
     SELECT name FROM n`.execute(db);
   return r.rows[0]?.name;
 }
 
-/** Inserts a workspace and its event in one statement (one round trip). */
-export async function insertWorkspaceWithEvent(trx: Transaction<Database>, row: NewWorkspaceRow, event: Insertable<EventTable>): Promise<void> {
-  await trx
-    .with("ws", (db) => db.insertInto("workspaces").values(row))
-    .insertInto("events")
-    .values(event)
-    .execute();
+export async function insertWorkspace(trx: Transaction<Database>, row: NewWorkspaceRow): Promise<void> {
+  await trx.insertInto("workspaces").values(row).execute();
 }
 
 function selectWorkspaces(db: Executor) {
@@ -170,23 +164,6 @@ export async function countActive(db: Executor, repoId: string | undefined): Pro
     .where("lifecycle", "=", "active")
     .executeTakeFirstOrThrow();
   return { active: Number(row.active), total: Number(row.total) };
-}
-
-/** Compare-and-set: ends an active workspace; undefined when it was no longer active. */
-export function endActiveWorkspace(
-  db: Executor,
-  workspaceId: string,
-  lifecycle: "destroyed",
-  reason: string,
-  at: Date,
-): Promise<{ id: string } | undefined> {
-  return db
-    .updateTable("workspaces")
-    .set({ lifecycle, lifecycle_reason: reason, ended_at: at })
-    .where("id", "=", workspaceId)
-    .where("lifecycle", "=", "active")
-    .returning("id")
-    .executeTakeFirst();
 }
 
 export function findRedirect(db: Executor, deadSessionId: string): Promise<{ new_session_id: string; workspace_id: string } | undefined> {

@@ -5,39 +5,34 @@
  * (stranded, ended, or owned by another instance) go to the database.
  */
 import { randomUUID } from "node:crypto";
-import type { Transaction } from "kysely";
 import type { Logger } from "pino";
 import { canTransition, isTerminal, sourcesOf } from "./changeset-states.js";
 import type { Clock } from "../platform/clock.js";
 import { BerthError, failedPrecondition, invalidArgument, notFound } from "../platform/errors.js";
 import type { Changeset, Repository, Workspace } from "./workspace.js";
-import { appendEvents, eventRow, type EventInput } from "../platform/outbox.js";
+import type { EventInput } from "../platform/outbox.js";
+import type { UnitOfWork } from "../platform/unit-of-work.js";
 import { changesetStateEnum, modeEnum } from "../platform/proto-enums.js";
 import type { Db } from "../platform/database.js";
-import type { ChangesetStateName, Database, LifecycleName, ModeName } from "../platform/schema.js";
+import type { ChangesetStateName, LifecycleName, ModeName } from "../platform/schema.js";
 import { checkGitRepository, resolveCommit } from "./git-source.js";
 import * as sqlRepo from "./registry.repository.js";
-import { claimEvents } from "../claims/claim-events.js";
-import * as overlayRepo from "../overlay/overlay.repository.js";
+import { registryFollower } from "./coherence.js";
+import { SessionHooks } from "./session-hooks.js";
 
 export interface RegistryDeps {
-  readonly db: Db;
+  /** Every change goes through it; the registry follows every commit through it (coherence.ts). */
+  readonly uow: UnitOfWork;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly newId?: () => string;
-  /** Called after a transaction that stored events has committed (wakes event delivery). */
-  readonly onEventsCommitted?: () => void;
   /**
    * The instance (incarnation) this registry runs in: written as workspaces.owner_instance of the
    * workspaces it creates or resumes, and the only active workspaces load() takes into memory.
    * Undefined (tests of the registry alone): owner NULL, and load() takes every active workspace.
    */
   readonly instanceId?: string;
-  /** BERTH_RELEASE_CLAIMS_ON_SUBMIT: a changeset entering SUBMITTED releases its sessions' claims (default true). */
-  readonly releaseClaimsOnSubmit?: boolean;
 }
-
-/** Receives, after commit, each stored event that names a session (AttachSession notices). */
 
 export interface CreateWorkspaceInput {
   readonly repoId: string;
@@ -63,26 +58,30 @@ export class WorkspaceRegistry {
   private readonly newId: () => string;
   /** Live workspaces touched since the last activity flush (LifecycleManager.flushActivity). */
   private dirty = new Set<Workspace>();
-  /** Open AttachSession streams, by session id. */
   /** Open AttachSession streams per session: a session is connected while it has one. */
   private readonly attached = new Map<string, number>();
-  /** Called after each inTransaction commit with the events it stored (the overlay follows lifecycle changes). */
-  private readonly commitListeners: ((events: readonly EventInput[]) => void)[] = [];
+  /** What happens beyond this layer when sessions end or changesets move (claims, overlay register it). */
+  readonly hooks = new SessionHooks();
 
   constructor(private readonly deps: RegistryDeps) {
     this.newId = deps.newId ?? randomUUID;
+    deps.uow.addFollower("registry", registryFollower(this));
   }
 
   get db(): Db {
-    return this.deps.db;
+    return this.deps.uow.db;
+  }
+
+  get uow(): UnitOfWork {
+    return this.deps.uow;
   }
 
   /** Loads repositories and this instance's active workspaces into memory. */
   async load(): Promise<void> {
-    for (const row of await sqlRepo.listRepositories(this.deps.db)) this.repos.set(row.id, repositoryFromRow(row));
+    for (const row of await sqlRepo.listRepositories(this.db)) this.repos.set(row.id, repositoryFromRow(row));
     const rows = this.deps.instanceId === undefined
-      ? await sqlRepo.listWorkspacesByLifecycle(this.deps.db, ["active"])
-      : await sqlRepo.listActiveWorkspacesOfInstance(this.deps.db, this.deps.instanceId);
+      ? await sqlRepo.listWorkspacesByLifecycle(this.db, ["active"])
+      : await sqlRepo.listActiveWorkspacesOfInstance(this.db, this.deps.instanceId);
     for (const row of rows) this.admit(this.workspaceFromRow(row));
   }
 
@@ -102,7 +101,7 @@ export class WorkspaceRegistry {
     const resolved = sourcePath ? await checkGitRepository(sourcePath) : null;
     const repo: Repository = { id: this.newId(), name, sourcePath: resolved, createdAt: this.deps.clock.now() };
     try {
-      await sqlRepo.insertRepository(this.deps.db, {
+      await sqlRepo.insertRepository(this.db, {
         id: repo.id,
         name: repo.name,
         source_path: repo.sourcePath,
@@ -119,7 +118,7 @@ export class WorkspaceRegistry {
   }
 
   async listRepositories(): Promise<Repository[]> {
-    const rows = await sqlRepo.listRepositories(this.deps.db);
+    const rows = await sqlRepo.listRepositories(this.db);
     for (const row of rows) if (!this.repos.has(row.id)) this.repos.set(row.id, repositoryFromRow(row));
     return rows.map(repositoryFromRow);
   }
@@ -127,7 +126,7 @@ export class WorkspaceRegistry {
   async repository(id: string): Promise<Repository> {
     const cached = this.repos.get(id);
     if (cached) return cached;
-    const row = await sqlRepo.findRepository(this.deps.db, id);
+    const row = await sqlRepo.findRepository(this.db, id);
     if (!row) throw repositoryNotFound(id);
     const repo = repositoryFromRow(row);
     this.repos.set(id, repo);
@@ -166,8 +165,7 @@ export class WorkspaceRegistry {
       last_active_at: new Date(now),
       owner_instance: this.deps.instanceId ?? null,
     };
-    const created = (agentName: string) =>
-      eventRow({
+    const created = (agentName: string): EventInput => ({
         kind: "session.created",
         repoId: repo.id,
         sessionId: row.session_id,
@@ -176,7 +174,7 @@ export class WorkspaceRegistry {
         changesetId: row.changeset_id,
         occurredAt: now,
         payload: { case: "sessionCreated", value: { agentName, mode: modeEnum(input.mode), intent: input.intent, baseCommit } },
-      });
+    });
     const draft = (): sqlRepo.ChangesetRow => ({ id: row.changeset_id, repo_id: repo.id, state: "draft", reason: "", created_at: row.created_at, updated_at: row.created_at });
 
     let result: { changeset: sqlRepo.ChangesetRow; agentName: string };
@@ -184,12 +182,15 @@ export class WorkspaceRegistry {
       if (input.changesetId === undefined && input.agentName === undefined) {
         // The common case, in one statement (registry.repository.ts createAutoNamedWorkspace).
         const changeset = draft();
-        const event = created("");
-        const agentName = await sqlRepo.createAutoNamedWorkspace(this.deps.db, row, changeset, { id: event.id, rest: event.payload });
+        const agentName = await this.uow.statement(
+          [created("")],
+          (db, [event]) => sqlRepo.createAutoNamedWorkspace(db, row, changeset, event!),
+          (name) => name !== undefined,
+        );
         if (agentName === undefined) throw repositoryNotFound(repo.id);
         result = { changeset, agentName };
       } else {
-        result = await this.deps.db.transaction().execute(async (trx) => {
+        result = await this.uow.run(async ({ trx, record }) => {
           let changeset: sqlRepo.ChangesetRow;
           if (input.changesetId !== undefined) {
             const found = await sqlRepo.findChangeset(trx, input.changesetId, "share");
@@ -210,7 +211,8 @@ export class WorkspaceRegistry {
             if (n === undefined) throw repositoryNotFound(repo.id);
             agentName = `agent-${n}`;
           }
-          await sqlRepo.insertWorkspaceWithEvent(trx, { ...row, agent_name: agentName }, created(agentName));
+          await sqlRepo.insertWorkspace(trx, { ...row, agent_name: agentName });
+          record(created(agentName));
           return { changeset, agentName };
         });
       }
@@ -220,7 +222,6 @@ export class WorkspaceRegistry {
       }
       throw err;
     }
-    this.eventsCommitted();
 
     const ws: Workspace = {
       workspaceId: row.id,
@@ -248,9 +249,9 @@ export class WorkspaceRegistry {
   async getWorkspace(sessionId: string): Promise<Workspace> {
     const live = this.live.get(sessionId);
     if (live) return live;
-    const row = await sqlRepo.findWorkspaceBySession(this.deps.db, sessionId);
+    const row = await sqlRepo.findWorkspaceBySession(this.db, sessionId);
     if (row) return this.workspaceFromRow(row);
-    const redirect = await sqlRepo.findRedirect(this.deps.db, sessionId);
+    const redirect = await sqlRepo.findRedirect(this.db, sessionId);
     if (redirect) {
       throw failedPrecondition("SESSION_RESUMED", `session ${sessionId} was resumed as ${redirect.new_session_id}`, {
         session_id: sessionId,
@@ -342,16 +343,20 @@ export class WorkspaceRegistry {
   }
 
   /**
-   * Forgets cached changeset states (after missed events): each live workspace's changeset is
-   * read again from the database.
+   * After missed events: every live workspace is checked against the database. One that is no
+   * longer active here (ended, resumed, adopted elsewhere) is dropped; the others' changesets
+   * are read again.
    */
-  forgetCachedChangesets(): void {
-    void this.refreshAllChangesets().catch((err: unknown) => this.deps.logger.warn({ err }, "could not re-read changesets"));
-  }
-
-  private async refreshAllChangesets(): Promise<void> {
-    for (const row of await sqlRepo.listWorkspacesByLifecycle(this.deps.db, ["active"])) {
-      if (this.live.has(row.session_id)) this.refreshChangeset({ id: row.changeset_id, repo_id: row.repo_id, state: row.cs_state, reason: row.cs_reason, created_at: row.cs_created_at, updated_at: row.cs_updated_at });
+  async resync(): Promise<void> {
+    const rows = await sqlRepo.listWorkspacesByLifecycle(this.db, ["active"]);
+    const active = new Map(rows.map((r) => [r.session_id, r]));
+    for (const ws of [...this.live.values()]) {
+      const row = active.get(ws.sessionId);
+      if (!row) {
+        this.drop(ws.sessionId);
+        continue;
+      }
+      this.refreshChangeset({ id: row.changeset_id, repo_id: row.repo_id, state: row.cs_state, reason: row.cs_reason, created_at: row.cs_created_at, updated_at: row.cs_updated_at });
     }
   }
 
@@ -368,60 +373,27 @@ export class WorkspaceRegistry {
     return this.live.size;
   }
 
-  async destroyWorkspace(sessionId: string, cause: string): Promise<Workspace> {
-    const ws = await this.getWorkspace(sessionId);
-    if (ws.lifecycle === "destroyed") return ws; // idempotent
-    assertActive(ws);
-    const now = this.deps.clock.now();
-    await this.inTransaction(async (trx) => {
-      const ended = await sqlRepo.endActiveWorkspace(trx, ws.workspaceId, "destroyed", cause, new Date(now));
-      if (!ended) {
-        // Lost a race with a strand, abandon or another destroy: report what it is now.
-        const row = await sqlRepo.findWorkspaceById(trx, ws.workspaceId);
-        if (row?.lifecycle === "destroyed") return false;
-        assertActive(row ? this.workspaceFromRow(row) : ws);
-      }
-      // A destroyed workspace can never be used again: its claims go, and its overlay with them.
-      const released = await overlayRepo.releaseClaimsOf(trx, [ws.workspaceId]);
-      await overlayRepo.deleteOverlaysOf(trx, [ws.workspaceId]);
-      return released;
-    }, (released) => released ? [...claimEvents("claim.released", released, now, cause, ws.changeset.id), {
-      kind: "session.destroyed",
-      repoId: ws.repoId,
-      sessionId: ws.sessionId,
-      workspaceId: ws.workspaceId,
-      agentId: ws.agentId,
-      changesetId: ws.changeset.id,
-      occurredAt: now,
-      reason: cause,
-      payload: { case: "sessionEnded", value: { cause } },
-    }] : []);
-    this.drop(ws.sessionId);
-    ws.lifecycle = "destroyed";
-    ws.lifecycleReason = cause;
-    return ws;
-  }
-
   /** Active and stranded sessions of a repository, oldest first, from the database (all instances). */
   async listSessions(repoId: string): Promise<Workspace[]> {
     await this.repository(repoId);
-    const rows = await sqlRepo.listWorkspacesByLifecycle(this.deps.db, ["active", "stranded"], repoId);
+    const rows = await sqlRepo.listWorkspacesByLifecycle(this.db, ["active", "stranded"], repoId);
     return rows.map((row) => this.live.get(row.session_id) ?? this.workspaceFromRow(row));
   }
 
   async countActive(repoId: string | undefined): Promise<{ active: number; total: number }> {
     if (repoId !== undefined) await this.repository(repoId);
-    return sqlRepo.countActive(this.deps.db, repoId);
+    return sqlRepo.countActive(this.db, repoId);
   }
 
   /** The agents whose workspaces work on a changeset: the only agents that may move it. */
   agentsOfChangeset(changesetId: string): Promise<string[]> {
-    return sqlRepo.agentsOfChangeset(this.deps.db, changesetId);
+    return sqlRepo.agentsOfChangeset(this.db, changesetId);
   }
 
   async transitionChangeset(changesetId: string, to: ChangesetStateName, reason: string): Promise<Changeset> {
     const now = this.deps.clock.now();
-    const outcome = await this.inTransaction(async (trx) => {
+    const outcome = await this.uow.run(async (change) => {
+      const { trx } = change;
       const current = await sqlRepo.findChangeset(trx, changesetId);
       if (!current) throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
       if (isTerminal(current.state)) {
@@ -437,18 +409,17 @@ export class WorkspaceRegistry {
         const again = await sqlRepo.findChangeset(trx, changesetId);
         throw invalidTransition(changesetId, again?.state ?? current.state, to);
       }
-      // Claims end with the work: merged, rejected, closed, and (configurable) submitted for review.
-      const releases = isTerminal(to) || (to === "submitted" && (this.deps.releaseClaimsOnSubmit ?? true));
-      const released = releases ? await overlayRepo.releaseClaimsOfChangeset(trx, changesetId) : [];
-      return { from: current.state, row, released };
-    }, (r) => [...claimEvents("claim.released", r.released, now, `changeset_${to}`, changesetId), {
-      kind: "changeset.transitioned",
-      repoId: r.row.repo_id,
-      changesetId,
-      occurredAt: now,
-      reason,
-      payload: { case: "changesetTransitioned", value: { fromState: changesetStateEnum(r.from), toState: changesetStateEnum(to) } },
-    }]);
+      await this.hooks.changesetMoved(change, { changesetId, to, at: now });
+      change.record({
+        kind: "changeset.transitioned",
+        repoId: row.repo_id,
+        changesetId,
+        occurredAt: now,
+        reason,
+        payload: { case: "changesetTransitioned", value: { fromState: changesetStateEnum(current.state), toState: changesetStateEnum(to) } },
+      });
+      return { row };
+    });
     const cached = this.changesets.get(changesetId);
     if (cached) {
       cached.state = outcome.row.state;
@@ -460,45 +431,6 @@ export class WorkspaceRegistry {
   }
 
   // ---- shared with the lifecycle ------------------------------------------------------
-
-  /**
-   * Runs `work` in a transaction and stores the events `events(result)` describes as its last
-   * statements, so the event lock is held only until commit.
-   */
-  async inTransaction<T>(
-    work: (trx: Transaction<Database>) => Promise<T>,
-    events: (result: T) => readonly EventInput[],
-  ): Promise<T> {
-    let stored: readonly EventInput[] = [];
-    const result = await this.deps.db.transaction().execute(async (trx) => {
-      const r = await work(trx);
-      const list = events(r);
-      stored = list;
-      await appendEvents(trx, list);
-      return r;
-    });
-    if (stored.length > 0) {
-      this.eventsCommitted();
-      for (const l of this.commitListeners) {
-        try {
-          l(stored);
-        } catch (err) {
-          this.deps.logger.warn({ err }, "commit listener failed");
-        }
-      }
-    }
-    return result;
-  }
-
-  /** Registers a listener of the events of every inTransaction commit of this instance. */
-  onCommitted(listener: (events: readonly EventInput[]) => void): void {
-    this.commitListeners.push(listener);
-  }
-
-  /** After a commit that stored events (inTransaction, or a caller that appended its own): wakes delivery. */
-  eventsCommitted(): void {
-    this.deps.onEventsCommitted?.();
-  }
 
   admit(ws: Workspace): void {
     this.live.set(ws.sessionId, ws);

@@ -7,7 +7,8 @@ import { createAuthenticator } from "../auth/authenticator.js";
 import type { Config } from "../config.js";
 import { systemClock, type Clock } from "../platform/clock.js";
 import { createLogger } from "../platform/logger.js";
-import { followOtherInstances } from "../sessions/coherence.js";
+import { registerClaimRules } from "../claims/claim-rules.js";
+import { UnitOfWork } from "../platform/unit-of-work.js";
 import { WorkspaceRegistry } from "../sessions/registry.js";
 import { LifecycleManager, defaultInstanceName } from "../sessions/lifecycle.js";
 import { OverlayService } from "../overlay/overlay-service.js";
@@ -78,6 +79,8 @@ export interface BerthServer {
 }
 
 const DB_PROBE_INTERVAL_MS = 5_000;
+/** The in-process followers consume synchronously, so their feed rarely buffers; a burst (a 100,000-row reconcile elsewhere) may. */
+const COMMIT_FEED_BUFFER = { maxBufferedEvents: 200_000, maxBufferedBytes: 64 * 1024 * 1024 };
 
 export async function build(config: Config, options: BuildOptions = {}): Promise<BerthServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -99,17 +102,14 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     metrics.sources.events = events;
     let relay: NatsRelay | undefined;
     const instanceId = crypto.randomUUID();
-    const registry = new WorkspaceRegistry({
-      db: database.db,
-      clock,
-      logger,
-      instanceId,
-      releaseClaimsOnSubmit: config.releaseClaimsOnSubmit,
-      onEventsCommitted: () => {
-        events.nudge();
-        relay?.nudge();
-      },
+    // Every state change goes through the unit of work; after each commit it wakes delivery and
+    // hands the events to the in-process followers (registry, overlay, turns).
+    const uow = new UnitOfWork(database.db, logger, () => {
+      events.nudge();
+      relay?.nudge();
     });
+    const registry = new WorkspaceRegistry({ uow, clock, logger, instanceId });
+    registerClaimRules(registry.hooks, { releaseOnSubmit: config.releaseClaimsOnSubmit });
     // Lifecycle: reconcile orphaned workspaces (stranded, before SERVING), then load ours.
     const lifecycle = new LifecycleManager({
       registry,
@@ -127,15 +127,15 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       },
     });
     await lifecycle.startup();
+    // Other instances' commits reach the same followers; subscribed before the registry loads, so
+    // nothing committed after the load is missed.
+    const feed = uow.follow((signal) => events.watch({}, signal, COMMIT_FEED_BUFFER));
+    closers.push(() => feed.stop());
     await registry.load();
-    const coherence = followOtherInstances(registry, events, logger);
-    closers.push(() => coherence.stop());
     metrics.sources.registry = registry;
     // The overlay: caches made on first use; the modifiers index follows every instance's events.
     const overlay = new OverlayService({ registry, clock, logger, settings: { maxFileBytes: config.maxFileBytes } });
     closers.push(async () => overlay.close());
-    const overlayFeed = overlay.follow(events);
-    closers.push(() => overlayFeed.stop());
     void preloadSymbolGrammars().then((failed) => {
       if (failed.length > 0) logger.warn({ languages: failed }, "symbol grammars failed to load; those files are whole-file units");
     });

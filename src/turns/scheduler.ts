@@ -18,7 +18,7 @@ import type { Clock } from "../platform/clock.js";
 import { BerthError, failedPrecondition, notFound } from "../platform/errors.js";
 import type { Workspace } from "../sessions/workspace.js";
 import type { EventHub } from "../delivery/hub.js";
-import { eventRow, type EventInput } from "../platform/outbox.js";
+import { insertEvents, type EventInput } from "../platform/outbox.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import {
@@ -407,8 +407,7 @@ export class TurnScheduler {
       if (turn.state === "cancelled") events.push(this.turnEvent(ws, "turn.cancelled", turn, { reason: turn.endReason }));
       if (turn.state === "superseded") events.push(this.turnEvent(ws, "turn.superseded", turn, { other: turn.supersededBy ?? "" }));
       // One statement in autocommit (turn row + events, atomic): one round trip instead of four.
-      await store.insertTurnWithEvents(this.deps.registry.db, this.rowOf(turn), events);
-      this.deps.registry.eventsCommitted();
+      await this.deps.registry.uow.statement(events, (db, rows) => store.insertTurnWithEvents(db, this.rowOf(turn), rows));
     } finally {
       resolve();
     }
@@ -445,7 +444,7 @@ export class TurnScheduler {
       const events = [this.turnEvent(state.ws, "turn.ended", turn, { outcome })];
       if (park) events.push(this.turnEvent(state.ws, "turn.parked", turn, { outcome }));
       await turn.rowWritten;
-      if (await store.finishTurnWithEvents(this.deps.registry.db, turn.id, "ended", { outcome, at: new Date(now) }, events)) this.deps.registry.eventsCommitted();
+      await this.deps.registry.uow.statement(events, (db, rows) => store.finishTurnWithEvents(db, turn.id, "ended", { outcome, at: new Date(now) }, rows), (finished) => finished);
       turn.state = "ended";
       turn.outcome = outcome;
       turn.endedAt = now;
@@ -736,15 +735,14 @@ export class TurnScheduler {
     if (!turn.rowWritten) return; // the row insert (still to come) writes the final state
     await turn.rowWritten;
     const at = new Date(turn.endedAt ?? this.deps.clock.now());
-    if (await store.finishTurnWithEvents(this.deps.registry.db, turn.id, to, { ...fields, at }, events)) this.deps.registry.eventsCommitted();
+    await this.deps.registry.uow.statement(events, (db, rows) => store.finishTurnWithEvents(db, turn.id, to, { ...fields, at }, rows), (finished) => finished);
   }
 
   private async record(events: EventInput[]): Promise<void> {
     try {
       // One INSERT in autocommit (no BEGIN/COMMIT round trips): the events are the whole change.
       if (events.length === 0) return;
-      await this.deps.registry.db.insertInto("events").values(events.map(eventRow)).execute();
-      this.deps.registry.eventsCommitted();
+      await this.deps.registry.uow.statement(events, (db, rows) => insertEvents(rows).execute(db));
     } catch (err) {
       this.deps.logger.warn({ err, kinds: events.map((e) => e.kind) }, "turns: storing events failed");
     }

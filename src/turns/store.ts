@@ -1,6 +1,8 @@
 /** The turns table (migrations/0005_turns.ts), in raw SQL so the shared schema type stays untouched. */
 import { sql, type Transaction } from "kysely";
-import { eventRow, type EventInput } from "../platform/outbox.js";
+import { eventValues, insertEvents, insertEventsFrom, type PreparedEvent } from "../platform/outbox.js";
+
+type EventRow = PreparedEvent["row"];
 import type { Db } from "../platform/database.js";
 import type { Database } from "../platform/schema.js";
 
@@ -39,16 +41,13 @@ export async function insertTurn(q: Q, r: TurnRow): Promise<void> {
  * CTE is atomic, so the row and its events commit together or not at all). The caller wakes
  * event delivery after it returns (WorkspaceRegistry.eventsCommitted).
  */
-export async function insertTurnWithEvents(q: Q, r: TurnRow, events: readonly EventInput[]): Promise<void> {
+export async function insertTurnWithEvents(q: Q, r: TurnRow, events: readonly EventRow[]): Promise<void> {
   if (events.length === 0) return insertTurn(q, r);
-  const rows = events.map(eventRow).map((e) =>
-    sql`(${e.id}::uuid, ${e.kind}, ${e.repo_id}::uuid, ${e.session_id}::uuid, ${e.workspace_id}::uuid, ${e.agent_id}, ${e.changeset_id}::uuid, ${e.occurred_at}::timestamptz, ${e.reason}, ${e.payload}::bytea)`);
   await sql`WITH t AS (
       INSERT INTO turns (id, session_id, workspace_id, repo_id, client_turn_id, state, outcome, environment_path, warm, superseded_by, end_reason, instance_id, started_at, ended_at)
       VALUES (${r.id}, ${r.session_id}, ${r.workspace_id}, ${r.repo_id}, ${r.client_turn_id}, ${r.state}, ${r.outcome}, ${r.environment_path}, ${r.warm}, ${r.superseded_by}, ${r.end_reason}, ${r.instance_id}, ${r.started_at}, ${r.ended_at})
     )
-    INSERT INTO events (id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload)
-    VALUES ${sql.join(rows)}`.execute(q);
+    ${insertEvents(events)}`.execute(q);
 }
 
 /** Moves a running turn to a final state; false when it was not running. */
@@ -63,18 +62,13 @@ export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName,
  * finishTurn and the events it reports in one statement (one round trip in autocommit); the
  * events are stored only when the turn was running. The caller wakes event delivery.
  */
-export async function finishTurnWithEvents(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; at: Date }, events: readonly EventInput[]): Promise<boolean> {
+export async function finishTurnWithEvents(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; at: Date }, events: readonly EventRow[]): Promise<boolean> {
   if (events.length === 0) return finishTurn(q, id, state, fields);
-  const rows = events.map(eventRow).map((e) =>
-    sql`(${e.id}::uuid, ${e.kind}::text, ${e.repo_id}::uuid, ${e.session_id}::uuid, ${e.workspace_id}::uuid, ${e.agent_id}::text, ${e.changeset_id}::uuid, ${e.occurred_at}::timestamptz, ${e.reason}::text, ${e.payload}::bytea)`);
   const r = await sql<{ n: number | string }>`WITH u AS (
       UPDATE turns SET state = ${state}, outcome = ${fields.outcome ?? null}, superseded_by = ${fields.supersededBy ?? null},
         end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}
       WHERE id = ${id} AND state = 'running' RETURNING 1
-    ), ev AS (
-      INSERT INTO events (id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload)
-      SELECT * FROM (VALUES ${sql.join(rows)}) AS v WHERE EXISTS (SELECT 1 FROM u)
-    )
+    ), ev AS (${insertEventsFrom(sql`SELECT * FROM (${eventValues(events)}) AS v WHERE EXISTS (SELECT 1 FROM u)`)})
     SELECT count(*) AS n FROM u`.execute(q);
   return Number(r.rows[0]?.n ?? 0) > 0;
 }

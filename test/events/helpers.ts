@@ -10,13 +10,14 @@ import pino from "pino";
 import { systemClock, type Clock } from "../../src/platform/clock.js";
 import type { EventInput } from "../../src/platform/outbox.js";
 import { WorkspaceRegistry } from "../../src/sessions/registry.js";
+import { UnitOfWork } from "../../src/platform/unit-of-work.js";
 import type { Db } from "../../src/platform/database.js";
 import { toSeq } from "../../src/platform/schema.js";
 
 export const silent = pino({ level: "silent" });
 
 export function registryOn(db: Db, onEventsCommitted?: () => void, clock: Clock = systemClock): WorkspaceRegistry {
-  return new WorkspaceRegistry({ db, clock, logger: silent, ...(onEventsCommitted ? { onEventsCommitted } : {}) });
+  return new WorkspaceRegistry({ uow: new UnitOfWork(db, silent, onEventsCommitted), clock, logger: silent });
 }
 
 export const REPO_A = "00000000-0000-4000-8000-00000000000a";
@@ -26,9 +27,9 @@ export function input(kind: string, repoId = REPO_A, extra: Partial<EventInput> 
   return { kind, repoId, sessionId: randomUUID(), occurredAt: Date.now(), reason: "test", ...extra };
 }
 
-/** Stores events in one transaction through the registry (outbox, lock, nudge). */
+/** Stores events in one transaction through the unit of work (outbox, nudge). */
 export function writeEvents(registry: WorkspaceRegistry, inputs: readonly EventInput[]): Promise<void> {
-  return registry.inTransaction(async () => undefined, () => inputs);
+  return registry.uow.run(async ({ record }) => record(...inputs));
 }
 
 export async function storedSeqs(db: Db): Promise<bigint[]> {

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BerthError } from "../../src/platform/errors.js";
 import type { EventFilter } from "../../src/delivery/filter.js";
 import { EventHub, type SubscriberOptions } from "../../src/delivery/hub.js";
-import { appendEvents } from "../../src/platform/outbox.js";
+import { insertEvents, prepareEvent } from "../../src/platform/outbox.js";
 import { EventPruner } from "../../src/delivery/pruner.js";
 import { advanceRelayCursor, readRelayCursor, type Event } from "../../src/delivery/event-store.js";
 import type { WorkspaceRegistry } from "../../src/sessions/registry.js";
@@ -120,12 +120,10 @@ describe.each(DATABASE_KINDS)("event hub on %s", (kind) => {
         for (let i = 0; i < 30; i++) {
           // Alternating 1- and 3-event transactions, some with other work before the events.
           const n = i % 2 === 0 ? 1 : 3;
-          await registry.inTransaction(
-            async (trx) => {
-              if (i % 3 === 0) await trx.selectFrom("events").select("seq").limit(1).execute();
-            },
-            () => Array.from({ length: n }, () => input(`session.w${w}`, w % 2 ? REPO_A : REPO_B)),
-          );
+          await registry.uow.run(async ({ trx, record }) => {
+            if (i % 3 === 0) await trx.selectFrom("events").select("seq").limit(1).execute();
+            record(...Array.from({ length: n }, () => input(`session.w${w}`, w % 2 ? REPO_A : REPO_B)));
+          });
           if (w === 0 && i === 10) {
             midwayAfter = (await storedSeqs(database.opened.db)).at(-1)!;
             midway = take(hub, midwayAfter, 8 * 30 * 2 - (await storedSeqs(database.opened.db)).length + 0, {}, 30_000);
@@ -164,7 +162,7 @@ describe.each(DATABASE_KINDS)("event hub on %s", (kind) => {
     let inserted!: () => void;
     const insertedP = new Promise<void>((r) => (inserted = r));
     const slow = db.transaction().execute(async (trx) => {
-      await appendEvents(trx, [input("session.slow")]);
+      await insertEvents([prepareEvent(input("session.slow")).row]).execute(trx);
       inserted();
       await gate; // stays open, its event inserted (staged first) but not committed
     });
@@ -204,22 +202,17 @@ describe.each(DATABASE_KINDS)("event hub on %s", (kind) => {
   pgAndPrimary("a rolled-back transaction stores no event and leaves no hole readers stop at", async () => {
     await writeEvents(registry, [input("session.one")]);
     await expect(
-      registry.inTransaction(
-        async () => {
-          throw new Error("boom");
-        },
-        () => [input("session.never")],
-      ),
+      registry.uow.run(async ({ record }) => {
+        record(input("session.never"));
+        throw new Error("boom");
+      }),
     ).rejects.toThrow("boom");
-    await registry
-      .inTransaction(
-        async (trx) => {
-          await appendEvents(trx, [input("session.rolled_back")]);
-          throw new Error("after insert");
-        },
-        () => [],
-      )
-      .catch(() => {});
+    await expect(
+      registry.uow.run(async ({ trx }) => {
+        await insertEvents([prepareEvent(input("session.rolled_back")).row]).execute(trx);
+        throw new Error("after insert");
+      }),
+    ).rejects.toThrow("after insert");
     await writeEvents(registry, [input("session.two")]);
     expect((await take(hub, 0n, 2)).map((e) => e.kind)).toEqual(["session.one", "session.two"]);
   });

@@ -14,6 +14,8 @@ import { EventSchema } from "../../gen/berth/v1/event_pb.js";
 import { NatsRelay, leaderLockFor, type NatsRelayOptions } from "../../src/delivery/nats-relay.js";
 import { headSeq, readRelayCursor } from "../../src/delivery/event-store.js";
 import type { WorkspaceRegistry } from "../../src/sessions/registry.js";
+import { DEFAULT_SETTINGS, LifecycleManager } from "../../src/sessions/lifecycle.js";
+import { systemClock } from "../../src/platform/clock.js";
 import { PRIMARY_KIND, createTestDatabase, type TestDatabase } from "../support/database.js";
 import { REQUIRE_SERVICES } from "../support/services.js";
 import { NATS_SERVER, NatsServer, input, registryOn, silent, storedIds, storedSeqs, until, writeEvents } from "./helpers.js";
@@ -124,7 +126,7 @@ describe.skipIf(!haveNats)("NATS relay (real nats-server)", () => {
     await registry.transitionChangeset(ws.changeset.id, "submitted", "ready");
     await writeEvents(registry, [input("session.stranded", repo.id, { sessionId: ws.sessionId })]);
     await writeEvents(registry, [input("session.resumed", repo.id, { sessionId: ws.sessionId })]);
-    await registry.destroyWorkspace(ws.sessionId, "client");
+    await new LifecycleManager({ registry, clock: systemClock, logger: silent, settings: DEFAULT_SETTINGS }).destroy(ws.sessionId, "client");
     await until(async () => r.publishedSeq === (await headSeq(database.opened.db)), 15_000, "relay to publish");
 
     const got = await expectExactlyOnceInOrder("lifecycle");

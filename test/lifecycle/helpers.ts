@@ -5,6 +5,8 @@ import pino from "pino";
 import { ManualClock } from "../../src/platform/clock.js";
 import { BerthError } from "../../src/platform/errors.js";
 import { DEFAULT_SETTINGS, LifecycleManager, type LifecycleSettings } from "../../src/sessions/lifecycle.js";
+import { UnitOfWork } from "../../src/platform/unit-of-work.js";
+import { registerClaimRules } from "../../src/claims/claim-rules.js";
 import { WorkspaceRegistry } from "../../src/sessions/registry.js";
 import type { ChangesetStateName } from "../../src/platform/schema.js";
 import type { Db } from "../../src/platform/database.js";
@@ -31,7 +33,8 @@ export async function harness(
   const logs: Record<string, unknown>[] = [];
   const logger = pino({ level: "debug" }, { write: (l: string) => void logs.push(JSON.parse(l) as Record<string, unknown>) });
   const instanceId = randomUUID();
-  const registry = new WorkspaceRegistry({ db, clock, logger, instanceId });
+  const registry = new WorkspaceRegistry({ uow: new UnitOfWork(db, logger), clock, logger, instanceId });
+  registerClaimRules(registry.hooks, { releaseOnSubmit: true });
   const lifecycle = new LifecycleManager({
     registry,
     clock,

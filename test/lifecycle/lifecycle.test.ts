@@ -172,7 +172,7 @@ describe(`lifecycle on ${PRIMARY_KIND}`, () => {
       expect(err.metadata.stranded_at).toBe(new Date(h.clock.now()).toISOString());
       expect((await h.registry.getWorkspace(ws.sessionId)).lifecycle).toBe("stranded");
       expect(h.registry.liveWorkspace(ws.sessionId)).toBeUndefined();
-      const destroy = await failure(h.registry.destroyWorkspace(ws.sessionId, "client"));
+      const destroy = await failure(h.lifecycle.destroy(ws.sessionId, "client"));
       expect(destroy.reason).toBe("SESSION_STRANDED");
     });
 
@@ -194,7 +194,7 @@ describe(`lifecycle on ${PRIMARY_KIND}`, () => {
       await h.lifecycle.abandon(a.sessionId, "explicit");
       expect((await failure(h.lifecycle.strand(a.sessionId, "x"))).reason).toBe("SESSION_ABANDONED");
       const d = await h.create();
-      await h.registry.destroyWorkspace(d.sessionId, "client");
+      await h.lifecycle.destroy(d.sessionId, "client");
       expect((await failure(h.lifecycle.strand(d.sessionId, "x"))).reason).toBe("SESSION_DESTROYED");
     });
   });

@@ -8,6 +8,7 @@ import { sql } from "kysely";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/platform/clock.js";
+import { UnitOfWork } from "../../src/platform/unit-of-work.js";
 import { WorkspaceRegistry } from "../../src/sessions/registry.js";
 import { migrateToLatest, migrationStatus, SchemaTooNewError } from "../../src/platform/migrate.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/database.js";
@@ -25,7 +26,7 @@ describe.each(DATABASE_KINDS)("storage on %s", (kind) => {
   beforeAll(async () => {
     database = await createTestDatabase(kind, { migrate: false });
     await migrateToLatest(database.opened.db);
-    registry = new WorkspaceRegistry({ db: database.opened.db, clock, logger: silent });
+    registry = new WorkspaceRegistry({ uow: new UnitOfWork(database.opened.db, silent), clock, logger: silent });
     await registry.load();
   }, 60_000);
   afterAll(async () => {
@@ -88,7 +89,7 @@ describe.each(DATABASE_KINDS)("storage on %s", (kind) => {
   it("loads live workspaces back after a restart of the registry", async () => {
     const repo = await registry.registerRepository(`reload-${kind}`, undefined);
     const ws = await registry.createWorkspace({ repoId: repo.id, intent: "keep", baseCommit: "main", mode: "persistent", ttlSeconds: 120, agentId: "a", agentName: undefined, sessionId: undefined, changesetId: undefined });
-    const fresh = new WorkspaceRegistry({ db: database.opened.db, clock, logger: silent });
+    const fresh = new WorkspaceRegistry({ uow: new UnitOfWork(database.opened.db, silent), clock, logger: silent });
     await fresh.load();
     const back = fresh.liveWorkspace(ws.sessionId);
     expect(back).toMatchObject({ workspaceId: ws.workspaceId, intent: "keep", mode: "persistent", expiresAt: ws.expiresAt, agentName: ws.agentName });

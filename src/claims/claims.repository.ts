@@ -1,0 +1,137 @@
+/**
+ * Every SQL statement of the symbol claims (migrations/0004_overlay.ts): taking them under the
+ * path's claim lock, releasing them, and the row lock every change of a session's files takes.
+ */
+import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
+import type { ChangesetStateName, Database, LifecycleName } from "../platform/schema.js";
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+export function uuids(ids: readonly string[]): RawBuilder<unknown> {
+  return sql`${`{${ids.join(",")}}`}::uuid[]`;
+}
+
+/**
+ * The state a write needs, with the workspace and its changeset locked FOR SHARE and then the
+ * paths' claim locks taken (sorted), in one statement: the lateral join runs only on the row the
+ * locking subquery returned, so the order is the same as two statements (row, then paths). The
+ * claim check must be a later statement (its snapshot must postdate the claim locks).
+ */
+export async function lockForWrite(
+  trx: Transaction<Database>,
+  workspaceId: string,
+  lockKeys: readonly string[],
+): Promise<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName } | undefined> {
+  const sorted = [...new Set(lockKeys)].sort();
+  const r = await sql<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName }>`
+    SELECT r.lifecycle, r.session_id, r.state
+    FROM (SELECT w.lifecycle, w.session_id, c.state FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
+          WHERE w.id = ${workspaceId}::uuid FOR SHARE OF w, c) r
+    CROSS JOIN LATERAL (
+      SELECT count(pg_advisory_xact_lock(hashtextextended(k, 7))) AS locked
+      FROM (SELECT k FROM jsonb_array_elements_text(${JSON.stringify(sorted)}::jsonb) WITH ORDINALITY AS t(k, n)
+            WHERE r.lifecycle IS NOT NULL ORDER BY n) keys) l`.execute(trx);
+  return r.rows[0];
+}
+
+export function claimLockKey(repoId: string, path: string): string {
+  return `claim:${repoId}:${path}`;
+}
+
+// ---- claims -------------------------------------------------------------------------------
+
+export interface ClaimRow {
+  repo_id: string;
+  path: string;
+  symbol: string;
+  workspace_id: string;
+  session_id: string;
+  agent_id: string;
+  agent_name: string;
+  acquired_at: Date;
+  /** Present when the statement joined the holder's workspace. */
+  changeset_id?: string;
+}
+
+export interface Holder {
+  readonly workspaceId: string;
+  readonly sessionId: string;
+  readonly agentId: string;
+  readonly agentName: string;
+}
+
+/**
+ * Claims `symbols` of one path for `holder` (the caller holds the path's claim lock). Returns
+ * the symbols newly claimed and the claims of other workspaces that stand in the way: the same
+ * symbol, or — file-level ('') against any symbol and any symbol against file-level.
+ */
+export async function claimOnPath(
+  trx: Transaction<Database>,
+  repoId: string,
+  path: string,
+  symbols: readonly string[],
+  holder: Holder,
+  at: Date,
+): Promise<{ inserted: string[]; blocked: ClaimRow[] }> {
+  if (symbols.length === 0) return { inserted: [], blocked: [] };
+  const fileLevel = symbols.includes("");
+  const r = await sql<ClaimRow & { k: string }>`
+    WITH wanted AS (SELECT DISTINCT s FROM jsonb_array_elements_text(${JSON.stringify(symbols)}::jsonb) AS t(s)),
+    blocked AS (
+      SELECT c.* FROM claims c
+      WHERE c.repo_id = ${repoId}::uuid AND c.path = ${path} AND c.workspace_id <> ${holder.workspaceId}::uuid
+        AND (c.symbol IN (SELECT s FROM wanted) OR c.symbol = '' OR ${fileLevel})),
+    ins AS (
+      INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at)
+      SELECT ${repoId}::uuid, ${path}, s, ${holder.workspaceId}::uuid, ${holder.sessionId}::uuid, ${holder.agentId}, ${holder.agentName}, ${at}
+      FROM wanted WHERE NOT EXISTS (SELECT 1 FROM blocked)
+      ON CONFLICT (repo_id, path, symbol) DO NOTHING
+      RETURNING *)
+    SELECT 'ins' AS k, * FROM ins UNION ALL SELECT 'blocked' AS k, * FROM blocked`.execute(trx);
+  const inserted: string[] = [];
+  const blocked: ClaimRow[] = [];
+  for (const row of r.rows) {
+    const { k, ...claim } = row;
+    if (k === "ins") inserted.push(claim.symbol);
+    else blocked.push(claim);
+  }
+  return { inserted, blocked };
+}
+
+export async function claimsOfWorkspace(db: Executor, workspaceId: string): Promise<ClaimRow[]> {
+  const r = await sql<ClaimRow>`SELECT * FROM claims WHERE workspace_id = ${workspaceId}::uuid ORDER BY path, symbol`.execute(db);
+  return r.rows;
+}
+
+/** Releases some claims of a workspace ((path, symbol) pairs), returning those released. */
+export async function releaseClaims(db: Executor, workspaceId: string, refs: readonly { path: string; symbol: string }[]): Promise<ClaimRow[]> {
+  if (refs.length === 0) return [];
+  const r = await sql<ClaimRow>`
+    DELETE FROM claims c USING (SELECT x->>0 AS path, x->>1 AS symbol FROM jsonb_array_elements(${JSON.stringify(refs.map((x) => [x.path, x.symbol]))}::jsonb) AS t(x)) AS r
+    WHERE c.workspace_id = ${workspaceId}::uuid AND c.path = r.path AND c.symbol = r.symbol
+    RETURNING c.*`.execute(db);
+  return r.rows;
+}
+
+/** Releases every claim of the workspaces (strand, abandon, destroy, ReleaseSymbols with no symbols). */
+export async function releaseClaimsOf(db: Executor, workspaceIds: readonly string[]): Promise<ClaimRow[]> {
+  if (workspaceIds.length === 0) return [];
+  const r = await sql<ClaimRow>`
+    DELETE FROM claims c USING workspaces w WHERE c.workspace_id = ANY(${uuids(workspaceIds)}) AND w.id = c.workspace_id
+    RETURNING c.*, w.changeset_id`.execute(db);
+  return r.rows;
+}
+
+/** Releases every claim of the workspaces working on a changeset (TransitionChangeset). */
+export async function releaseClaimsOfChangeset(db: Executor, changesetId: string): Promise<ClaimRow[]> {
+  const r = await sql<ClaimRow>`
+    DELETE FROM claims WHERE workspace_id IN (SELECT id FROM workspaces WHERE changeset_id = ${changesetId}::uuid) RETURNING *`.execute(db);
+  return r.rows;
+}
+
+/** Releases the claims one session of a workspace holds (strand, before the workspace row changes). */
+export async function releaseClaimsOfSession(db: Executor, workspaceId: string, sessionId: string): Promise<ClaimRow[]> {
+  const r = await sql<ClaimRow>`
+    DELETE FROM claims WHERE workspace_id = ${workspaceId}::uuid AND session_id = ${sessionId}::uuid RETURNING *`.execute(db);
+  return r.rows;
+}
