@@ -12,6 +12,7 @@ import type { EventInput } from "../../src/events/outbox.js";
 import { WorkspaceRegistry } from "../../src/registry/registry.js";
 import type { Db } from "../../src/storage/database.js";
 import { toSeq } from "../../src/storage/schema.js";
+import { NATS_SERVER } from "../support/services.js";
 
 export const silent = pino({ level: "silent" });
 
@@ -73,7 +74,7 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-export const NATS_SERVER = process.env.NATS_SERVER_BIN ?? "/usr/sbin/nats-server";
+export { NATS_SERVER } from "../support/services.js";
 
 /** A nats-server with JetStream on a free port and its own store; stop() and start() keep both. */
 export class NatsServer {
