@@ -8,5 +8,7 @@ export default defineConfig({
     pool: "forks",
     // Two cores: more parallel files only contend for them and for PostgreSQL.
     maxWorkers: 2,
+    // The default output, then what was skipped for a missing service (test/support/services.ts).
+    reporters: ["default", "./test/support/skip-summary.ts"],
   },
 });

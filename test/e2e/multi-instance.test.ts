@@ -2,12 +2,12 @@
  * Two servers on one PostgreSQL database: a change answered by one instance is seen by the
  * other, which holds the session live in its memory.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { ChangesetState, LifecycleState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { failure } from "../support/rpc-error.js";
-import { postgresAvailable } from "../support/services.js";
+import { needs } from "../support/services.js";
 
 async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
   const until = Date.now() + timeoutMs;
@@ -18,7 +18,7 @@ async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, time
   }
 }
 
-describe.skipIf(!postgresAvailable)("two instances on one database", () => {
+needs({ postgres: true })("two instances on one database", () => {
   let database: TestDatabase;
   let a: TestBerth;
   let b: TestBerth;

@@ -13,6 +13,7 @@ import { WorkspaceRegistry } from "../../src/sessions/registry.js";
 import { UnitOfWork } from "../../src/platform/unit-of-work.js";
 import type { Db } from "../../src/platform/database.js";
 import { toSeq } from "../../src/platform/schema.js";
+import { NATS_SERVER } from "../support/services.js";
 
 export const silent = pino({ level: "silent" });
 
@@ -74,7 +75,7 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-export const NATS_SERVER = process.env.NATS_SERVER_BIN ?? "/usr/sbin/nats-server";
+export { NATS_SERVER } from "../support/services.js";
 
 /** A nats-server with JetStream on a free port and its own store; stop() and start() keep both. */
 export class NatsServer {

@@ -5,26 +5,19 @@
  * leader handover.
  */
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
 import { fromBinary, fromJsonString } from "@bufbuild/protobuf";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, expect, it } from "vitest";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
 import { NatsRelay, leaderLockFor, type NatsRelayOptions } from "../../src/delivery/nats-relay.js";
 import { headSeq, readRelayCursor } from "../../src/delivery/event-store.js";
 import type { WorkspaceRegistry } from "../../src/sessions/registry.js";
 import { DEFAULT_SETTINGS, LifecycleManager } from "../../src/sessions/lifecycle.js";
 import { systemClock } from "../../src/platform/clock.js";
-import { PRIMARY_KIND, createTestDatabase, type TestDatabase } from "../support/database.js";
-import { REQUIRE_SERVICES } from "../support/services.js";
-import { NATS_SERVER, NatsServer, input, registryOn, silent, storedIds, storedSeqs, until, writeEvents } from "./helpers.js";
-
-const haveNats = existsSync(NATS_SERVER);
-if (!haveNats) {
-  if (REQUIRE_SERVICES) throw new Error(`${NATS_SERVER} not found, and BERTH_REQUIRE_SERVICES=1 forbids skipping`);
-  console.warn(`\n*** SKIPPED: ${NATS_SERVER} not found; NATS relay tests are skipped ***\n`);
-}
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { needs } from "../support/services.js";
+import { NatsServer, input, registryOn, silent, storedIds, storedSeqs, until, writeEvents } from "./helpers.js";
 
 const STREAM = "BERTH_EVENTS";
 
@@ -62,7 +55,8 @@ async function consume(nc: NatsConnection, durable: string, expected: number, ti
   return out;
 }
 
-describe.skipIf(!haveNats)("NATS relay (real nats-server)", () => {
+// A second process and a second relay on the same database, and PostgreSQL's advisory lock.
+needs({ postgres: true, natsServer: true })("NATS relay (real nats-server)", () => {
   let nats: NatsServer;
   let database: TestDatabase;
   let registry: WorkspaceRegistry;
@@ -105,7 +99,7 @@ describe.skipIf(!haveNats)("NATS relay (real nats-server)", () => {
 
   beforeEach(async () => {
     nats = await NatsServer.launch();
-    database = await createTestDatabase(PRIMARY_KIND);
+    database = await createTestDatabase("postgres");
     registry = registryOn(database.opened.db, () => relays.forEach((r) => r.nudge()));
   });
   afterEach(async () => {
@@ -173,7 +167,6 @@ describe.skipIf(!haveNats)("NATS relay (real nats-server)", () => {
   }, 60_000);
 
   it("a relay process killed mid-batch loses nothing and duplicates nothing (cursor reconciled from the stream)", async () => {
-    if (!database.url) return; // needs a second process on the same database
     for (let i = 0; i < 40; i++) await writeEvents(registry, Array.from({ length: 5 }, (_, j) => input(`session.k${i}_${j}`)));
     const child = spawn(process.execPath, ["--import", "tsx", "test/events/relay-child.ts"], {
       env: { ...process.env, CHILD_DATABASE_URL: database.url, CHILD_NATS_URL: nats.url, CHILD_STREAM: STREAM },
@@ -194,7 +187,6 @@ describe.skipIf(!haveNats)("NATS relay (real nats-server)", () => {
   }, 60_000);
 
   it("after a crash, JetStream's Nats-Msg-Id dedupe alone drops the republished events", async () => {
-    if (!database.url) return;
     for (let i = 0; i < 30; i++) await writeEvents(registry, [input(`session.d${i}`)]);
     const child = spawn(process.execPath, ["--import", "tsx", "test/events/relay-child.ts"], {
       env: { ...process.env, CHILD_DATABASE_URL: database.url, CHILD_NATS_URL: nats.url, CHILD_STREAM: STREAM },
@@ -212,7 +204,6 @@ describe.skipIf(!haveNats)("NATS relay (real nats-server)", () => {
   }, 60_000);
 
   it("one leader at a time: a second relay on the same database waits, then takes over without loss or duplicate", async () => {
-    if (database.kind !== "postgres") return;
     const a = relay();
     await until(() => a.isLeader, 5000, "first relay to lead");
     const b = relay();

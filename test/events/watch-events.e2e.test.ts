@@ -4,7 +4,6 @@
  * JetStream consumer.
  */
 import { storedSeqs } from "./helpers.js";
-import { existsSync } from "node:fs";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { sql } from "kysely";
@@ -13,14 +12,15 @@ import type { Event } from "../../gen/berth/v1/event_pb.js";
 import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { failure } from "../support/rpc-error.js";
-import { NATS_SERVER, NatsServer, until } from "./helpers.js";
+import { optional } from "../support/services.js";
+import { NatsServer, until } from "./helpers.js";
 
-const haveNats = existsSync(NATS_SERVER);
+const jetStream = optional({ natsServer: true }, "that JetStream gets the same events");
 let nats: NatsServer | undefined;
 let berth: TestBerth;
 
 beforeAll(async () => {
-  if (haveNats) nats = await NatsServer.launch();
+  if (jetStream.ok) nats = await NatsServer.launch();
   berth = await startBerth({ env: nats ? { NATS_URL: nats.url } : {} });
 });
 afterAll(async () => {
@@ -51,7 +51,7 @@ async function lifecycle(client: TestBerth["grpc"] | TestBerth["connect"], name:
 }
 
 describe("WatchEvents through the real server", () => {
-  it("over gRPC: replays then streams live events of a lifecycle made by RPCs, and JetStream gets the same", async () => {
+  it("over gRPC: replays then streams live events of a lifecycle made by RPCs, and JetStream gets the same", jetStream.options, async () => {
     const ac = new AbortController();
     const live = collect(berth.grpc.watchEvents({ afterSeq: 0n }, { signal: ac.signal }), 3, ac);
     const { repoId, sessionId } = await lifecycle(berth.grpc, "watched-grpc");

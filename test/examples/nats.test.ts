@@ -3,25 +3,18 @@
  * whose relay publishes to a real nats-server (a private one, as test/events/ does, so the
  * stream's berth.> subjects cannot overlap another test's).
  */
-import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
-import { NATS_SERVER, NatsServer, until } from "../events/helpers.js";
+import { NatsServer, until } from "../events/helpers.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
-import { REQUIRE_SERVICES } from "../support/services.js";
+import { needs } from "../support/services.js";
 import { run } from "./helpers.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const TSX = path.join(ROOT, "node_modules/.bin/tsx");
-const haveNats = existsSync(NATS_SERVER);
-if (!haveNats) {
-  if (REQUIRE_SERVICES) throw new Error(`${NATS_SERVER} is missing, and BERTH_REQUIRE_SERVICES=1 forbids skipping`);
-  console.warn(`\n*** SKIPPED: ${NATS_SERVER} is missing; the NATS example is not tested ***\n`);
-}
-
-describe.skipIf(!haveNats)("examples/nats", () => {
+needs({ natsServer: true })("examples/nats", () => {
   let nats: NatsServer;
   let berth: TestBerth;
   beforeAll(async () => {

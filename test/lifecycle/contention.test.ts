@@ -3,13 +3,13 @@
  * skipped; ours runs): 20 concurrent resumes of one stranded session, and resume against abandon.
  */
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { BerthError } from "../../src/platform/errors.js";
-import { postgresAvailable } from "../support/services.js";
+import { needs } from "../support/services.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { harness, workspaceRow, type Harness } from "./helpers.js";
 
-describe.skipIf(!postgresAvailable)("lifecycle races on postgres", () => {
+needs({ postgres: true })("lifecycle races on postgres", () => {
   let database: TestDatabase;
   let h: Harness;
   let other: Harness;

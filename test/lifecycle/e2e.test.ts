@@ -11,7 +11,7 @@ import { AbandonCause, WorkspaceService } from "../../gen/berth/v1/workspace_ser
 import { createTestDatabase, PRIMARY_KIND, type TestDatabase } from "../support/database.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { createGrpcClient, GrpcCallError } from "../support/grpc-client.js";
-import { postgresAvailable } from "../support/services.js";
+import { needs } from "../support/services.js";
 
 async function grpcFailure(p: Promise<unknown>): Promise<GrpcCallError> {
   try {
@@ -171,7 +171,7 @@ function serve(databaseUrl: string): Promise<Served> {
   });
 }
 
-describe.skipIf(!postgresAvailable)("kill -9 of a real server, restart on the same database", () => {
+needs({ postgres: true })("kill -9 of a real server, restart on the same database", () => {
   let database: TestDatabase;
   const children: ChildProcess[] = [];
   afterAll(async () => {

@@ -9,6 +9,7 @@ import { ChangesetState, FileChange, FileSource, SymbolChangeKind, WorkspaceMode
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { failure } from "../support/rpc-error.js";
+import { needs } from "../support/services.js";
 import { claimsOf, eventKinds, gitRepo, overlayRows, PY, text, tsModule, utf8 } from "./helpers.js";
 
 let berth: TestBerth;
@@ -296,9 +297,9 @@ describe("restart and resume", () => {
   });
 });
 
-describe("two instances on one database", () => {
+needs({ postgres: true })("two instances on one database", () => {
   it("sees each other's claims and modifications", async () => {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase("postgres");
     const second: TestDatabase = { ...database, opened: await database.reopen() };
     let b1: TestBerth | undefined;
     let b2: TestBerth | undefined;

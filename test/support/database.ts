@@ -45,7 +45,7 @@ export async function createTestDatabase(kind: DatabaseKind = PRIMARY_KIND, opti
       kind,
       url: undefined,
       opened,
-      reopen: () => Promise.reject(new Error("an in-memory PGlite database has one connection; share `opened`")),
+      reopen: () => Promise.reject(new Error("an in-memory PGlite database has one connection; share `opened`, or gate the test with needs({ postgres: true })")),
       drop: () => opened.close(),
     };
   }

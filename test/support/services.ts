@@ -1,15 +1,21 @@
 /**
- * Which real services the tests can use. On a fresh machine without PostgreSQL or NATS the
- * tests that need them are skipped, loudly; with BERTH_REQUIRE_SERVICES=1 (CI) a missing
- * service fails the run instead, so nothing is skipped there.
+ * Which real services the tests can use, and the gates for the tests that need them. On a fresh
+ * machine without PostgreSQL or nats-server the gated tests are skipped, each with one line
+ * naming it and what is missing (and a summary at the end, test/support/skip-summary.ts); with
+ * BERTH_REQUIRE_SERVICES=1 (CI) a missing service fails the run instead, so nothing is skipped.
  */
+import { existsSync } from "node:fs";
 import net from "node:net";
+import { TestRunner, describe, it, type TestFunction, type TestOptions } from "vitest";
+import "./task-meta.js";
 
 export const REQUIRE_SERVICES = process.env.BERTH_REQUIRE_SERVICES === "1";
 
 /** The PostgreSQL server tests create their databases on. */
 export const POSTGRES_URL = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/test";
 export const NATS_URL = process.env.NATS_URL || "nats://127.0.0.1:4222";
+/** The nats-server binary tests launch their own JetStream servers with (test/events/helpers.ts). */
+export const NATS_SERVER = process.env.NATS_SERVER_BIN ?? "/usr/sbin/nats-server";
 
 function reachable(url: string, defaultPort: number): Promise<boolean> {
   const u = new URL(url);
@@ -26,13 +32,92 @@ function reachable(url: string, defaultPort: number): Promise<boolean> {
 }
 
 async function available(name: string, url: string, port: number): Promise<boolean> {
-  const ok = await reachable(url, port);
-  if (ok) return true;
-  const message = `${name} is not reachable at ${url}`;
-  if (REQUIRE_SERVICES) throw new Error(`${message}, and BERTH_REQUIRE_SERVICES=1 forbids skipping`);
-  console.warn(`\n*** SKIPPED: ${message}; tests that need ${name} are skipped (set BERTH_REQUIRE_SERVICES=1 to fail instead) ***\n`);
+  if (await reachable(url, port)) return true;
+  if (REQUIRE_SERVICES) throw new Error(`${name} is not reachable at ${url}, and BERTH_REQUIRE_SERVICES=1 forbids skipping`);
   return false;
 }
 
 export const postgresAvailable = await available("PostgreSQL", POSTGRES_URL, 5432);
 export const natsAvailable = await available("NATS", NATS_URL, 4222);
+export const natsServerAvailable = existsSync(NATS_SERVER);
+
+/** What a test needs beyond the embedded, in-memory PGlite. */
+export interface Requirements {
+  /**
+   * A PostgreSQL server (DATABASE_URL): for a database shared by two connections, two pools, two
+   * servers or two processes, or for PostgreSQL-only behaviour (concurrent transactions, advisory
+   * locks across connections). In-memory PGlite has one connection.
+   */
+  readonly postgres?: boolean;
+  /** The NATS server at NATS_URL. */
+  readonly nats?: boolean;
+  /** The nats-server binary (NATS_SERVER_BIN), for tests that launch a private JetStream server. */
+  readonly natsServer?: boolean;
+}
+
+/** What of `req` this machine lacks, as "no X at Y" phrases; throws instead under BERTH_REQUIRE_SERVICES=1. */
+function missingFor(req: Requirements, what: string): string[] {
+  what = `${fileName()} > ${what}`;
+  const missing: string[] = [];
+  if (req.postgres && !postgresAvailable) missing.push(`no PostgreSQL at ${POSTGRES_URL}`);
+  if (req.nats && !natsAvailable) missing.push(`no NATS at ${NATS_URL}`);
+  if (req.natsServer && !natsServerAvailable) missing.push(`no nats-server at ${NATS_SERVER}`);
+  if (missing.length > 0 && REQUIRE_SERVICES) {
+    throw new Error(`${what}: ${missing.join(", ")}, and BERTH_REQUIRE_SERVICES=1 forbids skipping`);
+  }
+  return missing;
+}
+
+function fileName(): string {
+  return TestRunner.getCurrentSuite().file?.name ?? "?";
+}
+
+function warnSkipped(missing: readonly string[], name: string): void {
+  console.warn(`*** SKIPPED (${missing.join(", ")}): ${fileName()} > ${name} ***`);
+}
+
+/** "no PostgreSQL at postgres://…" → "no PostgreSQL": the summary's grouping key. */
+function short(missing: readonly string[]): string {
+  return missing.map((m) => m.replace(/ at .*/, "")).join(", ");
+}
+
+export interface Gate {
+  /** describe(), skipped (with a line saying why) when a requirement is missing. */
+  (name: string, factory: () => void): void;
+  /** it(), skipped (with a line saying why) when a requirement is missing. */
+  it(name: string, fn: TestFunction, timeout?: number): void;
+}
+
+/**
+ * A describe/it gate for tests that need more than PGlite:
+ *   needs({ postgres: true })("two instances on one database", () => { … });
+ *   needs({ postgres: true, natsServer: true }).it("…", async () => { … });
+ * Skipped tests carry meta.skippedFor, which the end-of-run summary groups by.
+ */
+export function needs(req: Requirements): Gate {
+  const options = (missing: readonly string[]): TestOptions =>
+    missing.length > 0 ? { skip: true, meta: { skippedFor: short(missing) } } : {};
+  const gate = (name: string, factory: () => void): void => {
+    const missing = missingFor(req, name);
+    if (missing.length > 0) warnSkipped(missing, name);
+    describe(name, options(missing), factory);
+  };
+  gate.it = (name: string, fn: TestFunction, timeout?: number): void => {
+    const missing = missingFor(req, name);
+    if (missing.length > 0) warnSkipped(missing, name);
+    it(name, { ...options(missing), ...(timeout === undefined ? {} : { timeout }) }, fn);
+  };
+  return gate;
+}
+
+/**
+ * For a test that runs either way but checks one thing only with `req` (e.g. the JetStream half
+ * of an end-to-end test): whether it is there, and options for it() that mark the test as partly
+ * skipped when not, so the end-of-run summary names it.
+ */
+export function optional(req: Requirements, check: string): { readonly ok: boolean; readonly options: TestOptions } {
+  const missing = missingFor(req, check);
+  if (missing.length === 0) return { ok: true, options: {} };
+  console.warn(`*** PARTLY SKIPPED (${missing.join(", ")}): ${fileName()}: ${check} is not checked ***`);
+  return { ok: false, options: { meta: { partlySkipped: `${short(missing)}: ${check}` } } };
+}
