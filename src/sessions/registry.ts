@@ -360,6 +360,12 @@ export class WorkspaceRegistry {
     }
   }
 
+  /** The lifecycle of each workspace (by id) that exists. */
+  async lifecyclesOf(workspaceIds: readonly string[]): Promise<Map<string, LifecycleName>> {
+    const rows = await this.db.selectFrom("workspaces").select(["id", "lifecycle"]).where("id", "in", workspaceIds).execute();
+    return new Map(rows.map((r) => [r.id, r.lifecycle]));
+  }
+
   liveWorkspace(sessionId: string): Workspace | undefined {
     return this.live.get(sessionId);
   }

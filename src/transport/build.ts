@@ -158,7 +158,6 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       maps,
       clock,
       logger,
-      events,
       settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, spares: config.envSpares, ...options.turns },
     });
     await turns.start();

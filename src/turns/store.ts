@@ -39,7 +39,7 @@ export async function insertTurn(q: Q, r: TurnRow): Promise<void> {
 /**
  * The turn row and its events in one statement (one round trip in autocommit: a data-modifying
  * CTE is atomic, so the row and its events commit together or not at all). The caller wakes
- * event delivery after it returns (WorkspaceRegistry.eventsCommitted).
+ * statement through UnitOfWork.statement, which runs the after-commit path.
  */
 export async function insertTurnWithEvents(q: Q, r: TurnRow, events: readonly EventRow[]): Promise<void> {
   if (events.length === 0) return insertTurn(q, r);

@@ -1,0 +1,76 @@
+/**
+ * Teardown of an environment: capture first, then identity-checked removal.
+ *
+ * Why each part:
+ *  - one promise per Environment: a supersede, a cancel and an expiry can all ask for the same
+ *    teardown; it runs once and every asker waits for the same result;
+ *  - identity-checked: the directory is removed only while its marker holds this environment's
+ *    token, so tearing down a displaced environment cannot remove its replacement;
+ *  - capture before removal, and nothing deleted that could not be captured: such a directory
+ *    is moved under .unsaved/ for an operator, and the path is still freed for the next turn.
+ * Every teardown and eviction is counted, logged and stored as an env.evicted event.
+ */
+import type { Logger } from "pino";
+import type { Workspace } from "../sessions/workspace.js";
+import type { CaptureResult } from "./capture.js";
+import { removeIfOwned, type Environment, type TeardownResult } from "./environment.js";
+import type { EvictReason, Pool, WsState } from "./pool.js";
+import type { TurnRecords } from "./turn-records.js";
+
+export interface TeardownDeps {
+  readonly root: string;
+  readonly logger: Logger;
+  readonly pool: Pool;
+  readonly records: TurnRecords;
+  readonly capture: (ws: Workspace, env: Environment) => Promise<CaptureResult>;
+  /** Keeps a background promise (a deletion, an event insert) until the scheduler stops. */
+  readonly track: (p: Promise<unknown>) => void;
+}
+
+export class Teardowns {
+  constructor(private readonly deps: TeardownDeps) {}
+
+  /** A parked environment's eviction (capacity, expiry, session end), unless a turn took it meanwhile. */
+  async evictParked(state: WsState, reason: EvictReason): Promise<void> {
+    if (state.turn || !state.env) return;
+    await this.teardown(state, state.env, reason, state.ws.sessionId);
+  }
+
+  /**
+   * Capture, then identity-checked removal. Idempotent per Environment. When some change could
+   * not be captured the directory is kept under .unsaved/ (never deleted) and the paths logged.
+   */
+  teardown(state: WsState, env: Environment, reason: EvictReason, sessionId: string): Promise<TeardownResult> {
+    if (state.env === env) state.env = undefined;
+    if (env.teardown) return env.teardown;
+    env.teardown = (async (): Promise<TeardownResult> => {
+      let captured: string[] = [];
+      let failed: { path: string; reason: string }[] = [];
+      let gone = false;
+      try {
+        const r = await this.deps.capture(state.ws, env);
+        captured = r.captured;
+        failed = r.failed;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") gone = true;
+        else failed = [{ path: "*", reason: err instanceof Error ? err.message : String(err) }];
+      }
+      const preserve = failed.length > 0;
+      const { outcome, deleting } = gone ? { outcome: "absent" as const, deleting: Promise.resolve() } : await removeIfOwned(this.deps.root, env.path, env.token, preserve, preserve ? `${env.workspaceId}-${env.token}` : env.token);
+      this.deps.track(deleting);
+      if (preserve) {
+        this.deps.logger.error({ path: env.path, reason, failed }, "turn pool: changes could not be captured into the overlay; the environment is kept under .unsaved/");
+      }
+      if (outcome === "foreign") this.deps.logger.warn({ path: env.path, token: env.token, reason }, "turn pool: teardown skipped: the directory belongs to another environment");
+      this.countEviction(reason, state, env.path, sessionId, { outcome, captured: captured.length });
+      return { outcome, capturedPaths: captured, failedPaths: failed.map((f) => f.path) };
+    })();
+    return env.teardown;
+  }
+
+  countEviction(reason: EvictReason, state: WsState, dir: string, sessionId: string, extra: Record<string, unknown>): void {
+    this.deps.pool.countEviction(reason);
+    this.deps.logger.info({ reason, path: dir, workspaceId: state.workspaceId, ...extra }, `turn pool: evict reason=${reason}`);
+    this.deps.track(this.deps.records.record([this.deps.records.evictedEvent(state.ws, sessionId, dir, reason)]));
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * Turn rows and the events that report them: every read and write of the `turns` table and
+ * every event the turn modules store goes through here, so how they are stored can change in
+ * one place. A row change and its events are one statement (store.ts): they commit together.
+ *
+ * The insert may still be in flight when a turn is superseded or cancelled: finishers wait for
+ * `rowWritten`, and a turn finished before its insert began is inserted in its final state.
+ */
+import type { Logger } from "pino";
+import { outcomeEnum } from "../platform/proto-enums.js";
+import type { Clock } from "../platform/clock.js";
+import { notFound } from "../platform/errors.js";
+import type { Workspace } from "../sessions/workspace.js";
+import { insertEvents, type EventInput } from "../platform/outbox.js";
+import type { WorkspaceRegistry } from "../sessions/registry.js";
+import type { EvictReason } from "./pool.js";
+import * as store from "./store.js";
+import type { Turn } from "./turn.js";
+
+export interface TurnRecordsDeps {
+  readonly registry: WorkspaceRegistry;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+export class TurnRecords {
+  constructor(private readonly deps: TurnRecordsDeps) {}
+
+  /** At start: RUNNING turns of a previous incarnation become ENDED/FAILED (server_restart); how many. */
+  failOrphaned(): Promise<number> {
+    return store.failOrphanedTurns(this.deps.registry.db, this.deps.registry.instanceId, new Date(this.deps.clock.now()));
+  }
+
+  findByClientId(sessionId: string, clientTurnId: string): Promise<store.TurnRow | undefined> {
+    return store.findByClientId(this.deps.registry.db, sessionId, clientTurnId);
+  }
+
+  listBySession(sessionId: string, limit: number): Promise<store.TurnRow[]> {
+    return store.listBySession(this.deps.registry.db, sessionId, limit);
+  }
+
+  async insertRow(turn: Turn, ws: Workspace, old: Turn | undefined): Promise<void> {
+    let resolve!: () => void;
+    turn.rowWritten = new Promise<void>((r) => (resolve = r));
+    try {
+      const events: EventInput[] = [this.turnEvent(ws, "turn.started", turn, { other: old?.id ?? "", warm: turn.warm })];
+      // Cancelled or superseded while acquiring: the row is written in its final state.
+      if (turn.state === "cancelled") events.push(this.turnEvent(ws, "turn.cancelled", turn, { reason: turn.endReason }));
+      if (turn.state === "superseded") events.push(this.turnEvent(ws, "turn.superseded", turn, { other: turn.supersededBy ?? "" }));
+      // One statement in autocommit (turn row + events, atomic): one round trip instead of four.
+      await this.deps.registry.uow.statement(events, (db, rows) => store.insertTurnWithEvents(db, this.rowOf(turn), rows));
+    } finally {
+      resolve();
+    }
+  }
+
+  /** EndTurn's update of a running turn to ENDED with its outcome, and the events reporting it. */
+  async finishEnded(turn: Turn, outcome: store.OutcomeName, now: number, events: EventInput[]): Promise<void> {
+    await turn.rowWritten;
+    await this.deps.registry.uow.statement(events, (db, rows) => store.finishTurnWithEvents(db, turn.id, "ended", { outcome, at: new Date(now) }, rows), (finished) => finished);
+  }
+
+  async finishInDb(turn: Turn, to: "superseded" | "cancelled", fields: { supersededBy?: string; reason?: string }, events: EventInput[]): Promise<void> {
+    if (!turn.rowWritten) return; // the row insert (still to come) writes the final state
+    await turn.rowWritten;
+    const at = new Date(turn.endedAt ?? this.deps.clock.now());
+    await this.deps.registry.uow.statement(events, (db, rows) => store.finishTurnWithEvents(db, turn.id, to, { ...fields, at }, rows), (finished) => finished);
+  }
+
+  async record(events: EventInput[]): Promise<void> {
+    try {
+      // One INSERT in autocommit (no BEGIN/COMMIT round trips): the events are the whole change.
+      if (events.length === 0) return;
+      await this.deps.registry.uow.statement(events, (db, rows) => insertEvents(rows).execute(db));
+    } catch (err) {
+      this.deps.logger.warn({ err, kinds: events.map((e) => e.kind) }, "turns: storing events failed");
+    }
+  }
+
+  turnEvent(ws: Workspace, kind: string, turn: Turn, p: { other?: string; warm?: boolean; outcome?: store.OutcomeName; reason?: string }): EventInput {
+    return {
+      kind,
+      repoId: ws.repoId,
+      sessionId: turn.sessionId,
+      workspaceId: ws.workspaceId,
+      agentId: ws.agentId,
+      changesetId: ws.changeset.id,
+      occurredAt: this.deps.clock.now(),
+      reason: p.reason,
+      payload: {
+        case: "turnChanged",
+        value: { turnId: turn.id, clientTurnId: turn.clientTurnId ?? "", otherTurnId: p.other ?? "", outcome: outcomeEnum(p.outcome ?? null), warm: p.warm ?? false },
+      },
+    };
+  }
+
+  /** The env.evicted event of a teardown or an eviction (stored with record). */
+  evictedEvent(ws: Workspace, sessionId: string, dir: string, reason: EvictReason): EventInput {
+    return {
+      kind: "env.evicted",
+      repoId: ws.repoId,
+      sessionId,
+      workspaceId: ws.workspaceId,
+      agentId: ws.agentId,
+      changesetId: ws.changeset.id,
+      occurredAt: this.deps.clock.now(),
+      reason,
+      payload: { case: "environmentEvicted", value: { environmentPath: dir, reason } },
+    };
+  }
+
+  rowOf(t: Turn): store.TurnRow {
+    return {
+      id: t.id,
+      session_id: t.sessionId,
+      workspace_id: t.workspaceId,
+      repo_id: t.repoId,
+      client_turn_id: t.clientTurnId,
+      state: t.state,
+      outcome: t.outcome,
+      environment_path: t.environmentPath,
+      warm: t.warm,
+      superseded_by: t.supersededBy,
+      end_reason: t.endReason,
+      instance_id: this.deps.registry.instanceId ?? null,
+      started_at: new Date(t.startedAt),
+      ended_at: t.endedAt === null ? null : new Date(t.endedAt),
+    };
+  }
+
+  async turnFromDb(turnId: string): Promise<Turn> {
+    const row = await store.findTurn(this.deps.registry.db, turnId);
+    if (!row) throw notFound("TURN_NOT_FOUND", `turn ${turnId} does not exist`, { turn_id: turnId });
+    return turnFromRow(row);
+  }
+}
+
+/** A turn as stored; not started by this process, so it has no `started` promise and is settled. */
+export function turnFromRow(r: store.TurnRow): Turn {
+  return {
+    id: r.id,
+    sessionId: r.session_id,
+    workspaceId: r.workspace_id,
+    repoId: r.repo_id,
+    clientTurnId: r.client_turn_id,
+    state: r.state,
+    outcome: r.outcome,
+    warm: r.warm,
+    environmentPath: r.environment_path,
+    startedAt: r.started_at.getTime(),
+    endedAt: r.ended_at?.getTime() ?? null,
+    supersededBy: r.superseded_by,
+    endReason: r.end_reason,
+    abort: new AbortController(),
+    env: undefined,
+    rowWritten: Promise.resolve(),
+    settled: undefined,
+    settledDone: true,
+  };
+}

@@ -1,0 +1,69 @@
+/**
+ * The in-memory turn. Every turn module reads and writes these fields, so they live apart from
+ * the scheduler that drives them; the scheduler is the only one that changes `state`.
+ *
+ * A turn read back from the database (another incarnation's, or one forgotten since) was not
+ * started by this process: it has no `started` promise and is already settled.
+ */
+import { randomUUID } from "node:crypto";
+import type { Workspace } from "../sessions/workspace.js";
+import type { Environment } from "./environment.js";
+import type { MapResult } from "./map/index.js";
+import type { OutcomeName, TurnStateName } from "./store.js";
+
+export type OnBusyName = "supersede" | "reject";
+
+export interface Turn {
+  readonly id: string;
+  readonly sessionId: string;
+  readonly workspaceId: string;
+  readonly repoId: string;
+  readonly clientTurnId: string | null;
+  state: TurnStateName;
+  outcome: OutcomeName | null;
+  warm: boolean;
+  readonly environmentPath: string;
+  readonly startedAt: number;
+  endedAt: number | null;
+  supersededBy: string | null;
+  endReason: string;
+  readonly abort: AbortController;
+  env: Environment | undefined;
+  /** The BeginTurn that started it (idempotent retries await it); absent on a turn read from the database. */
+  started?: Promise<BeginResult>;
+  /** Set when the row insert began; finishers await it before updating the row. */
+  rowWritten: Promise<void> | undefined;
+  /** The teardown after a cancel/supersede/session end (settled = it finished). */
+  settled: Promise<unknown> | undefined;
+  settledDone: boolean;
+}
+
+export interface BeginResult {
+  readonly turn: Turn;
+  readonly supersededTurnId: string;
+  readonly map: MapResult;
+}
+
+/** A turn BeginTurn has just accepted: RUNNING, no environment yet, its `started` still to be set. */
+export function newTurn(ws: Workspace, clientTurnId: string | undefined, environmentPath: string, now: number): Turn {
+  return {
+    id: randomUUID(),
+    sessionId: ws.sessionId,
+    workspaceId: ws.workspaceId,
+    repoId: ws.repoId,
+    clientTurnId: clientTurnId ?? null,
+    state: "running",
+    outcome: null,
+    warm: false,
+    environmentPath,
+    startedAt: now,
+    endedAt: null,
+    supersededBy: null,
+    endReason: "",
+    abort: new AbortController(),
+    env: undefined,
+    rowWritten: undefined,
+    settled: undefined,
+    settledDone: false,
+  };
+}
