@@ -1,7 +1,7 @@
 /** Who may act on a session: its own agent, an admin, or anyone when auth is off. */
 import { permissionDenied } from "../platform/errors.js";
 import type { Workspace } from "../sessions/workspace.js";
-import type { Principal } from "./handler.js";
+import type { Principal } from "../auth/principal.js";
 
 export function assertOwnsSession(principal: Principal, ws: Workspace): void {
   if (principal.anonymous || principal.roles.has("admin")) return;

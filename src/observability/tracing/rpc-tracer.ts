@@ -9,7 +9,7 @@
  *   incoming traceparent with the sampled flag off is logged but not exported.
  * - Without an exporter and without a traceparent, nothing is done (no ids, no allocation).
  */
-import type { Call, RpcObserver } from "../../transport/pipeline.js";
+import type { ObservedCall as Call, RpcObserver } from "../rpc-observer.js";
 import type { OtlpHttpExporter } from "./otlp-exporter.js";
 import { newSpanId, newTraceId, parseTraceParent } from "./trace-context.js";
 
