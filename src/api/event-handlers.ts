@@ -6,7 +6,7 @@ import { invalidArgument, type FieldViolation } from "../platform/errors.js";
 import { kindPatternViolations } from "../delivery/filter.js";
 import type { ServiceHandlers } from "./handler.js";
 import { Check } from "./validate.js";
-import type { WorkspaceServiceDeps } from "./workspace-service.js";
+import type { WorkspaceServiceDeps } from "./workspace-deps.js";
 
 type Methods = ServiceHandlers<typeof WorkspaceService>;
 

@@ -1,7 +1,7 @@
 /**
  * WriteFile, DeleteFile, ReadFile, ListFiles, ClaimSymbols, ReleaseSymbols, DescribeOtherModifiers
  * (issue 5). The behaviour lives in src/overlay/overlay-service.ts; these validate, check the
- * caller (every session RPC goes through activeSession) and translate.
+ * caller (every session RPC goes through ownedSession) and translate.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
@@ -15,7 +15,8 @@ import { changesetStateEnum } from "../platform/proto-enums.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import type { ServiceHandlers } from "./handler.js";
 import { Check } from "./validate.js";
-import { activeSession, type WorkspaceServiceDeps } from "./workspace-service.js";
+import { ownedSession } from "./session-access.js";
+import type { WorkspaceServiceDeps } from "./workspace-deps.js";
 
 type Methods = ServiceHandlers<typeof WorkspaceService>;
 type OverlayMethods = Pick<Methods, "writeFile" | "deleteFile" | "readFile" | "listFiles" | "claimSymbols" | "releaseSymbols" | "describeOtherModifiers">;
@@ -108,7 +109,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
       f.done();
       // Size before anything else: an oversize body costs no lookup.
       overlay().checkSize(path!, req.content.byteLength);
-      const ws = await activeSession(deps, sessionId!, ctx);
+      const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
       ctx.logFields.path = path;
       const r = await overlay().writeFile({ workspace: ws, path: path!, content: req.content, expectedHash, declaredSymbols: req.declaredSymbols });
       return {
@@ -126,7 +127,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
       const expectedHash = f.hash("expected_hash", req.expectedHash);
       if (expectedHash === "") f.add({ field: "expected_hash", reason: "INVALID_HASH", description: "a delete needs the hash of the existing file" });
       f.done();
-      const ws = await activeSession(deps, sessionId!, ctx);
+      const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
       ctx.logFields.path = path;
       const r = await overlay().deleteFile({ workspace: ws, path: path!, expectedHash });
       return { symbols: r.symbols.map(symbolToWire), conflicts: r.conflicts.map(modifierToWire) };
@@ -137,7 +138,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
       const sessionId = f.c.uuid("session_id", req.sessionId);
       const path = f.path("path", req.path);
       f.done();
-      const ws = await activeSession(deps, sessionId!, ctx);
+      const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
       const r = await overlay().readFile(ws, path!);
       return { content: r.content, hash: r.hash, source: r.source === "overlay" ? FileSource.OVERLAY : FileSource.BASE };
     },
@@ -161,7 +162,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
         }
       }
       f.done();
-      const ws = await activeSession(deps, sessionId!, ctx);
+      const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
       const { files, more } = await overlay().listFiles(ws, prefix, after, pageSize);
       return {
         entries: files.map((e) => ({
@@ -181,7 +182,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
       if (req.symbols.length > 1000) f.add({ field: "symbols", reason: "TOO_MANY", description: "at most 1000" });
       const refs = req.symbols.map((s, i) => ({ path: f.path(`symbols[${i}].path`, s.path) ?? "", symbol: f.symbol(`symbols[${i}].symbol`, s.symbol) }));
       f.done();
-      const ws = await activeSession(deps, sessionId!, ctx);
+      const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
       const claims = await overlay().claim(ws, refs);
       return {
         claims: claims.map((c) => ({
@@ -202,7 +203,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
       if (req.symbols.length > 1000) f.add({ field: "symbols", reason: "TOO_MANY", description: "at most 1000" });
       const refs = req.symbols.map((s, i) => ({ path: f.path(`symbols[${i}].path`, s.path) ?? "", symbol: f.symbol(`symbols[${i}].symbol`, s.symbol) }));
       f.done();
-      const ws = await activeSession(deps, sessionId!, ctx);
+      const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
       return { released: await overlay().release(ws, refs) };
     },
 
