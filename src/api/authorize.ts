@@ -1,6 +1,6 @@
 /** Authorization helpers for handlers. */
 import { invalidArgument, permissionDenied, unauthenticated } from "../platform/errors.js";
-import type { Principal, Role } from "./handler.js";
+import type { Principal, Role } from "../auth/principal.js";
 
 /**
  * The agent a request acts for.

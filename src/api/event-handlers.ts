@@ -2,11 +2,10 @@
 import { create } from "@bufbuild/protobuf";
 import { WatchEventsResponseSchema, WorkspaceService, type WatchEventsResponse } from "../../gen/berth/v1/workspace_service_pb.js";
 import type { Event } from "../delivery/event-store.js";
-import { invalidArgument, type FieldViolation } from "../platform/errors.js";
 import { kindPatternViolations } from "../delivery/filter.js";
 import type { ServiceHandlers } from "./handler.js";
 import { Check } from "./validate.js";
-import type { WorkspaceServiceDeps } from "./workspace-service.js";
+import type { WorkspaceServiceDeps } from "./workspace-deps.js";
 
 type Methods = ServiceHandlers<typeof WorkspaceService>;
 
@@ -37,11 +36,11 @@ export function eventHandlers(deps: WorkspaceServiceDeps): Pick<Methods, "watchE
       });
       const exclude = c.uuid("exclude_session_id", req.excludeSessionId, false);
       c.done();
-      const extra: FieldViolation[] = kindPatternViolations(req.kinds);
-      if (req.repoIds.length > MAX_REPO_FILTER) {
-        extra.unshift({ field: "repo_ids", reason: "TOO_MANY", description: `at most ${MAX_REPO_FILTER} repositories, got ${req.repoIds.length}` });
-      }
-      if (extra.length > 0) throw invalidArgument(extra);
+      // The filter's size and kind patterns: a second check, once the ids are valid (as before).
+      const k = new Check();
+      if (req.repoIds.length > MAX_REPO_FILTER) k.add("repo_ids", "TOO_MANY", `at most ${MAX_REPO_FILTER} repositories, got ${req.repoIds.length}`);
+      for (const v of kindPatternViolations(req.kinds)) k.add(v.field, v.reason, v.description);
+      k.done();
 
       const hub = deps.events;
       ctx.logFields.afterSeq = req.afterSeq.toString();

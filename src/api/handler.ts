@@ -5,17 +5,7 @@
  * (src/transport/grpc-bridge.ts, src/transport/connect-routes.ts) adapt their calls into this.
  */
 import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
-
-export type Role = "agent" | "admin";
-
-/** Who is calling. With BERTH_AUTH=none the principal is anonymous and trusted (loopback dev). */
-export interface Principal {
-  /** The authenticated agent id; undefined when auth is off. */
-  readonly agentId: string | undefined;
-  readonly roles: ReadonlySet<Role>;
-  /** True when auth is off: every role is granted and agent ids come from requests. */
-  readonly anonymous: boolean;
-}
+import type { Principal } from "../auth/principal.js";
 
 export interface CallContext {
   readonly method: DescMethod;

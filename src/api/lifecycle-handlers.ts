@@ -6,10 +6,10 @@ import { AbandonCause, WorkspaceService } from "../../gen/berth/v1/workspace_ser
 import { effectiveAgentId, requireRole } from "./authorize.js";
 import type { AbandonCause as CauseName } from "../sessions/lifecycle.js";
 import type { ServiceHandlers } from "./handler.js";
-import { assertOwnsSession } from "./session-access.js";
+import { ownedSession } from "./session-access.js";
 import { AGENT_ID, Check, LIMITS } from "./validate.js";
 import { workspaceToWire } from "./wire.js";
-import { activeSession, type WorkspaceServiceDeps } from "./workspace-service.js";
+import type { WorkspaceServiceDeps } from "./workspace-deps.js";
 
 type Methods = ServiceHandlers<typeof WorkspaceService>;
 
@@ -25,7 +25,7 @@ export function lifecycleHandlers(
       const c = new Check();
       const sessionId = c.uuid("session_id", req.sessionId);
       c.done();
-      await activeSession(deps, sessionId!, ctx);
+      await ownedSession(registry, ctx, sessionId!, "active");
       return { leaseMs: deps.lifecycle.settings.leaseMs };
     },
 
@@ -33,7 +33,7 @@ export function lifecycleHandlers(
       const c = new Check();
       const sessionId = c.uuid("session_id", req.sessionId);
       c.done();
-      const ws = await activeSession(deps, sessionId!, ctx);
+      const ws = await ownedSession(registry, ctx, sessionId!, "active");
       const detach = registry.attach(ws.sessionId);
       try {
         // The hub first catches up with what committed before the attach (session.created is
@@ -61,9 +61,7 @@ export function lifecycleHandlers(
       const sessionId = c.uuid("session_id", req.sessionId);
       const reason = c.text("reason", req.reason, { max: LIMITS.reason }) ?? "";
       c.done();
-      ctx.logFields.sessionId = sessionId;
-      const ws = await registry.getWorkspace(sessionId!);
-      assertOwnsSession(ctx.principal, ws);
+      await ownedSession(registry, ctx, sessionId!, "any");
       const stranded = await deps.lifecycle.strand(sessionId!, reason || "explicit");
       return { workspace: workspaceToWire(stranded) };
     },
@@ -89,8 +87,7 @@ export function lifecycleHandlers(
       c.done();
       ctx.logFields.sessionId = sessionId;
       if (cause === AbandonCause.ADMIN) requireRole(ctx.principal, "admin");
-      const ws = await registry.getWorkspace(sessionId!);
-      assertOwnsSession(ctx.principal, ws);
+      await ownedSession(registry, ctx, sessionId!, "any");
       const name: CauseName = cause === AbandonCause.ADMIN ? "admin" : "explicit";
       const abandoned = await deps.lifecycle.abandon(sessionId!, name, reason);
       return { workspace: workspaceToWire(abandoned) };

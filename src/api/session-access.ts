@@ -1,11 +1,97 @@
-/** Who may act on a session: its own agent, an admin, or anyone when auth is off. */
-import { permissionDenied } from "../platform/errors.js";
+/**
+ * Who may act on a session: its own agent, an admin, or anyone when auth is off.
+ *
+ * Every handler that takes a session id (or a turn, which names one) goes through
+ * ownedSession, so there is one rule and one order: the owner is established first, before
+ * anything about the session's state is answered, and a session whose owner cannot be
+ * established is refused. A resumed session's old id has no workspace row of its own; its
+ * owner is the owner of the workspace it was resumed into.
+ */
+import type { Principal } from "../auth/principal.js";
+import { BerthError, permissionDenied } from "../platform/errors.js";
+import { assertActive, type WorkspaceRegistry } from "../sessions/registry.js";
 import type { Workspace } from "../sessions/workspace.js";
-import type { Principal } from "./handler.js";
+import type { CallContext } from "./handler.js";
 
-export function assertOwnsSession(principal: Principal, ws: Workspace): void {
-  if (principal.anonymous || principal.roles.has("admin")) return;
-  if (principal.agentId !== ws.agentId) {
-    throw permissionDenied("NOT_SESSION_OWNER", `session ${ws.sessionId} belongs to another agent`, { session_id: ws.sessionId });
+/** What the check needs of the registry. */
+export type SessionRegistry = Pick<WorkspaceRegistry, "getWorkspace" | "touch">;
+
+/**
+ * - "active": the session must be active (FAILED_PRECONDITION otherwise, as the registry says);
+ *   its activity is recorded. Heartbeat, AttachSession, the file and symbol RPCs, BeginTurn, …
+ * - "any": any lifecycle state (GetWorkspace, StrandSession, AbandonSession, DestroyWorkspace);
+ *   a resumed session's old id answers SESSION_RESUMED, to its owner.
+ * - "turns": the session a turn was begun on, which may since have been resumed under a new
+ *   id; the turns of the old id stay its owner's. Answers the workspace it now lives in.
+ */
+export type SessionUse = "active" | "any" | "turns";
+
+/** Resumes of one workspace followed at most, old id → new id (a chain longer than this is refused). */
+const MAX_RESUMES = 64;
+
+/** True when the principal may act for `agentId` (the owner of a session, an event, a turn). */
+export function actsFor(principal: Principal, agentId: string | undefined): boolean {
+  return actsForAnyone(principal) || (principal.agentId !== undefined && principal.agentId === agentId);
+}
+
+function actsForAnyone(principal: Principal): boolean {
+  return principal.anonymous || principal.roles.has("admin");
+}
+
+/**
+ * The workspace of `sessionId` if the caller may act on it for `use`; otherwise PERMISSION_DENIED
+ * NOT_SESSION_OWNER (or what the registry answers: SESSION_NOT_FOUND, SESSION_STRANDED, …, which
+ * only the owner gets to see). Tags the call's log line with the session id.
+ */
+export async function ownedSession(registry: SessionRegistry, ctx: CallContext, sessionId: string, use: SessionUse): Promise<Workspace> {
+  ctx.logFields.sessionId = sessionId;
+  const principal = ctx.principal;
+  let ws: Workspace;
+  try {
+    ws = await registry.getWorkspace(sessionId);
+  } catch (err) {
+    if (!isResumed(err)) throw err;
+    const anyone = actsForAnyone(principal);
+    // No owner to establish for a caller who may act for anyone: the registry's answer stands.
+    if (anyone && use !== "turns") throw err;
+    const current = await resumedInto(registry, err);
+    if (current === undefined) throw anyone ? err : notOwner(sessionId);
+    if (!actsFor(principal, current.agentId)) throw notOwner(sessionId);
+    if (use !== "turns") throw err;
+    return current;
   }
+  if (!actsFor(principal, ws.agentId)) throw notOwner(sessionId);
+  if (use === "active") {
+    assertActive(ws);
+    registry.touch(ws);
+  }
+  return ws;
+}
+
+function isResumed(err: unknown): err is BerthError {
+  return err instanceof BerthError && err.reason === "SESSION_RESUMED";
+}
+
+/**
+ * The workspace a resumed session id now lives in, following its resumes (old → new → newer);
+ * undefined when no such workspace can be found. Other failures (the database) propagate.
+ */
+async function resumedInto(registry: SessionRegistry, resumed: BerthError): Promise<Workspace | undefined> {
+  let err = resumed;
+  for (let hop = 0; hop < MAX_RESUMES; hop++) {
+    const next = err.metadata["new_session_id"];
+    if (next === undefined || next === "") return undefined;
+    try {
+      return await registry.getWorkspace(next);
+    } catch (e) {
+      if (e instanceof BerthError && e.kind === "not_found") return undefined;
+      if (!isResumed(e)) throw e;
+      err = e;
+    }
+  }
+  return undefined;
+}
+
+function notOwner(sessionId: string): BerthError {
+  return permissionDenied("NOT_SESSION_OWNER", `session ${sessionId} belongs to another agent`, { session_id: sessionId });
 }

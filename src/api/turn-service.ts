@@ -11,9 +11,8 @@ import { outcomeEnum, outcomeName } from "../platform/proto-enums.js";
 import type { Turn, TurnScheduler } from "../turns/scheduler.js";
 import type { TurnStateName } from "../turns/store.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
-import { assertOwnsSession } from "./session-access.js";
+import { actsFor, ownedSession } from "./session-access.js";
 import { Check } from "./validate.js";
-import { activeSession } from "./workspace-service.js";
 
 export interface TurnServiceDeps {
   readonly registry: WorkspaceRegistry;
@@ -72,16 +71,8 @@ export function mapToWire(r: MapResult): MessageInitShape<typeof WorkspaceMapSch
 
 export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof TurnService> {
   const { registry, turns } = deps;
-  const owner = (ctx: CallContext) => async (sessionId: string) => {
-    ctx.logFields.sessionId = sessionId;
-    const ws = await registry.getWorkspace(sessionId).catch((err: unknown) => {
-      // A resumed session answers SESSION_RESUMED; its turns still belong to the caller's agent.
-      if (err instanceof BerthError && err.reason === "SESSION_RESUMED") return undefined;
-      throw err;
-    });
-    if (ws) assertOwnsSession(ctx.principal, ws);
-    return ws!;
-  };
+  /** The check the scheduler runs on a turn's session (which may since have been resumed). */
+  const owner = (ctx: CallContext) => (sessionId: string) => ownedSession(registry, ctx, sessionId, "turns");
 
   return {
     async beginTurn(req, ctx) {
@@ -90,7 +81,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const clientTurnId = c.text("client_turn_id", req.clientTurnId, CLIENT_TURN_ID);
       const onBusy = c.enumValue("on_busy", req.onBusy, OnBusy, false);
       c.done();
-      const ws = await activeSession(deps, sessionId!, ctx);
+      const ws = await ownedSession(registry, ctx, sessionId!, "active");
       const r = await turns.beginTurn(ws, clientTurnId, onBusy === OnBusy.REJECT ? "reject" : "supersede", ctx.signal);
       ctx.logFields.turnId = r.turn.id;
       ctx.logFields.warm = r.turn.warm;
@@ -136,9 +127,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       c.done();
       if (sessionId) await owner(ctx)(sessionId);
       let list = await turns.listTurns(sessionId);
-      if (!sessionId && !ctx.principal.anonymous && !ctx.principal.roles.has("admin")) {
-        list = list.filter((t) => registry.liveWorkspace(t.sessionId)?.agentId === ctx.principal.agentId);
-      }
+      if (!sessionId) list = list.filter((t) => actsFor(ctx.principal, registry.liveWorkspace(t.sessionId)?.agentId));
       return { turns: list.map(turnToWire) };
     },
 
@@ -149,9 +138,8 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       if (sessionId) await owner(ctx)(sessionId);
       const hub = deps.events;
       if (!hub) throw new BerthError("unavailable", "EVENTS_UNAVAILABLE", "event delivery is not running on this server");
-      const admin = ctx.principal.anonymous || ctx.principal.roles.has("admin");
       for await (const event of hub.watch({ kinds: ["turn.*", "env.evicted"], sessionIds: sessionId ? [sessionId] : [] }, ctx.signal)) {
-        if (!admin && !sessionId && event.agentId !== ctx.principal.agentId) continue;
+        if (!sessionId && !actsFor(ctx.principal, event.agentId)) continue;
         yield { event };
       }
     },
@@ -164,7 +152,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const c = new Check();
       const sessionId = c.uuid("session_id", req.sessionId);
       c.done();
-      const ws = await activeSession(deps, sessionId!, ctx);
+      const ws = await ownedSession(registry, ctx, sessionId!, "active");
       const map = await deps.turns.workspaceMap(ws, ctx.signal);
       return { workspaceMap: mapToWire(map) };
     },

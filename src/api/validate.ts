@@ -5,10 +5,12 @@
  * need no CEL interpreter (docs/decisions.md).
  */
 import { invalidArgument, type FieldViolation } from "../platform/errors.js";
+import { normalisePath } from "../overlay/paths.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 export const LIMITS = {
   repoName: 200,
@@ -18,6 +20,7 @@ export const LIMITS = {
   baseCommit: 256,
   sourcePath: 4096,
   reason: 1024,
+  symbol: 1024,
 } as const;
 
 interface TextRule {
@@ -31,7 +34,8 @@ interface TextRule {
 export class Check {
   private readonly violations: FieldViolation[] = [];
 
-  private add(field: string, reason: string, description: string): undefined {
+  /** Records a violation of a rule the handler checks itself (counts, combinations). */
+  add(field: string, reason: string, description: string): undefined {
     this.violations.push({ field, reason, description });
     return undefined;
   }
@@ -63,6 +67,29 @@ export class Check {
 
   range(field: string, value: number, min: number, max: number): number {
     if (value < min || value > max) this.add(field, "OUT_OF_RANGE", `must be between ${min} and ${max}, got ${value}`);
+    return value;
+  }
+
+  /** A repository-relative path of the overlay, normalised (src/overlay/paths.ts says what is refused). */
+  path(field: string, raw: string, allowEmpty = false): string | undefined {
+    const r = normalisePath(field, raw, { allowEmpty });
+    if (r.ok) return r.path;
+    this.violations.push(r.violation);
+    return undefined;
+  }
+
+  /** A sha256 in hex, returned lower-cased; empty or absent is returned as it is. */
+  hash(field: string, value: string | undefined): string | undefined {
+    if (value === undefined || value === "") return value;
+    const v = value.toLowerCase();
+    if (!SHA256_HEX.test(v)) this.add(field, "INVALID_HASH", "must be a sha256 in hex (64 characters) or empty");
+    return v;
+  }
+
+  /** A symbol name (as the symbol extractors name them): bounded, no control characters. */
+  symbol(field: string, value: string): string {
+    if (value.length > LIMITS.symbol) this.add(field, "TOO_LONG", `at most ${LIMITS.symbol} characters`);
+    else if (CONTROL.test(value)) this.add(field, "CONTROL_CHARACTER", "must not contain control characters");
     return value;
   }
 

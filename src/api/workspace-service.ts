@@ -10,38 +10,14 @@ import { permissionDenied } from "../platform/errors.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
 import { overlayHandlers } from "./overlay-handlers.js";
-import type { EventHub, SubscriberOptions } from "../delivery/hub.js";
-import type { LifecycleManager } from "../sessions/lifecycle.js";
-import type { OverlayService } from "../overlay/overlay-service.js";
 import { changesetStateName, modeName } from "../platform/proto-enums.js";
-import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
-import { assertOwnsSession } from "./session-access.js";
+import { ownedSession } from "./session-access.js";
 import { AGENT_ID, AGENT_NAME, Check, LIMITS } from "./validate.js";
 import { changesetToWire, repositoryToWire, sessionInfoToWire, workspaceToWire } from "./wire.js";
+import type { WorkspaceServiceDeps } from "./workspace-deps.js";
 
 const MAX_TTL_SECONDS = 30 * 86_400;
-
-export interface WorkspaceServiceDeps {
-  readonly registry: WorkspaceRegistry;
-  /** Strand, resume, abandon and the session lease. */
-  readonly lifecycle: LifecycleManager;
-  /** Event delivery: WatchEvents and AttachSession notices. */
-  readonly events: EventHub;
-  /** Subscriber buffer bounds (tests make them small). */
-  readonly eventSubscriberOptions?: SubscriberOptions | undefined;
-  /** The workspace overlay and claims (WriteFile, ReadFile, ClaimSymbols, …). */
-  readonly overlay?: OverlayService | undefined;
-}
-
-/** Looks up an active session the caller owns, records its activity and tags the log line. */
-export async function activeSession(deps: Pick<WorkspaceServiceDeps, "registry">, sessionId: string, ctx: CallContext) {
-  ctx.logFields.sessionId = sessionId;
-  const ws = await deps.registry.requireActive(sessionId);
-  assertOwnsSession(ctx.principal, ws);
-  deps.registry.touch(ws);
-  return ws;
-}
 
 export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<typeof WorkspaceService> {
   const { registry } = deps;
@@ -50,10 +26,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     const c = new Check();
     const sessionId = c.uuid("session_id", rawSessionId);
     c.done();
-    ctx.logFields.sessionId = sessionId;
-    const ws = await registry.getWorkspace(sessionId!);
-    assertOwnsSession(ctx.principal, ws);
-    return ws;
+    return ownedSession(registry, ctx, sessionId!, "any");
   };
   return {
     async registerRepository(req, ctx) {

@@ -7,12 +7,11 @@
  */
 import type { Config } from "../config.js";
 import { ConfigError } from "../config.js";
-import type { Authenticator } from "../transport/pipeline.js";
-import { ANONYMOUS_PRINCIPAL } from "./principal.js";
+import { ANONYMOUS_PRINCIPAL, type Authenticator } from "./principal.js";
 import { tokenAuthenticator } from "./token-file.js";
 import { jwtAuthenticator } from "./jwt.js";
 
-export type { Authenticator, HeaderReader } from "../transport/pipeline.js";
+export type { Authenticator, HeaderReader } from "./principal.js";
 export { ANONYMOUS_PRINCIPAL } from "./principal.js";
 
 export const noAuthenticator: Authenticator = Object.freeze({

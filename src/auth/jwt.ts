@@ -8,9 +8,7 @@ import { readFileSync } from "node:fs";
 import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyOptions, type JSONWebKeySet } from "jose";
 import { ConfigError } from "../config.js";
 import { unauthenticated } from "../platform/errors.js";
-import type { Principal, Role } from "../api/handler.js";
-import type { Authenticator, HeaderReader } from "../transport/pipeline.js";
-import { bearerToken, isRole, principalOf } from "./principal.js";
+import { bearerToken, isRole, principalOf, type Authenticator, type HeaderReader, type Principal, type Role } from "./principal.js";
 
 export interface JwtOptions {
   readonly secret?: string | undefined;

@@ -1,4 +1,28 @@
-import type { Principal, Role } from "../api/handler.js";
+/**
+ * Who is calling, and the contract an authenticator fulfils. These live here, at the bottom of
+ * auth/, because everything above (the handlers in api/, the pipeline in transport/) is written
+ * against them, while auth/ itself must not reach up into either.
+ */
+
+export type Role = "agent" | "admin";
+
+/** Who is calling. With BERTH_AUTH=none the principal is anonymous and trusted (loopback dev). */
+export interface Principal {
+  /** The authenticated agent id; undefined when auth is off. */
+  readonly agentId: string | undefined;
+  readonly roles: ReadonlySet<Role>;
+  /** True when auth is off: every role is granted and agent ids come from requests. */
+  readonly anonymous: boolean;
+}
+
+export type HeaderReader = (name: string) => string | undefined;
+
+export interface Authenticator {
+  /** Reads the credentials from the request headers; throws BerthError "unauthenticated". */
+  authenticate(header: HeaderReader): Promise<Principal> | Principal;
+  /** When set, every call gets this principal without reading headers (BERTH_AUTH=none). */
+  readonly fixedPrincipal?: Principal;
+}
 
 const ROLES: ReadonlySet<string> = new Set<Role>(["agent", "admin"]);
 
@@ -7,6 +31,13 @@ export const ANONYMOUS_PRINCIPAL: Principal = Object.freeze({
   agentId: undefined,
   roles: new Set<Role>(["agent", "admin"]),
   anonymous: true,
+});
+
+/** Principal of calls to auth-exempt services (health) when auth is on. */
+export const UNAUTHENTICATED_PRINCIPAL: Principal = Object.freeze({
+  agentId: undefined,
+  roles: new Set<never>(),
+  anonymous: false,
 });
 
 export function isRole(r: unknown): r is Role {

@@ -17,9 +17,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { ConfigError } from "../config.js";
 import { unauthenticated } from "../platform/errors.js";
-import type { Principal, Role } from "../api/handler.js";
-import type { Authenticator, HeaderReader } from "../transport/pipeline.js";
-import { bearerToken, isRole, principalOf } from "./principal.js";
+import { bearerToken, isRole, principalOf, type Authenticator, type HeaderReader, type Principal, type Role } from "./principal.js";
 
 interface TokenEntry {
   readonly hash: Buffer;

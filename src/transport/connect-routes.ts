@@ -7,7 +7,9 @@ import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@co
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { DescMethod, Message } from "@bufbuild/protobuf";
 import type { ServiceRegistration } from "../api/handler.js";
-import { Call, type ErrorMapper, type MethodEntry, type Pipeline, type Protocol } from "./pipeline.js";
+import { Call, type MethodEntry, type Protocol } from "./call.js";
+import type { ErrorMapper } from "./outcome.js";
+import type { Pipeline } from "./pipeline.js";
 import { RpcStatus } from "./status.js";
 import { methodEntry } from "./grpc-bridge.js";
 

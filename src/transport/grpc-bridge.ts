@@ -9,7 +9,8 @@ import * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary, type DescMessage, type DescMethod, type Message } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import type { ServiceRegistration } from "../api/handler.js";
-import { Call, cancelReason, type MethodEntry, type Pipeline } from "./pipeline.js";
+import { Call, cancelReason, type MethodEntry } from "./call.js";
+import type { Pipeline } from "./pipeline.js";
 import { RpcStatus } from "./status.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 

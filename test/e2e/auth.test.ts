@@ -10,7 +10,8 @@ import { execFileSync } from "node:child_process";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
-import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import { TurnOutcome, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import { TurnService } from "../../gen/berth/v1/turn_service_pb.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { createGrpcClient } from "../support/grpc-client.js";
 import { failure } from "../support/rpc-error.js";
@@ -24,6 +25,7 @@ describe("token auth", () => {
     createGrpcClient(WorkspaceService, berth.server.grpcAddress, {
       metadata: who === "nobody" ? {} : { authorization: `Bearer ${who === "wrong" ? "not-a-token" : TOKENS[who]}` },
     });
+  const turnsAs = (who: keyof typeof TOKENS) => createGrpcClient(TurnService, berth.server.grpcAddress, { metadata: { authorization: `Bearer ${TOKENS[who]}` } });
 
   beforeAll(async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "berth-auth-"));
@@ -35,7 +37,7 @@ describe("token auth", () => {
         { sha256: sha(TOKENS.ops), agent_id: "ops", roles: ["agent", "admin"] },
       ],
     }));
-    berth = await startBerth({ env: { BERTH_AUTH: "token", BERTH_AUTH_TOKENS_FILE: file } });
+    berth = await startBerth({ env: { BERTH_AUTH: "token", BERTH_AUTH_TOKENS_FILE: file, BERTH_ENV_ROOT: path.join(dir, "envs") } });
   });
   afterAll(async () => {
     await berth?.close();
@@ -66,6 +68,59 @@ describe("token auth", () => {
     expect((await ops.getWorkspace({ sessionId: workspace!.sessionId })).workspace?.agentId).toBe("alice");
     const forBob = await ops.createWorkspace({ repoId: repository!.id, baseCommit: "main", mode: WorkspaceMode.EPHEMERAL, agentId: "bob" });
     expect(forBob.workspace?.agentId).toBe("bob");
+  });
+
+  it("refuses another agent on a resumed session, by its old id and its new one, on the workspace and the turn RPCs", async () => {
+    const alice = as("alice");
+    const aliceTurns = turnsAs("alice");
+    const { repository } = await alice.registerRepository({ name: "authed-resume" });
+    const { workspace } = await alice.createWorkspace({ repoId: repository!.id, mode: WorkspaceMode.PERSISTENT, baseCommit: "0000000000000000000000000000000000000000" });
+    const old = workspace!.sessionId;
+    const t1 = await aliceTurns.beginTurn({ sessionId: old });
+    await alice.strandSession({ sessionId: old, reason: "test" });
+    const { newSessionId } = await alice.resumeSession({ deadSessionId: old });
+    const t2 = await aliceTurns.beginTurn({ sessionId: newSessionId });
+
+    const bob = as("bob");
+    const bobTurns = turnsAs("bob");
+    /** The first message of a stream, or how it failed (a stream that stays open runs into the deadline). */
+    const firstOf = (stream: AsyncIterable<unknown>) =>
+      failure(
+        (async () => {
+          for await (const _ of stream) return;
+        })(),
+      );
+    const denied = { code: "PERMISSION_DENIED", reason: "NOT_SESSION_OWNER" };
+    // The turns of the old id first: their check once let anyone through on a resumed session.
+    for (const turnId of [t1.turnId, t2.turnId]) {
+      expect(await failure(bobTurns.turnHeartbeat({ turnId }))).toMatchObject(denied);
+      expect(await failure(bobTurns.cancelTurn({ turnId }))).toMatchObject(denied);
+      expect(await failure(bobTurns.endTurn({ turnId, outcome: TurnOutcome.COMPLETED }))).toMatchObject(denied);
+    }
+    for (const sessionId of [old, newSessionId]) {
+      expect(await failure(bobTurns.listTurns({ sessionId }))).toMatchObject(denied);
+      expect(await firstOf(bobTurns.watchTurns({ sessionId }, { deadlineMs: 2000 }))).toMatchObject(denied);
+      expect(await failure(bobTurns.beginTurn({ sessionId }))).toMatchObject(denied);
+      expect(await failure(bobTurns.getWorkspaceMap({ sessionId }))).toMatchObject(denied);
+      // Not SESSION_RESUMED (which names the new id) nor the session's state: nothing before ownership.
+      expect(await failure(bob.getWorkspace({ sessionId }))).toMatchObject(denied);
+      expect(await failure(bob.heartbeat({ sessionId }))).toMatchObject(denied);
+      expect(await failure(bob.strandSession({ sessionId }))).toMatchObject(denied);
+      expect(await failure(bob.abandonSession({ sessionId }))).toMatchObject(denied);
+      expect(await failure(bob.destroyWorkspace({ sessionId }))).toMatchObject(denied);
+      expect(await failure(bob.readFile({ sessionId, path: "README.md" }))).toMatchObject(denied);
+      expect(await firstOf(bob.attachSession({ sessionId }, { deadlineMs: 2000 }))).toMatchObject(denied);
+    }
+
+    // The owner still answers for the turns of the old id; its session answers SESSION_RESUMED.
+    expect((await aliceTurns.listTurns({ sessionId: old })).turns.map((t) => t.turnId)).toEqual([t1.turnId]);
+    expect((await aliceTurns.turnHeartbeat({ turnId: t1.turnId })).current).toBe(false);
+    expect(await failure(alice.getWorkspace({ sessionId: old }))).toMatchObject({ code: "FAILED_PRECONDITION", reason: "SESSION_RESUMED", metadata: { new_session_id: newSessionId } });
+    // An admin may look at anyone's.
+    expect((await turnsAs("ops").listTurns({ sessionId: old })).turns.map((t) => t.turnId)).toEqual([t1.turnId]);
+    expect((await aliceTurns.endTurn({ turnId: t2.turnId, outcome: TurnOutcome.COMPLETED })).turn?.turnId).toBe(t2.turnId);
+    aliceTurns.close();
+    bobTurns.close();
   });
 
   it("needs the admin role to register a repository with a source on the server's disk", async () => {

@@ -9,7 +9,7 @@ import { trace } from "@opentelemetry/api";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
-import type { Call } from "../../src/transport/pipeline.js";
+import type { Call } from "../../src/transport/call.js";
 import { RpcTracer, incomingContext } from "../../src/observability/tracing/rpc-tracer.js";
 import { SpanExport } from "../../src/observability/tracing/span-export.js";
 

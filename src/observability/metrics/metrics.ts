@@ -15,7 +15,7 @@
  */
 import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
 import type { Logger } from "pino";
-import type { Call, RpcObserver } from "../../transport/pipeline.js";
+import type { ObservedCall, RpcObserver } from "../rpc-observer.js";
 import type { TickReport } from "../../sessions/lifecycle.js";
 import type { EventHub } from "../../delivery/hub.js";
 import type { NatsRelay } from "../../delivery/nats-relay.js";
@@ -159,7 +159,7 @@ export class BerthMetrics implements RpcObserver {
   // ---- hooks --------------------------------------------------------------------------------
 
   /** RpcObserver: every RPC of both transports, at completion. */
-  rpcEnded(call: Call, code: number, seconds: number, line: Record<string, unknown>): void {
+  rpcEnded(call: ObservedCall, code: number, seconds: number, line: Record<string, unknown>): void {
     this.rpc.observe(call.entry.path, code, line["code"] as string, seconds);
   }
 

@@ -15,7 +15,7 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type TextMapGetter, type Tracer } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { RandomIdGenerator } from "@opentelemetry/sdk-trace-base";
-import type { Call, RpcObserver } from "../../transport/pipeline.js";
+import type { ObservedCall as Call, RpcObserver } from "../rpc-observer.js";
 
 /** gRPC codes that mark a server span as an error (OpenTelemetry RPC semantic conventions). */
 const SERVER_ERROR_CODES = new Set([2, 4, 12, 13, 14, 15]);
