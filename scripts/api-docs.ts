@@ -67,7 +67,7 @@ function anchor(fullName: string): string {
 }
 
 function typeName(f: FieldDescriptorProto, pkg: string, maps: Map<string, DescriptorProto>): string {
-  const scalar = (t: FieldDescriptorProto_Type): string => FieldDescriptorProto_Type[t]!.toLowerCase();
+  const scalar = (t: FieldDescriptorProto_Type): string => FieldDescriptorProto_Type[t].toLowerCase();
   const link = (name: string): string => {
     const n = name.replace(/^\./, "");
     return n.startsWith(`${pkg}.`) ? `[\`${n.slice(pkg.length + 1)}\`](#${anchor(n)})` : `\`${n}\``;

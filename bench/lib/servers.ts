@@ -76,6 +76,7 @@ function track(child: ChildProcess, name: string): { output: () => string; exite
 async function waitHealthy(url: string, exited: Promise<number | null>, output: () => string, name: string, timeoutMs = 60_000): Promise<void> {
   const client = new RpcClient(url);
   let dead = false;
+  // Only flags the exit for the loop below; `exited` never rejects (it is resolved by the child's exit event).
   void exited.then(() => (dead = true));
   const deadline = Date.now() + timeoutMs;
   try {

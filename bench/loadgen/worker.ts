@@ -119,7 +119,7 @@ async function run(spec: WorkerSpec, go: Promise<void>): Promise<WorkerResult> {
   const loop = async (): Promise<void> => {
     while (!stop) {
       if (countMode) {
-        if (started >= spec.totalRequests!) return;
+        if (started >= spec.totalRequests) return;
         started++;
       }
       const s = performance.now();

@@ -41,7 +41,7 @@ export const scenario: Scenario = {
           await jsm.streams.info(stream);
           break;
         } catch (err) {
-          if (i > 100) throw new Error(`stream ${stream} not created by Berth's relay: ${(err as Error).message}`);
+          if (i > 100) throw new Error(`stream ${stream} not created by Berth's relay: ${(err as Error).message}`, { cause: err });
           await new Promise((r) => setTimeout(r, 100));
         }
       }
@@ -49,20 +49,32 @@ export const scenario: Scenario = {
       const arrivals: [number, number][] = [];
       const consumer = await jetstream(nc).consumers.get(stream, { deliver_policy: "new" as never });
       const messages = await consumer.consume();
+      // Consumed alongside the producer, not awaited here: the loop ends when messages.close()
+      // below closes the consumer. A failure (a message that does not decode) is kept and rethrown
+      // once the consumer is closed, rather than left as an unhandled rejection.
+      let consumeError: unknown;
       void (async () => {
         for await (const m of messages) {
           const t = nowUs();
           const ev = fromBinary(EventSchema, m.data);
           if (ev.agentId.startsWith(marker)) arrivals.push([Number(ev.agentId.slice(marker.length)), t]);
         }
-      })();
+      })().catch((err: unknown) => {
+        consumeError = err;
+      });
       await new Promise((r) => setTimeout(r, 300));
       const produced = await produceEvents({ url: berth.grpcUrl, repoIds, rate: RATE, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, marker });
       await new Promise((r) => setTimeout(r, 3_000));
       await messages.close();
+      if (consumeError !== undefined) throw new Error("the JetStream consumer failed", { cause: consumeError });
       const h = newHistogram();
       let received = 0;
-      for (const [s, t] of arrivals) if (s >= produced.fromUs && s <= produced.toUs) (received++, h.recordValue(Math.max(1, t - s)));
+      for (const [s, t] of arrivals) {
+        if (s >= produced.fromUs && s <= produced.toUs) {
+          received++;
+          h.recordValue(Math.max(1, t - s));
+        }
+      }
       const l = latencies(h);
       const complete = received >= produced.inWindow && produced.inWindow > 0;
       ctx.log(`sent ${produced.rate}/s, completed ${produced.completedRate}/s (CreateWorkspace p50 ${produced.rpc.p50Ms} p99 ${produced.rpc.p99Ms} ms, ${produced.errors} errors); consumed ${received}/${produced.inWindow}; latency p50 ${l.p50Ms} p99 ${l.p99Ms} max ${l.maxMs} ms`);

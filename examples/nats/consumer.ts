@@ -27,8 +27,8 @@ const { values } = parseArgs({
     "idle-exit-ms": { type: "string" },
   },
 });
-const stream = values.stream!;
-const durable = values.durable!;
+const stream = values.stream;
+const durable = values.durable;
 const limit = values.count === undefined ? Infinity : Number(values.count);
 const idleExitMs = values["idle-exit-ms"] === undefined ? undefined : Number(values["idle-exit-ms"]);
 
@@ -37,7 +37,7 @@ function decode(data: Uint8Array, contentType: string | undefined): Event {
   return contentType === "application/json" ? fromJsonString(EventSchema, new TextDecoder().decode(data)) : fromBinary(EventSchema, data);
 }
 
-const nc = await connect({ servers: values.server!, name: `berth-example-${durable}` });
+const nc = await connect({ servers: values.server, name: `berth-example-${durable}` });
 let stopping = false;
 const stop = (): void => {
   stopping = true;
@@ -55,7 +55,7 @@ try {
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
-      filter_subject: values.subject!,
+      filter_subject: values.subject,
     });
     console.log(`created durable consumer ${durable} on ${stream} (${values.subject})`);
   }

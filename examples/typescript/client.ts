@@ -44,7 +44,7 @@ async function main(): Promise<void> {
       token: { type: "string", default: process.env["BERTH_TOKEN"] },
     },
   });
-  const client = createClient(WorkspaceService, transportFor(values.server!, values.protocol!, values.token));
+  const client = createClient(WorkspaceService, transportFor(values.server, values.protocol, values.token));
   const opts = { timeoutMs: 10_000 };
   const agent = `ts-agent-${crypto.randomUUID().slice(0, 8)}`;
 

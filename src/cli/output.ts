@@ -41,7 +41,7 @@ export function paint(colour: Colour | undefined, text: string, enabled = stdout
   return enabled && colour ? `\x1b[${CODES[colour]}m${text}\x1b[0m` : text;
 }
 
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- ANSI colour codes start with ESC (\x1b); matching it is the point
 const ANSI = /\x1b\[[0-9;]*m/g;
 const visibleLength = (s: string) => s.replace(ANSI, "").length;
 

@@ -292,22 +292,22 @@ export class EventHub {
     const sub = this.subscribe(filter, options);
     const onAbort = (): void => this.unsubscribe(sub);
     signal.addEventListener("abort", onAbort, { once: true });
-    const hub = this;
-    return {
-      async *[Symbol.asyncIterator]() {
-        try {
-          for (;;) {
-            const se = await sub.next(signal);
-            sub.lastSeq = se.seq;
-            hub.delivered++;
-            yield se.event;
-          }
-        } finally {
-          signal.removeEventListener("abort", onAbort);
-          hub.unsubscribe(sub);
-        }
-      },
-    };
+    return { [Symbol.asyncIterator]: () => this.deliver(sub, signal, onAbort) };
+  }
+
+  /** The loop behind watch(): yields `sub`'s events until it throws; always unsubscribes. */
+  private async *deliver(sub: Subscription, signal: AbortSignal, onAbort: () => void): AsyncGenerator<Event> {
+    try {
+      for (;;) {
+        const se = await sub.next(signal);
+        sub.lastSeq = se.seq;
+        this.delivered++;
+        yield se.event;
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      this.unsubscribe(sub);
+    }
   }
 
   /**

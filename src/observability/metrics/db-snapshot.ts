@@ -36,6 +36,8 @@ export class DbSnapshot {
 
   start(): void {
     if (this.timer) return;
+    // Not awaited: start() does not wait for the database, and refresh() never rejects (read()
+    // logs a failure and keeps the previous values); stop() awaits the refresh in flight.
     void this.refresh();
     this.timer = setInterval(() => void this.refresh(), this.o.intervalMs);
     this.timer.unref();

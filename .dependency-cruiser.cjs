@@ -1,0 +1,261 @@
+/**
+ * Berth's module structure, checked by dependency-cruiser (`npm run lint:deps`).
+ *
+ * src/ is layered, lowest first; a folder may import only from its own folder and lower ones:
+ *
+ *    1 config.ts       nothing from src/
+ *    2 platform/       platform only (+ gen/ for the stored event format, migrations/ for migrate.ts)
+ *    3 auth/           platform, config
+ *    4 sessions/       platform
+ *    5 claims/         platform, sessions
+ *    6 overlay/        platform, sessions, claims
+ *    7 turns/          platform, sessions, claims, overlay, config
+ *    8 delivery/       platform, config
+ *    9 observability/  platform, sessions, claims, overlay, turns, delivery, config
+ *   10 api/            platform, auth, sessions, claims, overlay, turns, delivery, config
+ *   11 transport/      everything above (not cli/, not main.ts)
+ *   12 cli/            config, platform/errors.ts, transport/status.ts, gen/ (a client, not the server)
+ *   13 main.ts         anything
+ *
+ * Plus: no cycles in src/; gen/ imports nothing from src/; the domain layers do not import gen/;
+ * src/ imports no devDependency. test/, bench/, scripts/ and examples/ may import anything.
+ *
+ * Paths are relative to the repository root. `.mjs` files (src/turns/map/walk-*.mjs) belong to
+ * the folder they sit in. Type-only imports count (tsPreCompilationDeps): a type from a higher
+ * layer couples the code as much as a value does. TypeScript's `.js` specifiers are resolved to
+ * the `.ts` files through the tsconfig and `extensionAlias`.
+ */
+
+/** A rule forbidding `from` to import anything in src/ except `allowed` (regexes, anchored at src/). */
+function layer(name, from, allowed, comment) {
+  return {
+    name,
+    severity: "error",
+    comment,
+    from: { path: from },
+    to: { path: "^src/", pathNot: allowed },
+  };
+}
+
+/** The only src/ modules outside cli/ that the CLI (a client) may load. */
+const CLI_ALLOWED = ["^src/config\\.ts$", "^src/platform/errors\\.ts$", "^src/transport/status\\.ts$"];
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    // ---- the layers of src/ ------------------------------------------------------------------
+    layer(
+      "config-imports-nothing",
+      "^src/config\\.ts$",
+      ["^src/config\\.ts$"],
+      "Layer 1: src/config.ts reads and validates the environment and is imported by almost every layer; " +
+        "it imports nothing from src/, so it can be loaded (and tested) on its own and never drags server code into the CLI.",
+    ),
+    layer(
+      "platform-is-the-bottom",
+      "^src/platform/",
+      ["^src/platform/"],
+      "Layer 2: platform/ (database, schema, errors, logger, clock, outbox, proto-enums, migrate) is the base every " +
+        "other layer stands on; it imports nothing else from src/ (not even config.ts: it is given its settings).",
+    ),
+    layer(
+      "auth-layer",
+      "^src/auth/",
+      ["^src/(auth|platform)/", "^src/config\\.ts$"],
+      "Layer 3: auth/ (tokens, JWT, principals) may import platform/ and config.ts only; it knows nothing of " +
+        "sessions, turns or the API that asks it who a caller is.",
+    ),
+    layer(
+      "sessions-layer",
+      "^src/sessions/",
+      ["^src/(sessions|platform)/"],
+      "Layer 4: sessions/ (registry, lifecycle, workspaces) is the lowest domain layer and may import platform/ only; " +
+        "claims, overlay and turns are built on it, never the other way round.",
+    ),
+    layer(
+      "claims-layer",
+      "^src/claims/",
+      ["^src/(claims|platform|sessions)/"],
+      "Layer 5: claims/ may import platform/ and sessions/ only (a claim is held on a session's workspace).",
+    ),
+    layer(
+      "overlay-layer",
+      "^src/overlay/",
+      ["^src/(overlay|platform|sessions|claims)/"],
+      "Layer 6: overlay/ (the per-workspace file overlay and its symbol index) may import platform/, sessions/ " +
+        "and claims/ only; turns/ and everything above use it, it does not use them.",
+    ),
+    layer(
+      "turns-layer",
+      "^src/turns/",
+      ["^src/(turns|platform|sessions|claims|overlay)/", "^src/config\\.ts$"],
+      "Layer 7: turns/ (the scheduler, the turn store and the workspace map, .mjs walk files included) may import " +
+        "platform/, sessions/, claims/, overlay/ and config.ts only; it never reaches up into delivery, api or transport.",
+    ),
+    layer(
+      "delivery-layer",
+      "^src/delivery/",
+      ["^src/(delivery|platform)/", "^src/config\\.ts$"],
+      "Layer 8: delivery/ (event store, hub, NATS relay, pruner) moves the outbox's events and may import platform/ " +
+        "and config.ts only: it carries the stored event format (platform/outbox.ts), not the domain that wrote it.",
+    ),
+    layer(
+      "observability-layer",
+      "^src/observability/",
+      ["^src/(observability|platform|sessions|claims|overlay|turns|delivery)/", "^src/config\\.ts$"],
+      "Layer 9: observability/ (metrics, tracing) reads the domain and delivery layers (platform, sessions, claims, " +
+        "overlay, turns, delivery, config); the API and transports call into it, never the other way round.",
+    ),
+    layer(
+      "api-layer",
+      "^src/api/",
+      ["^src/(api|platform|auth|sessions|claims|overlay|turns|delivery)/", "^src/config\\.ts$"],
+      "Layer 10: api/ (the RPC handlers) may import platform, auth, sessions, claims, overlay, turns, delivery and " +
+        "config; it is transport-agnostic: it does not import transport/, observability/ or cli/.",
+    ),
+    layer(
+      "transport-layer",
+      "^src/transport/",
+      ["^src/(transport|platform|auth|sessions|claims|overlay|turns|delivery|observability|api)/", "^src/config\\.ts$"],
+      "Layer 11: transport/ (gRPC and Connect servers, the pipeline, health, reflection) may import every layer " +
+        "below it; it does not import cli/ (a client) or main.ts (the composition root).",
+    ),
+    layer(
+      "cli-is-a-client",
+      "^src/cli/",
+      ["^src/cli/", ...CLI_ALLOWED],
+      "Layer 12: cli/ is a client of the server over gRPC/Connect: besides gen/ it may import only config.ts, " +
+        "platform/errors.ts and transport/status.ts (status-code names); it must not import server internals.",
+    ),
+    {
+      name: "cli-imports-stay-small",
+      severity: "error",
+      comment:
+        "Layer 12, transitively: the three src/ modules cli/ may use (config.ts, platform/errors.ts, " +
+        "transport/status.ts) reach no other src/ module, directly or through others; otherwise `berth`, a client, " +
+        "would load server internals through them (transport/ may import anything, so only this rule guards status.ts).",
+      from: { path: CLI_ALLOWED },
+      to: { reachable: true, path: "^src/", pathNot: CLI_ALLOWED },
+    },
+    {
+      name: "nothing-imports-main",
+      severity: "error",
+      comment:
+        "Layer 13: src/main.ts is the composition root and may import anything; nothing in src/ imports it.",
+      from: { path: "^src/", pathNot: "^src/main\\.ts$" },
+      to: { path: "^src/main\\.ts$" },
+    },
+
+    // ---- gen/ and migrations/ ----------------------------------------------------------------
+    {
+      name: "gen-is-generated",
+      severity: "error",
+      comment:
+        "gen/ is generated from proto/ by `buf generate` and must not depend on the code that uses it; " +
+        "it imports nothing from src/.",
+      from: { path: "^gen/" },
+      to: { path: "^src/" },
+    },
+    {
+      name: "domain-does-not-import-gen",
+      severity: "error",
+      comment:
+        "The wire format (gen/) stays at the edges: only platform/outbox.ts and platform/proto-enums.ts (the stored " +
+        "event format and the one mapping of state names to protobuf enums), delivery/, api/, transport/, " +
+        "observability/, cli/ and main.ts import gen/. config.ts, auth/ and the domain layers (sessions, claims, " +
+        "overlay, turns) use their own types and map through platform/proto-enums.ts.",
+      from: {
+        path: "^src/",
+        pathNot: [
+          "^src/platform/(outbox|proto-enums)\\.ts$",
+          "^src/(delivery|api|transport|observability|cli)/",
+          "^src/main\\.ts$",
+        ],
+      },
+      to: { path: "^gen/" },
+    },
+    {
+      name: "migrations-only-from-migrate",
+      severity: "error",
+      comment:
+        "migrations/ is applied by platform/migrate.ts only; any other src/ module importing a migration would " +
+        "couple running code to a frozen schema step.",
+      from: { path: "^src/", pathNot: "^src/platform/migrate\\.ts$" },
+      to: { path: "^migrations/" },
+    },
+    {
+      name: "migrations-are-frozen",
+      severity: "error",
+      comment:
+        "A migration is frozen history: it imports nothing from src/ (whose schema types and helpers change " +
+        "over time), only kysely; otherwise an old migration would silently change meaning.",
+      from: { path: "^migrations/" },
+      to: { path: "^src/" },
+    },
+    {
+      name: "src-not-to-tooling",
+      severity: "error",
+      comment:
+        "The service does not import tests, benchmarks, scripts or examples: those may import anything in src/, " +
+        "and are not shipped with it.",
+      from: { path: "^src/" },
+      to: { path: "^(test|bench|scripts|examples)/" },
+    },
+
+    // ---- general hygiene ---------------------------------------------------------------------
+    {
+      name: "no-circular",
+      severity: "error",
+      comment:
+        "No cycles anywhere in src/, inside one folder included: a cycle makes module load order (and thus " +
+        "top-level initialisation) fragile and means the two modules are one; break it by moving the shared " +
+        "part down a layer or by passing a dependency in.",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    {
+      name: "src-not-to-dev-dep",
+      severity: "error",
+      comment:
+        "src/ runs in production, where devDependencies are not installed (npm ci --omit=dev): it may import " +
+        "only packages from `dependencies` (and node builtins).",
+      from: { path: "^src/" },
+      to: { dependencyTypes: ["npm-dev"], pathNot: ["node_modules/@types/"] },
+    },
+    {
+      name: "no-non-package-json",
+      severity: "error",
+      comment:
+        "An import of a package that is not in package.json works only by accident (it is a transitive dependency) " +
+        "and may vanish or change version on any install: add it to package.json.",
+      from: { path: "^(src|gen|migrations)/" },
+      to: { dependencyTypes: ["npm-no-pkg", "npm-unknown"] },
+    },
+    {
+      name: "not-to-unresolvable",
+      severity: "error",
+      comment:
+        "An import dependency-cruiser cannot resolve to a file is either a typo or a resolution setting gone wrong " +
+        "(e.g. a `.js` specifier not mapped to its `.ts` file); either way the other rules would silently miss it.",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+
+  options: {
+    // Node builtins and packages are endpoints: their own imports are not ours to check.
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: ["^examples/python/", "(^|/)\\.berth/", "^dist/"] },
+    // Count `import type` too: a type from a higher layer is a dependency on that layer.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    // NodeNext specifiers: dependency-cruiser resolves "./x.js" to ./x.ts (and "./x.mjs" to ./x.mts or
+    // ./x.d.mts) itself when the .js file does not exist, as tsc does; this version has no extensionAlias.
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+      mainFields: ["module", "main", "types", "typings"],
+    },
+    skipAnalysisNotInRules: true,
+  },
+};

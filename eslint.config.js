@@ -1,0 +1,80 @@
+// ESLint (flat config) for Berth: @eslint/js and typescript-eslint's `recommended`, plus the
+// type-aware rules that catch real bugs in async server code (promises nobody awaits or whose
+// rejection nobody handles, awaits of non-promises, switches that miss a new enum member).
+// `npm run lint`. Module structure (layers, cycles) is checked by dependency-cruiser instead:
+// `npm run lint:deps`, see .dependency-cruiser.cjs.
+import js from "@eslint/js";
+import comments from "@eslint-community/eslint-plugin-eslint-comments/configs";
+import { defineConfig, globalIgnores } from "eslint/config";
+import globals from "globals";
+import tseslint from "typescript-eslint";
+
+export default defineConfig(
+  globalIgnores(["gen/", "node_modules/", "dist/", ".berth/", "**/.berth/", "examples/python/gen/", "bench/results/"]),
+
+  {
+    linterOptions: {
+      // An eslint-disable comment that no longer suppresses anything is an error: it would hide the next real finding.
+      reportUnusedDisableDirectives: "error",
+      reportUnusedInlineConfigs: "error",
+    },
+  },
+
+  js.configs.recommended,
+  tseslint.configs.recommended,
+  comments.recommended,
+
+  {
+    files: ["**/*.{ts,mts,cts,js,mjs,cjs}"],
+    languageOptions: {
+      sourceType: "module",
+      globals: { ...globals.node },
+      parserOptions: {
+        // One TypeScript program per tsconfig, as the editor has it. The plain-JS files outside
+        // tsconfig.json's program (the .mjs worker files, scripts/*.mjs, bin/, root configs) get a
+        // default project of their own.
+        projectService: {
+          allowDefaultProject: ["*.js", "*.cjs", "bin/*.js", "scripts/*.mjs", "src/turns/map/*.mjs"],
+          defaultProject: "tsconfig.json",
+        },
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    rules: {
+      // A promise nobody awaits loses its rejection (an unhandled rejection ends the process).
+      // Intentional fire-and-forget is written `void p` with a comment, or better `.catch(log)`.
+      "@typescript-eslint/no-floating-promises": "error",
+      // An async function passed where a void callback is expected (event emitters, setTimeout,
+      // Array#forEach) has its rejection dropped; a promise in an `if` is always truthy.
+      "@typescript-eslint/no-misused-promises": "error",
+      "@typescript-eslint/await-thenable": "error",
+      "@typescript-eslint/no-unnecessary-type-assertion": "error",
+      // A switch over a union or enum (ErrorKind, LifecycleState, a oneof's case, ...) names every
+      // member, even with a default: adding one then points at every switch that must decide.
+      "@typescript-eslint/switch-exhaustiveness-check": "error",
+      // verbatimModuleSyntax: a type-only import must say so, or it is kept at run time.
+      "@typescript-eslint/consistent-type-imports": ["error", { prefer: "type-imports", fixStyle: "inline-type-imports" }],
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        {
+          args: "after-used",
+          argsIgnorePattern: "^_",
+          caughtErrorsIgnorePattern: "^_",
+          destructuredArrayIgnorePattern: "^_",
+          ignoreRestSiblings: true,
+        },
+      ],
+      // Every eslint-disable says why the rule does not apply there.
+      "@eslint-community/eslint-comments/require-description": ["error", { ignore: ["eslint-enable"] }],
+      // eslint-disable comments are always paired with rules and reported when unused (above);
+      // a disable/enable block is allowed to cover a whole file.
+      "@eslint-community/eslint-comments/disable-enable-pair": ["error", { allowWholeFile: true }],
+    },
+  },
+
+  // Plain CommonJS config files.
+  {
+    files: ["**/*.cjs"],
+    languageOptions: { sourceType: "commonjs" },
+  },
+);
