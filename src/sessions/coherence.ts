@@ -9,10 +9,17 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { CommittedEvent } from "../platform/outbox.js";
 import { changesetStateName } from "../platform/proto-enums.js";
 import type { CommitFollower } from "../platform/unit-of-work.js";
-import type { WorkspaceRegistry } from "./registry.js";
-import { endedLifecycle } from "./session-hooks.js";
+import type { ChangesetStateName } from "../platform/schema.js";
+import { endedLifecycle, type ExitLifecycle } from "./session-hooks.js";
 
-export function registryFollower(registry: WorkspaceRegistry): CommitFollower {
+/** What the follower changes in the registry (an interface: the registry imports this module). */
+export interface CoherentRegistry {
+  noteChangesetState(changesetId: string, state: ChangesetStateName, reason: string, at: number): void;
+  noteSessionEnded(sessionId: string, lifecycle: ExitLifecycle, reason: string, at: number): void;
+  resync(): Promise<void>;
+}
+
+export function registryFollower(registry: CoherentRegistry): CommitFollower {
   return {
     apply(e: CommittedEvent): void {
       const at = e.occurredAt ? timestampMs(e.occurredAt) : 0;
