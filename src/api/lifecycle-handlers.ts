@@ -10,11 +10,11 @@ import { ownedSession } from "./session-access.js";
 import { AGENT_ID, Check, LIMITS } from "./validate.js";
 import { workspaceToWire } from "./wire.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
+import { endedLifecycle } from "../sessions/session-hooks.js";
 
 type Methods = ServiceHandlers<typeof WorkspaceService>;
 
 /** Events after which the session is no longer active: its AttachSession stream ends. */
-const ENDING = new Set(["session.stranded", "session.abandoned", "session.destroyed", "session.expired"]);
 
 export function lifecycleHandlers(
   deps: WorkspaceServiceDeps,
@@ -47,7 +47,7 @@ export function lifecycleHandlers(
         yield { message: { case: "workspace", value: workspaceToWire(ws) } };
         for await (const event of notices) {
           yield { message: { case: "event", value: event } };
-          if (ENDING.has(event.kind)) return;
+          if (endedLifecycle(event.kind)) return;
         }
       } finally {
         detach();

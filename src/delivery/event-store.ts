@@ -3,10 +3,10 @@
  * Shared by the hub, the WatchEvents replay, the NATS relay and the pruner.
  */
 import { create, fromBinary, type MessageShape } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { sql, type Kysely, type Selectable } from "kysely";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
 import type { Db } from "../platform/database.js";
+import { fillEnvelope } from "../platform/outbox.js";
 import type { Database, EventTable } from "../platform/schema.js";
 import { toSeq } from "../platform/schema.js";
 
@@ -41,15 +41,7 @@ export function decodeRow(row: EventRow): StoredEvent {
   const seq = toSeq(row.seq);
   const event = row.payload.byteLength > 0 ? fromBinary(EventSchema, row.payload) : create(EventSchema);
   event.seq = seq;
-  event.id = row.id;
-  event.kind = row.kind;
-  event.repoId = row.repo_id;
-  event.sessionId = row.session_id ?? "";
-  event.workspaceId = row.workspace_id ?? "";
-  event.agentId = row.agent_id ?? "";
-  event.changesetId = row.changeset_id ?? "";
-  event.occurredAt = timestampFromDate(row.occurred_at);
-  event.reason = row.reason;
+  fillEnvelope(event, row);
   return { seq, event, size: 96 + row.payload.byteLength + row.reason.length };
 }
 

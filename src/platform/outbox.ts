@@ -12,7 +12,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { create, toBinary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { sql, type Insertable, type RawBuilder } from "kysely";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
 import type { EventTable } from "./schema.js";
@@ -56,31 +56,36 @@ export function encodePayload(payload: EventInput["payload"]): Uint8Array {
 export function prepareEvent(e: EventInput): PreparedEvent {
   const id = randomUUID();
   const carrier = create(EventSchema, e.payload ? { payload: e.payload } : {});
-  const payload = e.payload ? toBinary(EventSchema, carrier) : EMPTY;
-  carrier.id = id;
-  carrier.kind = e.kind;
-  carrier.repoId = e.repoId;
-  carrier.sessionId = e.sessionId ?? "";
-  carrier.workspaceId = e.workspaceId ?? "";
-  carrier.agentId = e.agentId ?? "";
-  carrier.changesetId = e.changesetId ?? "";
-  carrier.reason = e.reason ?? "";
-  carrier.occurredAt = timestampFromMs(e.occurredAt);
-  return {
-    event: carrier,
-    row: {
-      id,
-      kind: e.kind,
-      repo_id: e.repoId,
-      session_id: e.sessionId ?? null,
-      workspace_id: e.workspaceId ?? null,
-      agent_id: e.agentId ?? null,
-      changeset_id: e.changesetId ?? null,
-      occurred_at: new Date(e.occurredAt),
-      reason: e.reason ?? "",
-      payload,
-    },
+  const row: Insertable<EventTable> & EnvelopeColumns = {
+    id,
+    kind: e.kind,
+    repo_id: e.repoId,
+    session_id: e.sessionId ?? null,
+    workspace_id: e.workspaceId ?? null,
+    agent_id: e.agentId ?? null,
+    changeset_id: e.changesetId ?? null,
+    occurred_at: new Date(e.occurredAt),
+    reason: e.reason ?? "",
+    payload: e.payload ? toBinary(EventSchema, carrier) : EMPTY,
   };
+  return { event: fillEnvelope(carrier, row), row };
+}
+
+/** The columns of an events row that make an Event's envelope (everything but seq and the payload). */
+export type EnvelopeColumns = Pick<Insertable<EventTable>, "id" | "kind" | "repo_id" | "session_id" | "workspace_id" | "agent_id" | "changeset_id" | "reason"> & { occurred_at: Date };
+
+/** Fills an Event's envelope from its row (the stored payload holds only the kind-specific oneof). */
+export function fillEnvelope(event: CommittedEvent, row: EnvelopeColumns): CommittedEvent {
+  event.id = row.id;
+  event.kind = row.kind;
+  event.repoId = row.repo_id;
+  event.sessionId = row.session_id ?? "";
+  event.workspaceId = row.workspace_id ?? "";
+  event.agentId = row.agent_id ?? "";
+  event.changesetId = row.changeset_id ?? "";
+  event.occurredAt = timestampFromDate(row.occurred_at);
+  event.reason = row.reason ?? "";
+  return event;
 }
 
 const COLUMNS = sql.raw("id, kind, repo_id, session_id, workspace_id, agent_id, changeset_id, occurred_at, reason, payload");
