@@ -1,6 +1,6 @@
 /** WatchEvents (issue 4): replay from the outbox, then live from the event hub. */
 import { create } from "@bufbuild/protobuf";
-import { WatchEventsResponseSchema, WorkspaceService, type WatchEventsResponse } from "../../gen/berth/v1/workspace_service_pb.js";
+import { WatchEventsResponseSchema, type WorkspaceService, type WatchEventsResponse } from "../../gen/berth/v1/workspace_service_pb.js";
 import type { Event } from "../delivery/event-store.js";
 import { kindPatternViolations } from "../delivery/filter.js";
 import type { ServiceHandlers } from "./handler.js";

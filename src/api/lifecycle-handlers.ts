@@ -2,7 +2,7 @@
  * Heartbeat, AttachSession, StrandSession, ResumeSession, AbandonSession (issue 3).
  * The behaviour lives in src/sessions/lifecycle.ts; these translate and check the caller.
  */
-import { AbandonCause, WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import { AbandonCause, type WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { effectiveAgentId, requireRole } from "./authorize.js";
 import type { AbandonCause as CauseName } from "../sessions/lifecycle.js";
 import type { ServiceHandlers } from "./handler.js";

@@ -6,7 +6,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { FileChange, FileSource, SymbolChangeKind, type SymbolChangeSchema } from "../../gen/berth/v1/types_pb.js";
-import { WorkspaceService, type OtherModifierSchema } from "../../gen/berth/v1/workspace_service_pb.js";
+import { type WorkspaceService, type OtherModifierSchema } from "../../gen/berth/v1/workspace_service_pb.js";
 import { BerthError } from "../platform/errors.js";
 import type { OverlayService } from "../overlay/overlay-service.js";
 import type { OtherModifierInfo, SymbolChangeInfo } from "../overlay/overlay-port.js";

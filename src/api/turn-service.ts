@@ -1,7 +1,7 @@
 /** berth.v1.TurnService: the wire in front of the turn scheduler (src/turns/, docs/turns.md). */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { MapStatus, OnBusy, TurnService, TurnState, type TurnSchema, type WorkspaceMapSchema } from "../../gen/berth/v1/turn_service_pb.js";
+import { MapStatus, OnBusy, type TurnService, TurnState, type TurnSchema, type WorkspaceMapSchema } from "../../gen/berth/v1/turn_service_pb.js";
 import { TurnOutcome } from "../../gen/berth/v1/types_pb.js";
 import { BerthError } from "../platform/errors.js";
 import type { EventHub } from "../delivery/hub.js";

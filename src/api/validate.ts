@@ -8,7 +8,7 @@ import { invalidArgument, type FieldViolation } from "../platform/errors.js";
 import { normalisePath } from "../overlay/paths.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- rejecting the ASCII controls (C0 and DEL) is the point; \p{Cc} would also take C1
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
@@ -51,6 +51,7 @@ export class Check {
     if (value === "") return rule.required ? this.add(field, "REQUIRED", "required") : undefined;
     if (value.length > rule.max) return this.add(field, "TOO_LONG", `at most ${rule.max} characters, got ${value.length}`);
     if (!rule.allowNewlines && CONTROL.test(value)) return this.add(field, "CONTROL_CHARACTER", "must not contain control characters");
+    // eslint-disable-next-line no-control-regex -- the ASCII controls other than tab, LF and CR, matched on purpose
     if (rule.allowNewlines && /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(value)) {
       return this.add(field, "CONTROL_CHARACTER", "must not contain control characters other than newlines and tabs");
     }

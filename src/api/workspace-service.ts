@@ -4,7 +4,7 @@
  * calls the domain and maps the result back.
  */
 import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
-import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import { type WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { effectiveAgentId, requireRole } from "./authorize.js";
 import { permissionDenied } from "../platform/errors.js";
 import { eventHandlers } from "./event-handlers.js";

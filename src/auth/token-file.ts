@@ -17,7 +17,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { ConfigError } from "../config.js";
 import { unauthenticated } from "../platform/errors.js";
-import { bearerToken, isRole, principalOf, type Authenticator, type HeaderReader, type Principal, type Role } from "./principal.js";
+import { bearerToken, isRole, principalOf, type Authenticator, type HeaderReader, type Principal } from "./principal.js";
 
 interface TokenEntry {
   readonly hash: Buffer;
@@ -47,7 +47,7 @@ export function parseTokensFile(json: string, source = VAR): TokenEntry[] {
     const hex = e.sha256.toLowerCase();
     if (seen.has(hex)) throw new ConfigError(source, `tokens[${i}]: duplicate sha256`);
     seen.add(hex);
-    return { hash: Buffer.from(hex, "hex"), principal: principalOf(e.agent_id, roles as Role[]) };
+    return { hash: Buffer.from(hex, "hex"), principal: principalOf(e.agent_id, roles) };
   });
 }
 

@@ -52,7 +52,7 @@ function cancelled(): BerthError {
 /** Resolves with `p`, or rejects CANCELLED as soon as `signal` aborts. */
 export function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) {
-    p.catch(() => {});
+    p.catch(() => {}); // the caller has gone: p's outcome, failure included, is nobody's now (as after a later abort below)
     return Promise.reject(cancelled());
   }
   return new Promise<T>((resolve, reject) => {
@@ -214,7 +214,7 @@ export class EventHub {
     if (this.timer) clearInterval(this.timer);
     for (const sub of this.subs) sub.stop();
     this.subs.clear();
-    await this.reading?.catch(() => {});
+    await this.reading?.catch(() => {}); // only waits for it to end: pump() logs its own failures
   }
 
   /** Wakes the reader (after a local commit that stored events). Cheap; coalesces. */

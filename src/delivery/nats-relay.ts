@@ -63,10 +63,13 @@ export class PgAdvisoryLeader implements LeaderLock {
   private conn: Kysely<unknown> | undefined;
   private releaseHeld: (() => void) | undefined;
   private holding: Promise<void> | undefined;
+  private failing = false;
 
   constructor(
     private readonly db: Db,
     private readonly key: bigint,
+    /** Where a failed lock query is reported (once until one succeeds). */
+    private readonly logger?: Logger,
   ) {}
 
   acquire(): Promise<boolean> {
@@ -82,15 +85,22 @@ export class PgAdvisoryLeader implements LeaderLock {
         .connection()
         .execute(async (conn) => {
           const r = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(${sql.lit(this.key.toString())}::bigint) AS ok`.execute(conn);
+          this.failing = false;
           if (!r.rows[0]?.ok) return settle(false);
           this.conn = conn;
           settle(true);
           await held;
           this.conn = undefined;
-          await sql`SELECT pg_advisory_unlock(${sql.lit(this.key.toString())}::bigint)`.execute(conn).catch(() => {});
+          // A dead connection has released the lock with it; a live one that failed to unlock still holds it.
+          await sql`SELECT pg_advisory_unlock(${sql.lit(this.key.toString())}::bigint)`
+            .execute(conn)
+            .catch((err: unknown) => this.logger?.warn({ err }, "nats relay: releasing the leader lock failed"));
         })
-        .catch(() => {
+        .catch((err: unknown) => {
           this.conn = undefined;
+          // Not leading is the safe answer, but it must not pass for another instance leading.
+          if (!this.failing) this.logger?.warn({ err }, "nats relay: querying the leader lock failed; not leading until it works");
+          this.failing = true;
           settle(false);
         });
     });
@@ -214,7 +224,7 @@ export class NatsRelay {
     // Unsaved, the next leader republishes from the stored cursor; JetStream drops the duplicates.
     await this.saveCursor().catch((err: unknown) => this.o.logger.warn({ err }, "nats relay: could not save the cursor at stop"));
     await this.dropConnection();
-    if (this.leading) await this.o.leader.release().catch(() => {});
+    if (this.leading) await this.o.leader.release().catch((err: unknown) => this.o.logger.warn({ err }, "nats relay: releasing leadership failed"));
     this.leading = false;
   }
 
@@ -314,6 +324,7 @@ export class NatsRelay {
     const nc = this.nc;
     this.nc = undefined;
     this.js = undefined;
+    // Dropped at stop or after a failure the run loop has logged; a failing close leaves nothing to undo.
     if (nc && !nc.isClosed()) await nc.close().catch(() => {});
   }
 
@@ -349,6 +360,8 @@ export class NatsRelay {
     if (!this.o.reconcile) return;
     const info = await jsm.streams.info(this.o.stream);
     if (info.state.messages === 0) return;
+    // An optimisation: without the last message (e.g. expired since info()) the relay republishes
+    // from the stored cursor and JetStream's Nats-Msg-Id dedupe drops what the stream already holds.
     const last = await jsm.streams.getMessage(this.o.stream, { seq: info.state.last_seq }).catch(() => null);
     const raw = last?.header?.get("berth-seq");
     if (!raw || !/^\d+$/.test(raw)) return;
@@ -393,12 +406,12 @@ export class NatsRelay {
     this.o.logger.warn({ stream: this.o.stream }, "nats relay: the cursor was moved by another instance; giving up leadership");
     this.leading = false;
     this.stored = undefined;
-    await this.o.leader.release().catch(() => {});
+    await this.o.leader.release().catch((err: unknown) => this.o.logger.warn({ err }, "nats relay: releasing leadership failed"));
     throw new Error("relay cursor moved by another instance");
   }
 }
 
 /** The leader lock suited to the database: an advisory lock on PostgreSQL, trivial on PGlite. */
-export function leaderLockFor(db: Db, kind: "postgres" | "pglite", stream: string): LeaderLock {
-  return kind === "postgres" ? new PgAdvisoryLeader(db, advisoryKey(`berth-relay:${stream}`)) : new SoleLeader();
+export function leaderLockFor(db: Db, kind: "postgres" | "pglite", stream: string, logger?: Logger): LeaderLock {
+  return kind === "postgres" ? new PgAdvisoryLeader(db, advisoryKey(`berth-relay:${stream}`), logger) : new SoleLeader();
 }

@@ -59,7 +59,7 @@ class CatFile {
       if (this.proc === p) this.proc = undefined;
       this.waiter?.();
     });
-    p.stdin.on("error", () => {});
+    p.stdin.on("error", () => {}); // EPIPE when git has died: the exit/error handlers above wake the reader
     this.proc = p;
     this.buf = Buffer.alloc(0);
     return p;
@@ -68,7 +68,7 @@ class CatFile {
   /** The blob's content, or undefined when git says it is missing. */
   read(oid: string): Promise<Uint8Array | undefined> {
     const next = this.queue.then(() => this.readNow(oid));
-    this.queue = next.catch(() => undefined);
+    this.queue = next.catch(() => undefined); // orders the reads only: the caller gets the failure
     return next;
   }
 
@@ -141,7 +141,7 @@ export class GitBase {
     }
     const p = this.listTree(sourcePath, commit);
     this.trees.set(key, p);
-    p.catch(() => this.trees.delete(key));
+    p.catch(() => this.trees.delete(key)); // un-caches a failure; the caller gets the rejection
     if (this.trees.size > TREE_CACHE) this.trees.delete(this.trees.keys().next().value!);
     return p;
   }

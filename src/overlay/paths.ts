@@ -9,7 +9,7 @@ import type { FieldViolation } from "../platform/errors.js";
 
 export const MAX_PATH_BYTES = 4096;
 
-// eslint-disable-next-line no-control-regex
+// eslint-disable-next-line no-control-regex -- rejecting the ASCII controls (C0 and DEL) is the point; \p{Cc} would also take C1
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export type PathResult = { ok: true; path: string } | { ok: false; violation: FieldViolation };

@@ -127,17 +127,17 @@ function selectWorkspaces(db: Executor) {
 }
 
 export function findWorkspaceBySession(db: Executor, sessionId: string): Promise<WorkspaceRow | undefined> {
-  return selectWorkspaces(db).where("w.session_id", "=", sessionId).executeTakeFirst() as Promise<WorkspaceRow | undefined>;
+  return selectWorkspaces(db).where("w.session_id", "=", sessionId).executeTakeFirst();
 }
 
 export function findWorkspaceById(db: Executor, workspaceId: string): Promise<WorkspaceRow | undefined> {
-  return selectWorkspaces(db).where("w.id", "=", workspaceId).executeTakeFirst() as Promise<WorkspaceRow | undefined>;
+  return selectWorkspaces(db).where("w.id", "=", workspaceId).executeTakeFirst();
 }
 
 export function listWorkspacesByLifecycle(db: Executor, lifecycles: readonly LifecycleName[], repoId?: string): Promise<WorkspaceRow[]> {
   let q = selectWorkspaces(db).where("w.lifecycle", "in", lifecycles);
   if (repoId !== undefined) q = q.where("w.repo_id", "=", repoId);
-  return q.orderBy("w.created_at").orderBy("w.id").execute() as Promise<WorkspaceRow[]>;
+  return q.orderBy("w.created_at").orderBy("w.id").execute();
 }
 
 export function listActiveWorkspacesOfInstance(db: Executor, instanceId: string): Promise<WorkspaceRow[]> {
@@ -146,7 +146,7 @@ export function listActiveWorkspacesOfInstance(db: Executor, instanceId: string)
     .where(sql<boolean>`w.owner_instance = ${instanceId}::uuid`)
     .orderBy("w.created_at")
     .orderBy("w.id")
-    .execute() as Promise<WorkspaceRow[]>;
+    .execute();
 }
 
 export async function agentsOfChangeset(db: Executor, changesetId: string): Promise<string[]> {

@@ -142,7 +142,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     lifecycle.start();
     closers.push(() => lifecycle.stop());
 
-    const authenticator = await createAuthenticator(config.auth);
+    const authenticator = createAuthenticator(config.auth);
     // `events` is read by src/api/event-handlers.ts (EventServiceDeps).
     const serviceDeps = { registry, lifecycle, events, overlay };
     // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).
@@ -196,7 +196,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
         stream: config.natsStream,
         encoding: config.natsEncoding,
         retentionSeconds: config.eventRetentionSeconds,
-        leader: leaderLockFor(database.db, database.kind, config.natsStream),
+        leader: leaderLockFor(database.db, database.kind, config.natsStream, logger),
         onPublished: () => metrics.relayPublished(),
       });
       metrics.sources.relay = relay;

@@ -20,7 +20,7 @@ export interface MethodEntry {
   readonly method: DescMethod;
   /** "/berth.v1.WorkspaceService/GetWorkspace" */
   readonly path: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- type-erased: the registered handler of any method shape and message type (ServiceHandlers in api/handler.ts keeps the typed view)
   readonly handler: (...args: any[]) => any;
   readonly output: DescMessage;
   /** Exempt from authentication (grpc.health.v1.Health). */

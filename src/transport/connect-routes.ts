@@ -5,7 +5,7 @@
  */
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { DescMethod, Message } from "@bufbuild/protobuf";
+import type { Message } from "@bufbuild/protobuf";
 import type { ServiceRegistration } from "../api/handler.js";
 import { Call, type MethodEntry, type Protocol } from "./call.js";
 import type { ErrorMapper } from "./outcome.js";
@@ -18,7 +18,7 @@ export const toConnectError: ErrorMapper = (status) => {
   if (!(status instanceof RpcStatus)) return new ConnectError("internal error", Code.Internal);
   return new ConnectError(
     status.message,
-    status.code as Code,
+    status.code,
     undefined,
     status.details.map((d) => ({ desc: d.desc, value: d.value as never })),
   );
@@ -35,7 +35,7 @@ function protocolOf(ctx: HandlerContext): Protocol {
 
 function newCall(entry: MethodEntry, ctx: HandlerContext, streaming = false): Call {
   const t = ctx.timeoutMs();
-  const call = new Call(entry, protocolOf(ctx), t === undefined ? undefined : Date.now() + t, ctx.requestHeader, readHeaders as never, ctx.signal);
+  const call = new Call(entry, protocolOf(ctx), t === undefined ? undefined : Date.now() + t, ctx.requestHeader, readHeaders, ctx.signal);
   // Streams must hear a client cancel or deadline even if the handler never reads ctx.signal.
   if (streaming) void call.signal;
   return call;
@@ -51,21 +51,20 @@ export function addToConnectRouter(
   for (const reg of registrations) {
     for (const method of reg.service.methods) {
       const entry = methodEntry(reg, method, publicServices);
-      const m = method as DescMethod;
       switch (method.methodKind) {
         case "unary":
-          router.rpc(m, ((req: Message, ctx: HandlerContext) =>
+          router.rpc(method, ((req: Message, ctx: HandlerContext) =>
             pipeline.unary(pipeline.begin(newCall(entry, ctx)), req, toConnectError)) as never);
           break;
         case "server_streaming":
-          router.rpc(m, ((req: Message, ctx: HandlerContext) =>
+          router.rpc(method, ((req: Message, ctx: HandlerContext) =>
             pipeline.stream(pipeline.begin(newCall(entry, ctx, true)), req, toConnectError, req)) as never);
           break;
         case "bidi_streaming":
-          router.rpc(m, ((reqs: AsyncIterable<Message>, ctx: HandlerContext) =>
+          router.rpc(method, ((reqs: AsyncIterable<Message>, ctx: HandlerContext) =>
             pipeline.stream(pipeline.begin(newCall(entry, ctx, true)), reqs, toConnectError)) as never);
           break;
-        default:
+        case "client_streaming":
           throw new Error(`${entry.path}: client streaming is not served`);
       }
     }

@@ -161,7 +161,7 @@ export function addToGrpcServer(
         case "unary":
           impl[method.localName] = (gcall: grpc.ServerUnaryCall<Message, Message>, callback: grpc.sendUnaryData<Message>) => {
             const g = gcall as unknown as GrpcCallLike;
-            const call = pipeline.begin(new Call(entry, "grpc", deadlineOf(g), gcall.metadata, readMetadata as never, undefined));
+            const call = pipeline.begin(new Call(entry, "grpc", deadlineOf(g), gcall.metadata, readMetadata, undefined));
             g[CALL] = call;
             gcall.on("cancelled", onCancelled);
             pipeline.unary(call, gcall.request).then(
@@ -173,7 +173,7 @@ export function addToGrpcServer(
         case "server_streaming":
           impl[method.localName] = (gcall: grpc.ServerWritableStream<Message, Message>) => {
             const g = gcall as unknown as GrpcCallLike;
-            const call = pipeline.begin(new Call(entry, "grpc", deadlineOf(g), gcall.metadata, readMetadata as never, undefined));
+            const call = pipeline.begin(new Call(entry, "grpc", deadlineOf(g), gcall.metadata, readMetadata, undefined));
             g[CALL] = call;
             gcall.on("cancelled", onCancelled);
             void call.signal; // arms the deadline timer for streams
@@ -183,7 +183,7 @@ export function addToGrpcServer(
         case "bidi_streaming":
           impl[method.localName] = (gcall: grpc.ServerDuplexStream<Message, Message>) => {
             const g = gcall as unknown as GrpcCallLike;
-            const call = pipeline.begin(new Call(entry, "grpc", deadlineOf(g), gcall.metadata, readMetadata as never, undefined));
+            const call = pipeline.begin(new Call(entry, "grpc", deadlineOf(g), gcall.metadata, readMetadata, undefined));
             g[CALL] = call;
             gcall.on("cancelled", onCancelled);
             void call.signal; // arms the deadline timer for streams
@@ -193,7 +193,7 @@ export function addToGrpcServer(
             void pump(gcall, call, pipeline.stream(call, requests));
           };
           break;
-        default:
+        case "client_streaming":
           throw new Error(`${entry.path}: client streaming is not supported by the bridge`);
       }
     }

@@ -123,7 +123,7 @@ export class PipelineStream implements AsyncIterableIterator<Message>, AbortObse
     if (inner?.return !== undefined) {
       try {
         const r = inner.return();
-        if (isThenable(r)) (r as Promise<unknown>).then(undefined, () => undefined);
+        if (isThenable(r)) (r as Promise<unknown>).then(undefined, () => undefined); // as below, when the close fails later
       } catch {
         // the handler's iterator failed to close; nothing to report to the client
       }

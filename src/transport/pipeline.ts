@@ -12,7 +12,7 @@ import type { RpcObserver } from "../observability/rpc-observer.js";
 import type { Call } from "./call.js";
 import { identity, isThenable, toMessage, type ErrorMapper } from "./outcome.js";
 import { PipelineStream, type StreamHost } from "./pipeline-stream.js";
-import { ABORT_SHUTDOWN, GrpcCode, RpcStatus, toRpcStatus, codeName } from "./status.js";
+import { ABORT_SHUTDOWN, GrpcCode, type RpcStatus, toRpcStatus, codeName } from "./status.js";
 
 export interface PipelineOptions {
   readonly authenticator: Authenticator;

@@ -131,7 +131,7 @@ function answer(index: ReflectionIndex, req: Req): Res {
       return index.hasMessage(r.value)
         ? { ...base, messageResponse: { case: "allExtensionNumbersResponse", value: { baseTypeName: r.value, extensionNumber: [] } } }
         : notFound(`type "${r.value}"`);
-    default:
+    case undefined:
       return {
         ...base,
         messageResponse: { case: "errorResponse", value: { errorCode: GrpcCode.INVALID_ARGUMENT, errorMessage: "empty request" } },

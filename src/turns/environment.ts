@@ -91,6 +91,7 @@ export function baseInfo(sourcePath: string, commit: string): Promise<BaseInfo> 
   }
   const p = Promise.all([lsTree(sourcePath, commit), commitTime(sourcePath, commit)]).then(([files, ct]) => ({ files, mtimeMs: ct * 1000 }));
   baseInfos.set(key, p);
+  // Un-caches a failure (the caller gets the rejection itself).
   p.catch(() => {
     if (baseInfos.get(key) === p) baseInfos.delete(key);
   });
@@ -231,6 +232,8 @@ async function removeTree(dir: string): Promise<void> {
  */
 export class BaseSpares {
   private readonly keys = new Map<string, { sourcePath: string; commit: string; ready: { dir: string; at: number }[]; building: Promise<void> | undefined }>();
+  /** Every build in flight, a forgotten (LRU-evicted) key's included: close() waits for them all. */
+  private readonly builds = new Set<Promise<void>>();
   private readonly dir: string;
   private cleaned: Promise<void> | undefined;
   private closed = false;
@@ -288,7 +291,7 @@ export class BaseSpares {
     if (!this.enabled) return;
     const s = this.state(sourcePath, commit);
     if (s.building || s.ready.length >= this.perKey) return;
-    s.building = (async () => {
+    const build = (async () => {
       try {
         while (!this.closed && s.ready.length < this.perKey && this.keys.get(`${sourcePath}\u0000${commit}`) === s) {
           await (this.cleaned ??= this.clean());
@@ -313,6 +316,9 @@ export class BaseSpares {
         s.building = undefined;
       }
     })();
+    s.building = build;
+    this.builds.add(build);
+    void build.finally(() => this.builds.delete(build)); // never rejects: its failures are caught inside
   }
 
   /** Deletes spares unused for ttlMs. */
@@ -328,7 +334,7 @@ export class BaseSpares {
   /** Stops building; waits for builds in flight. Ready spares stay on disk (the next process deletes them). */
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.allSettled([...this.keys.values()].map((s) => s.building));
+    await Promise.allSettled(this.builds);
   }
 
   /** A previous process's spares: moved out of the way and deleted, never used. */

@@ -55,7 +55,7 @@ export class KnownTurns {
       return begin();
     })();
     this.clientLookups.set(key, p);
-    void p.finally(() => this.clientLookups.delete(key)).catch(() => {});
+    void p.finally(() => this.clientLookups.delete(key)).catch(() => {}); // p itself goes to the caller, failure included
     return p;
   }
 

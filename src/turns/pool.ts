@@ -101,7 +101,7 @@ export class Pool {
   /** Runs `job` on the workspace's lane, after everything queued before it (whether it failed or not). */
   enqueue<T>(state: WsState, job: () => Promise<T>): Promise<T> {
     const run = state.lane.then(job, job);
-    state.lane = run.catch(() => {});
+    state.lane = run.catch(() => {}); // the lane only orders jobs: run (and its failure) goes to the caller
     return run;
   }
 

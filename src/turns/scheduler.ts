@@ -94,7 +94,9 @@ export class TurnScheduler {
     if (n > 0) this.deps.logger.info({ turns: n }, "turns: running turns of a previous incarnation marked ENDED/FAILED (server_restart)");
     const every = this.deps.settings.sweepIntervalMs ?? 1000;
     if (every > 0) {
-      this.sweepTimer = setInterval(() => this.sweep(), every);
+      this.sweepTimer = setInterval(() => {
+        this.sweep().catch((err: unknown) => this.deps.logger.warn({ err }, "turns: the expiry sweep failed"));
+      }, every);
       this.sweepTimer.unref();
     }
   }
@@ -155,7 +157,7 @@ export class TurnScheduler {
       return { turn, supersededTurnId: old?.id ?? "", map };
     });
     turn.started = started;
-    started.catch(() => this.known.forgetUnwritten(turn));
+    started.catch(() => this.known.forgetUnwritten(turn)); // the caller gets the failure itself
     return started;
   }
 
@@ -203,6 +205,7 @@ export class TurnScheduler {
       throw failedPrecondition("TURN_NOT_ON_THIS_SERVER", `turn ${turnId} runs on another server`, { turn_id: turnId });
     }
     if (turn.state !== "running") return alreadyFinished(turn, outcome);
+    // Ordering only: a failed start is the BeginTurn's error (and logged by acquire()).
     await turn.started?.catch(() => {});
     const state = this.pool.get(turn.workspaceId)!;
     return this.pool.enqueue(state, async () => {
@@ -260,7 +263,7 @@ export class TurnScheduler {
     turn.abort.abort();
     if (state.turn === turn) state.turn = undefined;
     const settled = this.pool.enqueue(state, async () => {
-      await turn.started?.catch(() => {});
+      await turn.started?.catch(() => {}); // ordering only: a failed start is the BeginTurn's error
       if (turn.env && state.env === turn.env) {
         await this.teardowns.teardown(state, turn.env, evict, turn.sessionId);
         if (!state.turn) this.pool.unseat(state);
@@ -313,7 +316,11 @@ export class TurnScheduler {
   sweep(): Promise<void> {
     const now = this.deps.clock.now();
     this.spares.expire();
-    const jobs = this.pool.unseatExpired(now).map(({ state, reason }) => this.pool.enqueue(state, () => this.teardowns.evictParked(state, reason)));
+    const jobs = this.pool.unseatExpired(now).map(({ state, reason }) =>
+      this.pool
+        .enqueue(state, () => this.teardowns.evictParked(state, reason))
+        .catch((err: unknown) => this.deps.logger.warn({ err, workspaceId: state.workspaceId, reason }, "turns: evicting an expired environment failed")),
+    );
     const all = Promise.allSettled(jobs).then(() => {});
     this.track(all);
     return all;
@@ -325,7 +332,7 @@ export class TurnScheduler {
     if (!state) return;
     const running = state.turn;
     if (running) {
-      this.stopTurn(state, running, "cancelled", kind, "session-ended");
+      void this.stopTurn(state, running, "cancelled", kind, "session-ended"); // stopTurn tracks it; track() logs a failure
       this.track(this.records.finishInDb(running, "cancelled", { reason: kind }, [this.records.turnEvent(state.ws, "turn.cancelled", running, { reason: kind })]).catch((err: unknown) => this.deps.logger.warn({ err }, "turns: recording a cancelled turn failed")));
       return;
     }
@@ -344,7 +351,8 @@ export class TurnScheduler {
 
   private track(p: Promise<unknown>): void {
     this.background.add(p);
-    void p.finally(() => this.background.delete(p)).catch(() => {});
+    // The one place a background failure (a teardown, an eviction) is seen unless its starter handled it.
+    void p.finally(() => this.background.delete(p)).catch((err: unknown) => this.deps.logger.warn({ err }, "turns: background work failed"));
   }
 }
 

@@ -57,7 +57,7 @@ describe("berth repos", { timeout: 120_000 }, () => {
     expect(row).toBeDefined();
     // Aligned: every row's NAME starts where the header's does.
     expect(row!.indexOf("cli-demo-2")).toBe(header!.indexOf("NAME"));
-    expect(table.stdout).not.toMatch(/\x1b\[/); // no colour when stdout is not a terminal
+    expect(table.stdout).not.toContain("\x1b["); // no colour when stdout is not a terminal
 
     const listed = await json<{ repositories: { id: string; name: string; createdAt: string }[] }>("repos", "ls");
     expect(listed.repositories.map((r) => r.name)).toEqual(expect.arrayContaining(["cli-demo", "cli-demo-2"]));

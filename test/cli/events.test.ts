@@ -83,7 +83,7 @@ describe("berth events watch", { timeout: 180_000 }, () => {
     const lines = await human.waitForLines(8);
     expect(lines[0]).toMatch(new RegExp(`^\\s*${seqs[0]}\\s+\\d\\d:\\d\\d:\\d\\d\\.\\d{3}\\s+session\\.created\\s+repo ${repoId.slice(0, 8)}\\s+session [0-9a-f]{8}\\s+claude-7\\s+agent-1$`));
     expect(lines[3]).toMatch(/changeset\.transitioned .*DRAFT→SUBMITTED/);
-    expect(lines.join("\n")).not.toMatch(/\x1b\[/);
+    expect(lines.join("\n")).not.toContain("\x1b[");
 
     all.kill();
     sessions.kill();

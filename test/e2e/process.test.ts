@@ -32,11 +32,11 @@ function serve(env: Record<string, string>): Promise<Served> {
   children.push(child);
   const lines: Record<string, unknown>[] = [];
   let stderr = "";
-  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in time; stderr: ${stderr}`)), 180_000);
-    createInterface({ input: child.stdout! }).on("line", (line) => {
+    createInterface({ input: child.stdout }).on("line", (line) => {
       const rec = JSON.parse(line) as Record<string, unknown>;
       lines.push(rec);
       if (rec.msg === "berth serving") {

@@ -36,7 +36,7 @@ async function take(
       if (out.length === n) break;
     }
   } catch (err) {
-    throw new Error(`after ${out.length}/${n} events: ${String(err)}`);
+    throw new Error(`after ${out.length}/${n} events: ${String(err)}`, { cause: err });
   } finally {
     clearTimeout(t);
   }

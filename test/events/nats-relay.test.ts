@@ -173,7 +173,7 @@ needs({ postgres: true, natsServer: true })("NATS relay (real nats-server)", () 
       stdio: ["ignore", "pipe", "inherit"],
     });
     let published = 0;
-    child.stdout!.on("data", (b: Buffer) => (published += b.toString().split("\n").filter(Boolean).length));
+    child.stdout.on("data", (b: Buffer) => (published += b.toString().split("\n").filter(Boolean).length));
     const exited = new Promise((res) => child.once("exit", res));
     await until(() => published >= 50, 30_000, "the child relay to publish");
     child.kill("SIGKILL");
@@ -193,7 +193,7 @@ needs({ postgres: true, natsServer: true })("NATS relay (real nats-server)", () 
       stdio: ["ignore", "pipe", "inherit"],
     });
     let published = 0;
-    child.stdout!.on("data", (b: Buffer) => (published += b.toString().split("\n").filter(Boolean).length));
+    child.stdout.on("data", (b: Buffer) => (published += b.toString().split("\n").filter(Boolean).length));
     const exited = new Promise((res) => child.once("exit", res));
     await until(() => published >= 10, 30_000, "the child relay to publish");
     child.kill("SIGKILL");

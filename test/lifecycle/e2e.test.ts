@@ -59,7 +59,7 @@ describe(`lifecycle over gRPC (${PRIMARY_KIND})`, () => {
       expect(err.errorInfo?.metadata.stranded_at).toBeTruthy();
     }
     const attach = await grpcFailure((async () => {
-      for await (const _ of berth.grpc.attachSession({ sessionId: ws.sessionId })) break;
+      for await (const first of berth.grpc.attachSession({ sessionId: ws.sessionId })) return first;
     })());
     expect(attach.errorInfo?.reason).toBe("SESSION_STRANDED");
     expect((await berth.grpc.getWorkspace({ sessionId: ws.sessionId })).workspace!.lifecycleState).toBe(LifecycleState.STRANDED);
@@ -148,10 +148,10 @@ function serve(databaseUrl: string): Promise<Served> {
   });
   const lines: Record<string, unknown>[] = [];
   let stderr = "";
-  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start; stderr: ${stderr}`)), 60_000);
-    createInterface({ input: child.stdout! }).on("line", (line) => {
+    createInterface({ input: child.stdout }).on("line", (line) => {
       let rec: Record<string, unknown>;
       try {
         rec = JSON.parse(line) as Record<string, unknown>;

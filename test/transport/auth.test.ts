@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { SignJWT, exportJWK } from "jose";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import { createAuthenticator } from "../../src/auth/authenticator.js";
 import { effectiveAgentId, requireRole } from "../../src/api/authorize.js";
 import { ANONYMOUS_PRINCIPAL, principalOf } from "../../src/auth/principal.js";

@@ -2,7 +2,7 @@
 import pino, { type Logger } from "pino";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport, createGrpcTransport } from "@connectrpc/connect-node";
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import { BerthError, invalidArgument, notFound } from "../../src/platform/errors.js";
 import { registration, type CallContext } from "../../src/api/handler.js";
 import type { Principal } from "../../src/auth/principal.js";
@@ -103,7 +103,7 @@ export function testService(probe: Probe) {
         probe.streamClosed++;
       }
     },
-    async *attachSession(req, ctx) {
+    async *attachSession(req, _ctx) {
       probe.streamsOpen++;
       try {
         yield { message: { case: "workspace", value: { sessionId: req.sessionId } } };

@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import path from "node:path";
-import { createClient, Code, ConnectError } from "@connectrpc/connect";
+import { createClient, Code, type ConnectError } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Health, HealthCheckResponse_ServingStatus as S } from "../../gen/grpc/health/v1/health_pb.js";
 import * as reflV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflV1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import { createGrpcClient, GrpcCallError } from "../support/grpc-client.js";
+import { createGrpcClient, type GrpcCallError } from "../support/grpc-client.js";
 import { rpcLines, startHarness, waitFor, type Harness } from "./harness.js";
 
 const run = promisify(execFile);

@@ -44,12 +44,12 @@ export async function startTurnBerth(options: TurnBerthOptions = {}): Promise<Tu
     ...options.env,
   });
   const logs: Record<string, unknown>[] = [];
-  let real: OverlayPort | undefined;
+  // `real` is declared below, once the server exists; turns call the proxy only after that.
   const proxy: OverlayPort = {
-    writeFile: (i) => real!.writeFile(i),
-    deleteFile: (i) => real!.deleteFile(i),
-    entries: (w) => real!.entries(w),
-    readBase: (w, p) => real!.readBase(w, p),
+    writeFile: (i) => real.writeFile(i),
+    deleteFile: (i) => real.deleteFile(i),
+    entries: (w) => real.entries(w),
+    readBase: (w, p) => real.readBase(w, p),
   };
   const server = await build(config, {
     logger: captureLogger(logs),
@@ -58,7 +58,7 @@ export async function startTurnBerth(options: TurnBerthOptions = {}): Promise<Tu
     turnOverlay: proxy,
     turns: { sweepIntervalMs: 0 },
   });
-  real = options.wrapOverlay ? options.wrapOverlay(server.overlay) : server.overlay;
+  const real = options.wrapOverlay ? options.wrapOverlay(server.overlay) : server.overlay;
   const ws = createGrpcClient(WorkspaceService, server.grpcAddress);
   const turns = createGrpcClient(TurnService, server.grpcAddress);
   return {

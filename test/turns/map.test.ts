@@ -517,6 +517,19 @@ describe("workspace map: contents", () => {
     expect(sanitizeName("a\u202Eb\u2028c\r")).toBe("a\\u202eb\\u2028c\\r");
   });
 
+  it("escapes exactly the C0 and C1 controls, DEL, U+2028/U+2029 and the bidi overrides and isolates", () => {
+    const unsafe = (cp: number) =>
+      cp <= 0x1f || (cp >= 0x7f && cp <= 0x9f) || cp === 0x2028 || cp === 0x2029 || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+    const wrong: string[] = [];
+    for (let cp = 0; cp <= 0x10ffff; cp++) {
+      const name = `a${String.fromCodePoint(cp)}b`;
+      if ((sanitizeName(name) !== name) !== unsafe(cp)) wrong.push(cp.toString(16));
+    }
+    expect(wrong).toEqual([]);
+    // Code points, not code units: an astral character is never split, a lone surrogate is kept.
+    expect(sanitizeName("\u{1F600}\u0085\ud800")).toBe("\u{1F600}\\x85\ud800");
+  });
+
   it("the real worker walker walks a real 1,000-file tree correctly", async () => {
     const files: Record<string, string | null> = {};
     const expected: string[] = [];

@@ -136,7 +136,7 @@ export class SpanExport {
   async shutdown(timeoutMs = 2000): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      this.provider.shutdown().catch(() => undefined),
+      this.provider.shutdown().catch(() => undefined), // as flush(): failed exports are counted and logged by the exporter
       new Promise<void>((r) => {
         timer = setTimeout(r, timeoutMs);
         timer.unref();

@@ -40,6 +40,7 @@ function initRuntime(): Promise<void> {
   if (initPromise === undefined) {
     const dir = wasmDirectory();
     initPromise = treeSitter.Parser.init({ locateFile: (file: string) => join(dir, file) });
+    // A failed init is not cached (the callers get the rejection): the next use retries.
     initPromise.catch(() => {
       initPromise = undefined;
     });

@@ -143,10 +143,10 @@ function samePartsPrefix(parts, prefix) {
 
 export const DEFAULT_MAX_NAME_LENGTH = 100;
 
-// C0 and C1 controls, DEL, the Unicode line/paragraph separators and the bidi overrides and
-// isolates (which can make a name render as something else).
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-const UNSAFE_TEST = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+// C0 and C1 controls and DEL (\p{Cc}: U+0000-U+001F, U+007F-U+009F), the Unicode line/paragraph
+// separators and the bidi overrides and isolates (which can make a name render as something else).
+const UNSAFE = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+const UNSAFE_TEST = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
 
 /** @param {string} ch */
 function escapeChar(ch) {
