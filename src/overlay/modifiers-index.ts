@@ -286,3 +286,8 @@ export function describeText(mods: readonly OtherModifierInfo[]): string {
     })
     .join("; ");
 }
+
+/** The index's touches as the port reports them (WriteFile's conflicts, DescribeOtherModifiers). */
+export function publicOthers(others: readonly OtherTouch[]): OtherModifierInfo[] {
+  return others.map((o) => ({ sessionId: o.sessionId, agentId: o.agentId, agentName: o.agentName, symbols: o.symbols, changesetState: o.changesetState }));
+}

@@ -1,4 +1,5 @@
-/** The registry's view of a workspace, independent of the wire and of SQL. */
+/** The registry's view of a workspace, independent of the wire and of SQL, and the one check that it may be used. */
+import { failedPrecondition } from "../platform/errors.js";
 import type { ChangesetStateName, LifecycleName, ModeName } from "../platform/schema.js";
 
 export interface Repository {
@@ -38,4 +39,36 @@ export interface Workspace {
   lifecycleReason: string;
   strandedAt: number | null;
   resumedFrom: string | null;
+}
+
+/**
+ * Refuses a workspace that may not be used: stranded, abandoned and destroyed sessions answer
+ * FAILED_PRECONDITION with the facts a client needs to act (re-exported by registry.ts).
+ */
+export function assertActive(ws: Workspace): void {
+  switch (ws.lifecycle) {
+    case "active":
+      return;
+    case "stranded":
+      throw failedPrecondition("SESSION_STRANDED", `session ${ws.sessionId} is stranded; resume it with ResumeSession`, {
+        session_id: ws.sessionId,
+        workspace_id: ws.workspaceId,
+        changeset_id: ws.changeset.id,
+        stranded_at: new Date(ws.strandedAt ?? 0).toISOString(),
+        reason: ws.lifecycleReason,
+      });
+    case "abandoned":
+      throw failedPrecondition("SESSION_ABANDONED", `session ${ws.sessionId} was abandoned`, {
+        session_id: ws.sessionId,
+        workspace_id: ws.workspaceId,
+        changeset_id: ws.changeset.id,
+        reason: ws.lifecycleReason,
+      });
+    case "destroyed":
+      throw failedPrecondition("SESSION_DESTROYED", `session ${ws.sessionId} was destroyed`, {
+        session_id: ws.sessionId,
+        workspace_id: ws.workspaceId,
+        reason: ws.lifecycleReason,
+      });
+  }
 }

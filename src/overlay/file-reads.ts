@@ -1,0 +1,106 @@
+/**
+ * Reads (ReadFile, ListFiles) merge the overlay over the base commit and take no lock, claim nor
+ * transaction; apart from the write path, neither has to be read to understand the other. A
+ * ReadFile is remembered in the cache: it is what STALE_OVERLAY compares a later write against.
+ */
+import type { Clock } from "../platform/clock.js";
+import type { Workspace } from "../sessions/workspace.js";
+import type { WorkspaceRegistry } from "../sessions/registry.js";
+import { comparePaths, type GitBase } from "./git-base.js";
+import type { ModifiersIndex } from "./modifiers-index.js";
+import type { OverlayCache } from "./overlay-cache.js";
+import type { OverlayContext } from "./overlay-context.js";
+import { fileNotFound } from "./refusals.js";
+
+export interface ReadResult {
+  readonly content: Uint8Array;
+  readonly hash: string;
+  readonly source: "overlay" | "base";
+}
+
+export interface ListedFile {
+  readonly path: string;
+  readonly source: "overlay" | "base";
+  readonly change: "added" | "modified" | undefined;
+  readonly modifiedByOther: boolean;
+}
+
+export class FileReads {
+  private readonly registry: WorkspaceRegistry;
+  private readonly clock: Clock;
+  private readonly git: GitBase;
+  private readonly index: ModifiersIndex;
+  private readonly cache: OverlayCache;
+
+  constructor(ctx: OverlayContext) {
+    this.registry = ctx.registry;
+    this.clock = ctx.clock;
+    this.git = ctx.git;
+    this.index = ctx.index;
+    this.cache = ctx.cache;
+  }
+
+  async readFile(ws: Workspace, path: string): Promise<ReadResult> {
+    const ov = await this.cache.overlay(ws);
+    (ov.reads ??= new Map()).set(path, this.clock.now());
+    const f = ov.files.get(path);
+    if (f) {
+      const content = await this.cache.contentOf(ws, path, f);
+      if (content === null || f.hash === null) throw fileNotFound(path);
+      return { content, hash: f.hash, source: "overlay" };
+    }
+    const repo = await this.registry.repository(ws.repoId);
+    const base = await this.git.read(repo.sourcePath, ws.baseCommit, path);
+    if (!base) throw fileNotFound(path);
+    return { content: base.content, hash: base.hash, source: "base" };
+  }
+
+  /** The merged view in path order, from after `after` (exclusive), at most `limit` entries (and whether more follow). */
+  async listFiles(ws: Workspace, prefix: string, after: string, limit: number): Promise<{ files: ListedFile[]; more: boolean }> {
+    const ov = await this.cache.overlay(ws);
+    const repo = await this.registry.repository(ws.repoId);
+    const [tree, idx] = await Promise.all([this.git.tree(repo.sourcePath, ws.baseCommit), this.index.repo(ws.repoId)]);
+    const start = after > prefix ? after : prefix;
+    const inclusive = after <= prefix;
+    const base = tree.paths;
+    let i = lowerBound(base, start);
+    if (!inclusive && i < base.length && base[i] === start) i++;
+    const extra = [...ov.files.keys()].filter((p) => p.startsWith(prefix) && (inclusive ? p >= start : p > start)).sort(comparePaths);
+    let j = 0;
+    const files: ListedFile[] = [];
+    for (;;) {
+      const b = i < base.length && base[i]!.startsWith(prefix) ? base[i]! : undefined;
+      const o = j < extra.length ? extra[j]! : undefined;
+      if (b === undefined && o === undefined) return { files, more: false };
+      let path: string;
+      if (o !== undefined && (b === undefined || o <= b)) {
+        path = o;
+        j++;
+        if (b === o) i++;
+      } else {
+        path = b!;
+        i++;
+      }
+      const f = ov.files.get(path);
+      if (f?.change === "deleted") continue;
+      if (files.length === limit) return { files, more: true };
+      files.push({
+        path,
+        source: f ? "overlay" : "base",
+        change: f ? (f.change === "added" ? "added" : "modified") : undefined,
+        modifiedByOther: this.index.touchedByOther(idx, path, ws.workspaceId),
+      });
+    }
+  }
+}
+
+function lowerBound(sorted: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

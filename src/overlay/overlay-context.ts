@@ -1,0 +1,30 @@
+/**
+ * The overlay's settings, dependencies and the context its parts share, apart from the facade
+ * (overlay-service.ts) so that the parts (cache, writes, reads, claiming) can use them without
+ * importing the facade that composes them.
+ */
+import type { Logger } from "pino";
+import type { Clock } from "../platform/clock.js";
+import type { WorkspaceRegistry } from "../sessions/registry.js";
+import type { GitBase } from "./git-base.js";
+import type { ModifiersIndex } from "./modifiers-index.js";
+import type { OverlayCache } from "./overlay-cache.js";
+
+export interface OverlaySettings {
+  /** BERTH_MAX_FILE_BYTES */
+  readonly maxFileBytes: number;
+}
+
+export interface OverlayDeps {
+  readonly registry: WorkspaceRegistry;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly settings: OverlaySettings;
+}
+
+/** What every part of the overlay is given by the facade. */
+export interface OverlayContext extends OverlayDeps {
+  readonly git: GitBase;
+  readonly index: ModifiersIndex;
+  readonly cache: OverlayCache;
+}

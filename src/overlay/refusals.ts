@@ -1,0 +1,28 @@
+/**
+ * Writes, reads and claims refuse a workspace in the same words (CHANGESET_TERMINAL,
+ * FILE_NOT_FOUND, the state of the row a write locked); one definition keeps their codes and
+ * metadata from drifting apart.
+ */
+import { failedPrecondition, notFound, type BerthError } from "../platform/errors.js";
+import type { ChangesetStateName } from "../platform/schema.js";
+import { isTerminal } from "../sessions/changeset-states.js";
+import { assertActive, type Workspace } from "../sessions/workspace.js";
+
+/** The row a write locked must still be this session's, active, with a non-terminal changeset. */
+export function checkRow(ws: Workspace, row: { lifecycle: Workspace["lifecycle"]; session_id: string; state: ChangesetStateName } | undefined): ChangesetStateName {
+  if (!row) throw notFound("SESSION_NOT_FOUND", `session ${ws.sessionId} has no workspace`, { session_id: ws.sessionId });
+  if (row.lifecycle !== "active") assertActive({ ...ws, lifecycle: row.lifecycle, strandedAt: ws.strandedAt ?? Date.now() });
+  if (row.session_id !== ws.sessionId) {
+    throw failedPrecondition("SESSION_RESUMED", `session ${ws.sessionId} was resumed as ${row.session_id}`, { session_id: ws.sessionId, new_session_id: row.session_id });
+  }
+  if (isTerminal(row.state)) throw changesetTerminal(ws.changeset.id, row.state);
+  return row.state;
+}
+
+export function changesetTerminal(changesetId: string, state: ChangesetStateName): BerthError {
+  return failedPrecondition("CHANGESET_TERMINAL", `changeset ${changesetId} is ${state.toUpperCase()}, a terminal state`, { changeset_id: changesetId, state: state.toUpperCase() });
+}
+
+export function fileNotFound(path: string): BerthError {
+  return notFound("FILE_NOT_FOUND", `${path} is neither in the overlay nor in the base`, { path });
+}

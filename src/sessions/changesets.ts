@@ -1,0 +1,127 @@
+/**
+ * A changeset is shared by the workspaces that work on it and moved by every instance; one
+ * interned object per changeset, kept current here, is what lets them all see one state. Its
+ * state machine's write path (TransitionChangeset) lives beside that cache so the two cannot
+ * disagree.
+ */
+import { canTransition, isTerminal, sourcesOf } from "./changeset-states.js";
+import type { Clock } from "../platform/clock.js";
+import { type BerthError, failedPrecondition, notFound } from "../platform/errors.js";
+import type { Changeset } from "./workspace.js";
+import type { UnitOfWork } from "../platform/unit-of-work.js";
+import { changesetStateEnum } from "../platform/proto-enums.js";
+import type { ChangesetStateName } from "../platform/schema.js";
+import * as sqlRepo from "./registry.repository.js";
+import type { SessionHooks } from "./session-hooks.js";
+
+export class Changesets {
+  /** Changesets of live workspaces, shared between the workspaces that reference them. */
+  private readonly changesets = new Map<string, Changeset>();
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    private readonly clock: Clock,
+    private readonly hooks: SessionHooks,
+  ) {}
+
+  /** Forgets a cached changeset (no live workspace references it any more). */
+  forget(changesetId: string): void {
+    this.changesets.delete(changesetId);
+  }
+
+  /** Brings a cached changeset up to date with a row read or written elsewhere. */
+  refreshChangeset(row: sqlRepo.ChangesetRow): Changeset {
+    const cs = this.internChangeset(row);
+    // Rows given here were just read or written: they win even at an equal updated_at.
+    if (row.updated_at.getTime() >= cs.updatedAt) {
+      cs.state = row.state;
+      cs.reason = row.reason;
+      cs.updatedAt = row.updated_at.getTime();
+    }
+    return cs;
+  }
+
+  /** A changeset transition (made here or by another instance): the cached state follows, never backwards. */
+  noteChangesetState(changesetId: string, state: ChangesetStateName, reason: string, at: number): void {
+    const cs = this.changesets.get(changesetId);
+    if (!cs || at < cs.updatedAt) return;
+    cs.state = state;
+    cs.reason = reason;
+    cs.updatedAt = at;
+  }
+
+  async transitionChangeset(changesetId: string, to: ChangesetStateName, reason: string): Promise<Changeset> {
+    const now = this.clock.now();
+    const outcome = await this.uow.run(async (change) => {
+      const { trx } = change;
+      const current = await sqlRepo.findChangeset(trx, changesetId);
+      if (!current) throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
+      if (isTerminal(current.state)) {
+        throw failedPrecondition("CHANGESET_TERMINAL", `changeset ${changesetId} is ${current.state.toUpperCase()}, a terminal state`, {
+          changeset_id: changesetId,
+          state: current.state.toUpperCase(),
+        });
+      }
+      if (!canTransition(current.state, to)) throw invalidTransition(changesetId, current.state, to);
+      // The compare-and-set: of two racing transitions from the same state, one updates, one finds nothing.
+      const row = await sqlRepo.casChangesetState(trx, changesetId, sourcesOf(to), to, reason, new Date(now));
+      if (!row || row.state !== to) {
+        const again = await sqlRepo.findChangeset(trx, changesetId);
+        throw invalidTransition(changesetId, again?.state ?? current.state, to);
+      }
+      await this.hooks.changesetMoved(change, { changesetId, to, at: now });
+      change.record({
+        kind: "changeset.transitioned",
+        repoId: row.repo_id,
+        changesetId,
+        occurredAt: now,
+        reason,
+        payload: { case: "changesetTransitioned", value: { fromState: changesetStateEnum(current.state), toState: changesetStateEnum(to) } },
+      });
+      return { row };
+    });
+    const cached = this.changesets.get(changesetId);
+    if (cached) {
+      cached.state = outcome.row.state;
+      cached.reason = outcome.row.reason;
+      cached.updatedAt = outcome.row.updated_at.getTime();
+      return cached;
+    }
+    return changesetFromRow(outcome.row);
+  }
+
+  /** The one cached Changeset of a row's id (made from the row, or brought forward by a newer one). */
+  internChangeset(row: sqlRepo.ChangesetRow): Changeset {
+    const cached = this.changesets.get(row.id);
+    if (cached) {
+      if (row.updated_at.getTime() > cached.updatedAt) {
+        cached.state = row.state;
+        cached.reason = row.reason;
+        cached.updatedAt = row.updated_at.getTime();
+      }
+      return cached;
+    }
+    const cs = changesetFromRow(row);
+    this.changesets.set(cs.id, cs);
+    return cs;
+  }
+}
+
+function invalidTransition(changesetId: string, from: ChangesetStateName, to: ChangesetStateName): BerthError {
+  return failedPrecondition("INVALID_TRANSITION", `changeset ${changesetId} cannot move from ${from.toUpperCase()} to ${to.toUpperCase()}`, {
+    changeset_id: changesetId,
+    from_state: from.toUpperCase(),
+    to_state: to.toUpperCase(),
+  });
+}
+
+function changesetFromRow(row: sqlRepo.ChangesetRow): Changeset {
+  return {
+    id: row.id,
+    repoId: row.repo_id,
+    state: row.state,
+    reason: row.reason,
+    createdAt: row.created_at.getTime(),
+    updatedAt: row.updated_at.getTime(),
+  };
+}

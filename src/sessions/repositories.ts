@@ -1,0 +1,70 @@
+/**
+ * Repositories change rarely and are read on every CreateWorkspace and overlay call; their cache
+ * and registration are kept apart from the workspaces so the registry is not also the
+ * repository catalogue.
+ */
+import type { Clock } from "../platform/clock.js";
+import { BerthError, notFound } from "../platform/errors.js";
+import type { Db } from "../platform/database.js";
+import type { Repository } from "./workspace.js";
+import { checkGitRepository } from "./git-source.js";
+import * as sqlRepo from "./registry.repository.js";
+
+export class Repositories {
+  private readonly repos = new Map<string, Repository>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly newId: () => string,
+  ) {}
+
+  /** Loads every repository into memory (registry.load()). */
+  async load(): Promise<void> {
+    for (const row of await sqlRepo.listRepositories(this.db)) this.repos.set(row.id, repositoryFromRow(row));
+  }
+
+  async registerRepository(name: string, sourcePath: string | undefined): Promise<Repository> {
+    const resolved = sourcePath ? await checkGitRepository(sourcePath) : null;
+    const repo: Repository = { id: this.newId(), name, sourcePath: resolved, createdAt: this.clock.now() };
+    try {
+      await sqlRepo.insertRepository(this.db, {
+        id: repo.id,
+        name: repo.name,
+        source_path: repo.sourcePath,
+        created_at: new Date(repo.createdAt),
+      });
+    } catch (err) {
+      if (sqlRepo.isUniqueViolation(err)) {
+        throw new BerthError("already_exists", "REPOSITORY_EXISTS", `a repository named "${name}" is already registered`, { name });
+      }
+      throw err;
+    }
+    this.repos.set(repo.id, repo);
+    return repo;
+  }
+
+  async listRepositories(): Promise<Repository[]> {
+    const rows = await sqlRepo.listRepositories(this.db);
+    for (const row of rows) if (!this.repos.has(row.id)) this.repos.set(row.id, repositoryFromRow(row));
+    return rows.map(repositoryFromRow);
+  }
+
+  async repository(id: string): Promise<Repository> {
+    const cached = this.repos.get(id);
+    if (cached) return cached;
+    const row = await sqlRepo.findRepository(this.db, id);
+    if (!row) throw repositoryNotFound(id);
+    const repo = repositoryFromRow(row);
+    this.repos.set(id, repo);
+    return repo;
+  }
+}
+
+export function repositoryNotFound(repoId: string): BerthError {
+  return notFound("REPOSITORY_NOT_FOUND", `repository ${repoId} is not registered`, { repo_id: repoId });
+}
+
+function repositoryFromRow(row: sqlRepo.RepositoryRow): Repository {
+  return { id: row.id, name: row.name, sourcePath: row.source_path, createdAt: row.created_at.getTime() };
+}

@@ -1,0 +1,150 @@
+/**
+ * Creating a workspace is the one write path with its own rules (reserved agent-N names, the
+ * TTL of persistent workspaces only, the base commit resolved with git) and two SQL shapes (one
+ * statement for the common auto-named case, a transaction otherwise); it is kept out of the
+ * registry, which only admits the result.
+ */
+import { isTerminal } from "./changeset-states.js";
+import type { Clock } from "../platform/clock.js";
+import { BerthError, failedPrecondition, invalidArgument, notFound } from "../platform/errors.js";
+import type { Repository, Workspace } from "./workspace.js";
+import type { EventInput } from "../platform/outbox.js";
+import type { UnitOfWork } from "../platform/unit-of-work.js";
+import { modeEnum } from "../platform/proto-enums.js";
+import type { ModeName } from "../platform/schema.js";
+import { resolveCommit } from "./git-source.js";
+import * as sqlRepo from "./registry.repository.js";
+import type { Changesets } from "./changesets.js";
+import { repositoryNotFound } from "./repositories.js";
+
+export interface CreateWorkspaceInput {
+  readonly repoId: string;
+  readonly intent: string;
+  readonly baseCommit: string;
+  readonly mode: ModeName;
+  readonly ttlSeconds: number | undefined;
+  readonly agentId: string;
+  readonly agentName: string | undefined;
+  readonly sessionId: string | undefined;
+  readonly changesetId: string | undefined;
+}
+
+export const DEFAULT_PERSISTENT_TTL_SECONDS = 86_400;
+const AUTO_AGENT_NAME = /^agent-\d+$/;
+
+export interface CreationDeps {
+  readonly uow: UnitOfWork;
+  readonly clock: Clock;
+  readonly newId: () => string;
+  readonly instanceId: string | undefined;
+  readonly changesets: Changesets;
+}
+
+/** Writes a new workspace of `repo` (with its changeset and session.created) and returns it; the caller admits it. */
+export async function makeWorkspace(deps: CreationDeps, repo: Repository, input: CreateWorkspaceInput): Promise<Workspace> {
+  if (input.agentName !== undefined && AUTO_AGENT_NAME.test(input.agentName)) {
+    throw invalidArgument([{ field: "agent_name", reason: "RESERVED_NAME", description: "names of the form agent-N are assigned by Berth; leave agent_name empty to get one" }]);
+  }
+  if (input.mode === "ephemeral" && input.ttlSeconds !== undefined) {
+    throw invalidArgument([{ field: "ttl_seconds", reason: "PERSISTENT_ONLY", description: "only persistent workspaces have a TTL" }]);
+  }
+  let baseCommit = input.baseCommit;
+  if (repo.sourcePath) baseCommit = await resolveCommit(repo.sourcePath, baseCommit || "HEAD");
+  else if (!baseCommit) {
+    throw invalidArgument([{ field: "base_commit", reason: "REQUIRED", description: "required: the repository has no source_path to take HEAD from" }]);
+  }
+
+  const now = deps.clock.now();
+  const row: sqlRepo.NewWorkspaceRow = {
+    id: deps.newId(),
+    session_id: input.sessionId ?? deps.newId(),
+    repo_id: repo.id,
+    agent_id: input.agentId,
+    agent_name: input.agentName ?? "",
+    changeset_id: input.changesetId ?? deps.newId(),
+    intent: input.intent,
+    base_commit: baseCommit,
+    mode: input.mode,
+    expires_at: input.mode === "persistent" ? new Date(now + (input.ttlSeconds ?? DEFAULT_PERSISTENT_TTL_SECONDS) * 1000) : null,
+    created_at: new Date(now),
+    last_active_at: new Date(now),
+    owner_instance: deps.instanceId ?? null,
+  };
+  const created = (agentName: string): EventInput => ({
+      kind: "session.created",
+      repoId: repo.id,
+      sessionId: row.session_id,
+      workspaceId: row.id,
+      agentId: row.agent_id,
+      changesetId: row.changeset_id,
+      occurredAt: now,
+      payload: { case: "sessionCreated", value: { agentName, mode: modeEnum(input.mode), intent: input.intent, baseCommit } },
+  });
+  const draft = (): sqlRepo.ChangesetRow => ({ id: row.changeset_id, repo_id: repo.id, state: "draft", reason: "", created_at: row.created_at, updated_at: row.created_at });
+
+  let result: { changeset: sqlRepo.ChangesetRow; agentName: string };
+  try {
+    if (input.changesetId === undefined && input.agentName === undefined) {
+      // The common case, in one statement (registry.repository.ts createAutoNamedWorkspace).
+      const changeset = draft();
+      const agentName = await deps.uow.statement(
+        [created("")],
+        (db, [event]) => sqlRepo.createAutoNamedWorkspace(db, row, changeset, event!),
+        (name) => name !== undefined,
+      );
+      if (agentName === undefined) throw repositoryNotFound(repo.id);
+      result = { changeset, agentName };
+    } else {
+      result = await deps.uow.run(async ({ trx, record }) => {
+        let changeset: sqlRepo.ChangesetRow;
+        if (input.changesetId !== undefined) {
+          const found = await sqlRepo.findChangeset(trx, input.changesetId, "share");
+          if (!found || found.repo_id !== repo.id) {
+            throw notFound("CHANGESET_NOT_FOUND", `changeset ${input.changesetId} does not exist in repository ${repo.id}`, { changeset_id: input.changesetId });
+          }
+          if (isTerminal(found.state)) {
+            throw failedPrecondition("CHANGESET_TERMINAL", `changeset ${found.id} is ${found.state.toUpperCase()}`, { changeset_id: found.id, state: found.state.toUpperCase() });
+          }
+          changeset = found;
+        } else {
+          changeset = draft();
+          await sqlRepo.insertChangeset(trx, changeset);
+        }
+        let agentName = input.agentName;
+        if (agentName === undefined) {
+          const n = await sqlRepo.takeAgentNumber(trx, repo.id);
+          if (n === undefined) throw repositoryNotFound(repo.id);
+          agentName = `agent-${n}`;
+        }
+        await sqlRepo.insertWorkspace(trx, { ...row, agent_name: agentName });
+        record(created(agentName));
+        return { changeset, agentName };
+      });
+    }
+  } catch (err) {
+    if (sqlRepo.isUniqueViolation(err)) {
+      throw new BerthError("already_exists", "SESSION_EXISTS", `session ${row.session_id} already has a workspace`, { session_id: row.session_id });
+    }
+    throw err;
+  }
+
+  const ws: Workspace = {
+    workspaceId: row.id,
+    sessionId: row.session_id,
+    repoId: repo.id,
+    agentId: row.agent_id,
+    agentName: result.agentName,
+    changeset: deps.changesets.internChangeset(result.changeset),
+    intent: row.intent,
+    baseCommit,
+    mode: row.mode,
+    expiresAt: row.expires_at?.getTime() ?? null,
+    createdAt: now,
+    lastActiveAt: now,
+    lifecycle: "active",
+    lifecycleReason: "",
+    strandedAt: null,
+    resumedFrom: null,
+  };
+  return ws;
+}
