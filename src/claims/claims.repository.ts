@@ -2,8 +2,8 @@
  * Every SQL statement of the symbol claims (migrations/0004_overlay.ts): taking them under the
  * path's claim lock, releasing them, and the row lock every change of a session's files takes.
  */
-import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
-import type { ChangesetStateName, Database, LifecycleName } from "../platform/schema.js";
+import { sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from "kysely";
+import type { ChangesetStateName, ClaimTable, Database, LifecycleName, WorkspaceTable } from "../platform/schema.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -40,18 +40,8 @@ export function claimLockKey(repoId: string, path: string): string {
 
 // ---- claims -------------------------------------------------------------------------------
 
-export interface ClaimRow {
-  repo_id: string;
-  path: string;
-  symbol: string;
-  workspace_id: string;
-  session_id: string;
-  agent_id: string;
-  agent_name: string;
-  acquired_at: Date;
-  /** Present when the statement joined the holder's workspace. */
-  changeset_id?: string;
-}
+/** A claims row; `changeset_id` is present when the statement joined the holder's workspace (releaseClaimsOf). */
+export type ClaimRow = Selectable<ClaimTable> & Partial<Pick<Selectable<WorkspaceTable>, "changeset_id">>;
 
 export interface Holder {
   readonly workspaceId: string;
@@ -75,7 +65,7 @@ export async function claimOnPath(
 ): Promise<{ inserted: string[]; blocked: ClaimRow[] }> {
   if (symbols.length === 0) return { inserted: [], blocked: [] };
   const fileLevel = symbols.includes("");
-  const r = await sql<ClaimRow & { k: string }>`
+  const r = await sql<Selectable<ClaimTable> & { k: string }>`
     WITH wanted AS (SELECT DISTINCT s FROM jsonb_array_elements_text(${JSON.stringify(symbols)}::jsonb) AS t(s)),
     blocked AS (
       SELECT c.* FROM claims c
@@ -99,14 +89,14 @@ export async function claimOnPath(
 }
 
 export async function claimsOfWorkspace(db: Executor, workspaceId: string): Promise<ClaimRow[]> {
-  const r = await sql<ClaimRow>`SELECT * FROM claims WHERE workspace_id = ${workspaceId}::uuid ORDER BY path, symbol`.execute(db);
+  const r = await sql<Selectable<ClaimTable>>`SELECT * FROM claims WHERE workspace_id = ${workspaceId}::uuid ORDER BY path, symbol`.execute(db);
   return r.rows;
 }
 
 /** Releases some claims of a workspace ((path, symbol) pairs), returning those released. */
 export async function releaseClaims(db: Executor, workspaceId: string, refs: readonly { path: string; symbol: string }[]): Promise<ClaimRow[]> {
   if (refs.length === 0) return [];
-  const r = await sql<ClaimRow>`
+  const r = await sql<Selectable<ClaimTable>>`
     DELETE FROM claims c USING (SELECT x->>0 AS path, x->>1 AS symbol FROM jsonb_array_elements(${JSON.stringify(refs.map((x) => [x.path, x.symbol]))}::jsonb) AS t(x)) AS r
     WHERE c.workspace_id = ${workspaceId}::uuid AND c.path = r.path AND c.symbol = r.symbol
     RETURNING c.*`.execute(db);
@@ -116,7 +106,7 @@ export async function releaseClaims(db: Executor, workspaceId: string, refs: rea
 /** Releases every claim of the workspaces (strand, abandon, destroy, ReleaseSymbols with no symbols). */
 export async function releaseClaimsOf(db: Executor, workspaceIds: readonly string[]): Promise<ClaimRow[]> {
   if (workspaceIds.length === 0) return [];
-  const r = await sql<ClaimRow>`
+  const r = await sql<Selectable<ClaimTable> & Pick<Selectable<WorkspaceTable>, "changeset_id">>`
     DELETE FROM claims c USING workspaces w WHERE c.workspace_id = ANY(${uuids(workspaceIds)}) AND w.id = c.workspace_id
     RETURNING c.*, w.changeset_id`.execute(db);
   return r.rows;
@@ -124,14 +114,14 @@ export async function releaseClaimsOf(db: Executor, workspaceIds: readonly strin
 
 /** Releases every claim of the workspaces working on a changeset (TransitionChangeset). */
 export async function releaseClaimsOfChangeset(db: Executor, changesetId: string): Promise<ClaimRow[]> {
-  const r = await sql<ClaimRow>`
+  const r = await sql<Selectable<ClaimTable>>`
     DELETE FROM claims WHERE workspace_id IN (SELECT id FROM workspaces WHERE changeset_id = ${changesetId}::uuid) RETURNING *`.execute(db);
   return r.rows;
 }
 
 /** Releases the claims one session of a workspace holds (strand, before the workspace row changes). */
 export async function releaseClaimsOfSession(db: Executor, workspaceId: string, sessionId: string): Promise<ClaimRow[]> {
-  const r = await sql<ClaimRow>`
+  const r = await sql<Selectable<ClaimTable>>`
     DELETE FROM claims WHERE workspace_id = ${workspaceId}::uuid AND session_id = ${sessionId}::uuid RETURNING *`.execute(db);
   return r.rows;
 }

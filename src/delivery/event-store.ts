@@ -3,26 +3,14 @@
  * Shared by the hub, the WatchEvents replay, the NATS relay and the pruner.
  */
 import { create, fromBinary, type MessageShape } from "@bufbuild/protobuf";
-import { sql, type Kysely, type Selectable } from "kysely";
+import { sql, type Selectable } from "kysely";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
 import type { Db } from "../platform/database.js";
 import { fillEnvelope } from "../platform/outbox.js";
-import type { Database, EventTable } from "../platform/schema.js";
+import type { EventTable } from "../platform/schema.js";
 import { toSeq } from "../platform/schema.js";
 
 export type Event = MessageShape<typeof EventSchema>;
-
-/** Tables of migrations/0003_events.ts, not (yet) in src/platform/schema.ts. */
-export type EventDeliveryTables = {
-  relay_cursor: { stream: string; last_seq: string | number | bigint; updated_at: Date | string };
-  event_retention: { id: number; pruned_through: string | number | bigint };
-};
-
-export type EventsDb = Kysely<Database & EventDeliveryTables>;
-
-export function eventsDb(db: Db | Kysely<Database>): EventsDb {
-  return db.withTables<EventDeliveryTables>();
-}
 
 export interface StoredEvent {
   readonly seq: bigint;
@@ -62,7 +50,7 @@ export async function headSeq(db: Db): Promise<bigint> {
 
 /** Events with seq <= the result were pruned (0: nothing pruned). */
 export async function prunedThrough(db: Db): Promise<bigint> {
-  const row = await eventsDb(db).selectFrom("event_retention").select("pruned_through").where("id", "=", 1).executeTakeFirst();
+  const row = await db.selectFrom("event_retention").select("pruned_through").where("id", "=", 1).executeTakeFirst();
   return row ? toSeq(row.pruned_through) : 0n;
 }
 
@@ -74,13 +62,12 @@ export async function oldestSeq(db: Db): Promise<bigint | undefined> {
 }
 
 export async function readRelayCursor(db: Db, stream: string): Promise<bigint> {
-  const edb = eventsDb(db);
-  await edb
+  await db
     .insertInto("relay_cursor")
     .values({ stream, last_seq: "0", updated_at: new Date() })
     .onConflict((oc) => oc.column("stream").doNothing())
     .execute();
-  const row = await edb.selectFrom("relay_cursor").select("last_seq").where("stream", "=", stream).executeTakeFirstOrThrow();
+  const row = await db.selectFrom("relay_cursor").select("last_seq").where("stream", "=", stream).executeTakeFirstOrThrow();
   return toSeq(row.last_seq);
 }
 
@@ -89,7 +76,7 @@ export async function readRelayCursor(db: Db, stream: string): Promise<bigint> {
  * no longer `from`: another relay instance advanced it, so this one is no longer the leader.
  */
 export async function advanceRelayCursor(db: Db, stream: string, from: bigint, to: bigint): Promise<boolean> {
-  const r = await eventsDb(db)
+  const r = await db
     .updateTable("relay_cursor")
     .set({ last_seq: to.toString(), updated_at: new Date() })
     .where("stream", "=", stream)

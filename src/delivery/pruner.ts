@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../platform/clock.js";
 import type { Db } from "../platform/database.js";
 import { toSeq } from "../platform/schema.js";
-import { eventsDb, readRelayCursor } from "./event-store.js";
+import { readRelayCursor } from "./event-store.js";
 
 export interface EventPrunerOptions {
   readonly db: Db;
@@ -57,7 +57,7 @@ export class EventPruner {
     const published = relayStream !== undefined ? await readRelayCursor(db, relayStream) : undefined;
     let total = 0;
     for (;;) {
-      const { deleted, more } = await eventsDb(db).transaction().execute(async (trx) => {
+      const { deleted, more } = await db.transaction().execute(async (trx) => {
         // FOR UPDATE: concurrent pruners (several instances) take turns.
         const ret = await sql<{ p: string | number | bigint }>`SELECT pruned_through AS p FROM event_retention WHERE id = 1 FOR UPDATE`.execute(trx);
         const pruned = toSeq(ret.rows[0]?.p ?? 0);

@@ -3,8 +3,8 @@
  * src/claims/claims.repository.ts. Lists of text (paths, symbols) travel as one JSON parameter,
  * which PostgreSQL and PGlite both accept.
  */
-import { sql, type Insertable, type Kysely, type RawBuilder, type Transaction } from "kysely";
-import type { ChangesetStateName, Database, EventTable, LifecycleName } from "../platform/schema.js";
+import { sql, type Insertable, type Kysely, type RawBuilder, type Selectable, type Transaction } from "kysely";
+import type { ChangesetStateName, ClaimTable, Database, EventTable, FileChangeName, LifecycleName, OverlayFileTable } from "../platform/schema.js";
 import { uuids, type ClaimRow, type Holder } from "../claims/claims.repository.js";
 import { eventValues, insertEventsFrom } from "../platform/outbox.js";
 
@@ -16,7 +16,7 @@ function textList(values: readonly string[]): RawBuilder<unknown> {
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
-export type ChangeName = "added" | "modified" | "deleted";
+export type ChangeName = FileChangeName;
 
 /** Bytes as pg and PGlite return them (Buffer or Uint8Array) → a plain Uint8Array view. */
 export function toBytes(v: unknown): Uint8Array {
@@ -26,15 +26,10 @@ export function toBytes(v: unknown): Uint8Array {
 
 // ---- overlay rows -------------------------------------------------------------------------
 
-export interface OverlayMetaRow {
-  path: string;
-  sha256: string | null;
-  change: ChangeName;
-  base_hash: string | null;
-  symbols: string[];
-  updated_at: Date;
+/** An overlay_files row without its keys and content, with the content's size (NULL for a tombstone). */
+export type OverlayMetaRow = Pick<Selectable<OverlayFileTable>, "path" | "sha256" | "change" | "base_hash" | "symbols" | "updated_at"> & {
   size: number | null;
-}
+};
 
 /** Every overlay row of a workspace without its content (the content is read lazily). */
 export async function listOverlayMeta(db: Executor, workspaceId: string): Promise<OverlayMetaRow[]> {
@@ -45,7 +40,7 @@ export async function listOverlayMeta(db: Executor, workspaceId: string): Promis
 }
 
 export async function readOverlayContent(db: Executor, workspaceId: string, path: string): Promise<Uint8Array | null | undefined> {
-  const r = await sql<{ content: Uint8Array | null }>`
+  const r = await sql<Pick<Selectable<OverlayFileTable>, "content">>`
     SELECT content FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid AND path = ${path}`.execute(db);
   const row = r.rows[0];
   if (!row) return undefined;
@@ -95,7 +90,7 @@ export async function writeWithClaims(
           WHERE ${none}
           ON CONFLICT (workspace_id, path) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, change = EXCLUDED.change,
             base_hash = EXCLUDED.base_hash, symbols = EXCLUDED.symbols, updated_at = EXCLUDED.updated_at`;
-  const r = await sql<ClaimRow & { k: string }>`
+  const r = await sql<Selectable<ClaimTable> & { k: string }>`
     WITH wanted AS (SELECT DISTINCT s FROM jsonb_array_elements_text(${JSON.stringify(symbols)}::jsonb) AS t(s)),
     blocked AS (
       SELECT c.* FROM claims c

@@ -5,10 +5,9 @@
  * table is written once; its inverse is derived from it, never written by hand.
  */
 import { ChangesetState, FileChange, LifecycleState, SymbolChangeKind, TurnOutcome, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
-import type { ChangesetStateName, LifecycleName, ModeName } from "./schema.js";
+import type { ChangesetStateName, FileChangeName, LifecycleName, ModeName, OutcomeName } from "./schema.js";
 
-export type OutcomeName = "completed" | "awaiting_approval" | "failed";
-export type FileChangeName = "added" | "modified" | "deleted";
+export type { FileChangeName, OutcomeName };
 
 const CHANGESET_STATES: Readonly<Record<ChangesetStateName, ChangesetState>> = {
   draft: ChangesetState.DRAFT,

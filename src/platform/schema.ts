@@ -1,7 +1,22 @@
-/** Row types of every table, as Kysely sees them. */
+/**
+ * Row types of every table the migrations create (migrations/0001–0006), as Kysely sees them,
+ * and TABLE_COLUMNS, the column names of each: test/platform/schema.test.ts compares those
+ * against the migrated database, so a migration that adds a column nobody typed fails the tests.
+ */
 import type { ColumnType, Generated } from "kysely";
 
+/** timestamptz NOT NULL, no default. */
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
+/** timestamptz NOT NULL DEFAULT now(). */
+type DefaultedTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+/** timestamptz, nullable, no default (NULL until set). */
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+/** int8 as read: pg returns it as a string, PGlite as a number or bigint; read it through toSeq(). */
+type Int8 = string | number | bigint;
+/** bigserial: the database numbers it, nobody writes it. */
+type Serial8 = ColumnType<Int8, never, never>;
+
+// ---- 0001_foundation ----------------------------------------------------------------------
 
 export interface RepositoryTable {
   id: string;
@@ -40,8 +55,8 @@ export interface WorkspaceTable {
   last_active_at: Timestamp;
   lifecycle: Generated<LifecycleName>;
   lifecycle_reason: Generated<string>;
-  stranded_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  ended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  stranded_at: NullableTimestamp;
+  ended_at: NullableTimestamp;
   resumed_from: string | null;
   /** The instance whose memory holds it while active (migrations/0002_lifecycle.ts). */
   owner_instance: ColumnType<string | null, string | null | undefined, string | null>;
@@ -56,9 +71,9 @@ export interface SessionRedirectTable {
 
 export interface EventTable {
   /** Insert order; the sequencer numbers committed rows in this order. */
-  staged: ColumnType<string | number | bigint, never, never>;
-  /** int8, NULL until sequenced: pg returns it as a string, PGlite as a number or bigint; read it through toSeq(). */
-  seq: ColumnType<string | number | bigint | null, never, never>;
+  staged: Serial8;
+  /** int8, NULL until sequenced (by the sequencer, never by an insert). */
+  seq: ColumnType<Int8 | null, never, never>;
   id: string;
   kind: string;
   repo_id: string;
@@ -67,9 +82,104 @@ export interface EventTable {
   agent_id: string | null;
   changeset_id: string | null;
   occurred_at: Timestamp;
-  reason: string;
+  reason: Generated<string>;
   payload: Uint8Array;
 }
+
+/** One row (id 1): the highest seq the sequencer has assigned (src/delivery/sequencer.ts). */
+export interface OutboxHeadTable {
+  id: number;
+  last_seq: Int8;
+}
+
+// ---- 0002_lifecycle -----------------------------------------------------------------------
+
+/** One row per process start (an incarnation) of a Berth instance. */
+export interface InstanceTable {
+  id: string;
+  /** Stable across restarts of the same instance (host and port). */
+  name: string;
+  started_at: Timestamp;
+  heartbeat_at: Timestamp;
+  stopped_at: NullableTimestamp;
+}
+
+// ---- 0003_events --------------------------------------------------------------------------
+
+/** The NATS relay's cursor per JetStream stream. */
+export interface RelayCursorTable {
+  stream: string;
+  /** Every event with seq <= last_seq has been acknowledged by JetStream. */
+  last_seq: ColumnType<Int8, Int8 | undefined, Int8>;
+  updated_at: DefaultedTimestamp;
+}
+
+/** One row (id 1): how far retention pruning has deleted the outbox. */
+export interface EventRetentionTable {
+  /** smallint */
+  id: number;
+  /** Events with seq <= pruned_through have been deleted. */
+  pruned_through: ColumnType<Int8, Int8 | undefined, Int8>;
+}
+
+// ---- 0004_overlay -------------------------------------------------------------------------
+
+export type FileChangeName = "added" | "modified" | "deleted";
+
+export interface OverlayFileTable {
+  workspace_id: string;
+  path: string;
+  repo_id: string;
+  /** NULL exactly for a deletion tombstone. pg returns a Buffer (a Uint8Array). */
+  content: Uint8Array | null;
+  sha256: string | null;
+  change: FileChangeName;
+  /** The base's sha256; NULL when the base has no such file. */
+  base_hash: string | null;
+  /** text[]: the symbols the session changed in the file (cumulative). */
+  symbols: Generated<string[]>;
+  updated_at: Timestamp;
+}
+
+/** One row per (repository, path, qualified symbol); symbol '' is the file as a whole. */
+export interface ClaimTable {
+  repo_id: string;
+  path: string;
+  symbol: string;
+  workspace_id: string;
+  session_id: string;
+  agent_id: string;
+  agent_name: string;
+  acquired_at: Timestamp;
+}
+
+// ---- 0005_turns ---------------------------------------------------------------------------
+
+export type TurnStateName = "running" | "ended" | "superseded" | "cancelled";
+export type OutcomeName = "completed" | "awaiting_approval" | "failed";
+
+export interface TurnTable {
+  id: string;
+  /** Insertion order: breaks ties of started_at. */
+  seq: Serial8;
+  session_id: string;
+  workspace_id: string;
+  repo_id: string;
+  client_turn_id: string | null;
+  state: TurnStateName;
+  /** Set when ended only. */
+  outcome: OutcomeName | null;
+  environment_path: string;
+  warm: boolean;
+  superseded_by: string | null;
+  end_reason: Generated<string>;
+  /** The incarnation (instances.id) that ran it. */
+  instance_id: string | null;
+  started_at: Timestamp;
+  ended_at: NullableTimestamp;
+}
+
+// ---- every table --------------------------------------------------------------------------
 
 export interface Database {
   repositories: RepositoryTable;
@@ -77,7 +187,48 @@ export interface Database {
   workspaces: WorkspaceTable;
   session_redirects: SessionRedirectTable;
   events: EventTable;
+  outbox_head: OutboxHeadTable;
+  instances: InstanceTable;
+  relay_cursor: RelayCursorTable;
+  event_retention: EventRetentionTable;
+  overlay_files: OverlayFileTable;
+  claims: ClaimTable;
+  turns: TurnTable;
 }
+
+const COLUMNS = {
+  repositories: ["id", "name", "source_path", "next_agent_number", "created_at"],
+  changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at"],
+  workspaces: [
+    "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",
+    "created_at", "last_active_at", "lifecycle", "lifecycle_reason", "stranded_at", "ended_at", "resumed_from", "owner_instance",
+  ],
+  session_redirects: ["dead_session_id", "new_session_id", "workspace_id", "created_at"],
+  events: ["staged", "seq", "id", "kind", "repo_id", "session_id", "workspace_id", "agent_id", "changeset_id", "occurred_at", "reason", "payload"],
+  outbox_head: ["id", "last_seq"],
+  instances: ["id", "name", "started_at", "heartbeat_at", "stopped_at"],
+  relay_cursor: ["stream", "last_seq", "updated_at"],
+  event_retention: ["id", "pruned_through"],
+  overlay_files: ["workspace_id", "path", "repo_id", "content", "sha256", "change", "base_hash", "symbols", "updated_at"],
+  claims: ["repo_id", "path", "symbol", "workspace_id", "session_id", "agent_id", "agent_name", "acquired_at"],
+  turns: [
+    "id", "seq", "session_id", "workspace_id", "repo_id", "client_turn_id", "state", "outcome", "environment_path", "warm",
+    "superseded_by", "end_reason", "instance_id", "started_at", "ended_at",
+  ],
+} as const;
+
+/** The columns of `Table` a list lacks, and the names it has that `Table` does not: never when it is exact. */
+type ColumnMismatch<Table, List extends readonly string[]> = Exclude<keyof Table, List[number]> | Exclude<List[number], keyof Table>;
+
+/** Each list names exactly its interface's columns, or the compiler names the difference. */
+type ExactColumns<Lists extends { readonly [T in keyof Database]: readonly string[] }> = {
+  readonly [T in keyof Database]: [ColumnMismatch<Database[T], Lists[T]>] extends [never]
+    ? readonly string[]
+    : { readonly "columns missing from the list, or not in the interface": ColumnMismatch<Database[T], Lists[T]> };
+};
+
+/** Every table's column names, in migration order; the same keys as the interfaces (checked at compile time). */
+export const TABLE_COLUMNS: { readonly [T in keyof Database]: readonly (keyof Database[T] & string)[] } = COLUMNS satisfies ExactColumns<typeof COLUMNS>;
 
 export function toSeq(value: string | number | bigint): bigint {
   return typeof value === "bigint" ? value : BigInt(value);

@@ -3,13 +3,13 @@
  * a loop of round trips), each a compare-and-set on `lifecycle` so that racing writers (two
  * resumers, resume against abandon, two instances reconciling) get exactly one outcome.
  *
- * Raw SQL: instances and workspaces.owner_instance (migrations/0002_lifecycle.ts) are not part of
- * the typed schema in src/platform/schema.ts.
+ * Raw SQL; the rows it reads and writes (workspaces, changesets, instances of
+ * migrations/0002_lifecycle.ts) are typed in src/platform/schema.ts.
  */
-import { sql, type Kysely, type RawBuilder, type Transaction } from "kysely";
+import { sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from "kysely";
 import { insertEventsFrom } from "../platform/outbox.js";
 import { TERMINAL_STATES } from "./changeset-states.js";
-import type { ChangesetStateName, Database, ModeName } from "../platform/schema.js";
+import type { ChangesetStateName, Database, WorkspaceTable } from "../platform/schema.js";
 import type { ChangesetRow } from "./registry.repository.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -18,14 +18,7 @@ type Executor = Kysely<Database> | Transaction<Database>;
 const TERMINAL = sql.raw(`(${[...TERMINAL_STATES].map((st) => `'${st}'`).join(",")})`);
 
 /** The columns an event about a workspace needs. */
-export interface LifecycleRow {
-  id: string;
-  session_id: string;
-  repo_id: string;
-  agent_id: string;
-  changeset_id: string;
-  mode: ModeName;
-}
+export type LifecycleRow = Pick<Selectable<WorkspaceTable>, "id" | "session_id" | "repo_id" | "agent_id" | "changeset_id" | "mode">;
 
 const RETURNING = sql.raw(`w.id, w.session_id, w.repo_id, w.agent_id, w.changeset_id, w.mode`);
 

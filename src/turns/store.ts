@@ -1,33 +1,15 @@
-/** The turns table (migrations/0005_turns.ts), in raw SQL so the shared schema type stays untouched. */
-import { sql, type Transaction } from "kysely";
+/** Every statement on the turns table (migrations/0005_turns.ts; TurnTable in src/platform/schema.ts), in raw SQL. */
+import { sql, type Selectable, type Transaction } from "kysely";
 import { eventValues, insertEvents, insertEventsFrom, type PreparedEvent } from "../platform/outbox.js";
 
 type EventRow = PreparedEvent["row"];
 import type { Db } from "../platform/database.js";
-import type { Database } from "../platform/schema.js";
+import type { Database, OutcomeName, TurnStateName, TurnTable } from "../platform/schema.js";
 
-export type TurnStateName = "running" | "ended" | "superseded" | "cancelled";
-import type { OutcomeName } from "../platform/proto-enums.js";
+export type { OutcomeName, TurnStateName };
 
-export type { OutcomeName };
-
-export interface TurnRow {
-  id: string;
-  session_id: string;
-  workspace_id: string;
-  repo_id: string;
-  client_turn_id: string | null;
-  state: TurnStateName;
-  outcome: OutcomeName | null;
-  environment_path: string;
-  warm: boolean;
-  superseded_by: string | null;
-  end_reason: string;
-  instance_id: string | null;
-  started_at: Date;
-  ended_at: Date | null;
-  seq?: unknown;
-}
+/** A turn row as read (SELECT *) and as written; seq is the database's (insertion order), never read. */
+export type TurnRow = Omit<Selectable<TurnTable>, "seq">;
 
 type Q = Db | Transaction<Database>;
 
@@ -74,17 +56,17 @@ export async function finishTurnWithEvents(q: Q, id: string, state: Exclude<Turn
 }
 
 export async function findTurn(q: Q, id: string): Promise<TurnRow | undefined> {
-  const r = await sql<TurnRow>`SELECT * FROM turns WHERE id = ${id}`.execute(q);
+  const r = await sql<Selectable<TurnTable>>`SELECT * FROM turns WHERE id = ${id}`.execute(q);
   return r.rows[0] ? normalise(r.rows[0]) : undefined;
 }
 
 export async function findByClientId(q: Q, sessionId: string, clientTurnId: string): Promise<TurnRow | undefined> {
-  const r = await sql<TurnRow>`SELECT * FROM turns WHERE session_id = ${sessionId} AND client_turn_id = ${clientTurnId}`.execute(q);
+  const r = await sql<Selectable<TurnTable>>`SELECT * FROM turns WHERE session_id = ${sessionId} AND client_turn_id = ${clientTurnId}`.execute(q);
   return r.rows[0] ? normalise(r.rows[0]) : undefined;
 }
 
 export async function listBySession(q: Q, sessionId: string, limit: number): Promise<TurnRow[]> {
-  const r = await sql<TurnRow>`SELECT * FROM turns WHERE session_id = ${sessionId} ORDER BY started_at DESC, seq DESC LIMIT ${limit}`.execute(q);
+  const r = await sql<Selectable<TurnTable>>`SELECT * FROM turns WHERE session_id = ${sessionId} ORDER BY started_at DESC, seq DESC LIMIT ${limit}`.execute(q);
   return r.rows.map(normalise);
 }
 
