@@ -34,6 +34,8 @@ export interface Config {
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
   readonly sessionLeaseMs: number;
+  /** BERTH_INSTANCE_NAME: stable across restarts; undefined = hostname:grpc-port. */
+  readonly instanceName: string | undefined;
   readonly pinNonTerminal: boolean;
   readonly gcIntervalMs: number;
   readonly idleTtlSeconds: number;
@@ -85,6 +87,7 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_LOG_FORMAT", default: "(terminal: pretty)", meaning: "json forces JSON logs on a terminal too" },
   { name: "BERTH_LOG_LEVEL", default: "info", meaning: "pino level: trace, debug, info, warn, error, fatal, silent" },
   { name: "BERTH_SHUTDOWN_GRACE_MS", default: "10000", meaning: "on SIGTERM/SIGINT, how long unary calls may finish before streams end with UNAVAILABLE" },
+  { name: "BERTH_INSTANCE_NAME", default: "(hostname:grpc-port)", meaning: "this instance's stable name across restarts: a restart strands the sessions of its previous incarnation at once; a start is refused while an instance of the same name still heartbeats" },
   { name: "BERTH_SESSION_LEASE_MS", default: "30000", meaning: "a session stays connected this long after its last Heartbeat (or while AttachSession is open)" },
   { name: "BERTH_PIN_NONTERMINAL", default: "1", meaning: "1: GC never evicts a workspace whose changeset is not terminal (DRAFT included); it strands it. 0: legacy eviction" },
   { name: "BERTH_GC_INTERVAL_MS", default: "60000", meaning: "period of the GC loop (expiry, idle and max-lifetime GC, disconnects, stranded sweep)" },
@@ -231,6 +234,10 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     if (eq <= 0) throw new ConfigError("OTEL_EXPORTER_OTLP_HEADERS", "expected key=value pairs separated by commas");
     otlpHeaders[decodeURIComponent(pair.slice(0, eq).trim())] = decodeURIComponent(pair.slice(eq + 1).trim());
   }
+  const instanceName = get(env, "BERTH_INSTANCE_NAME");
+  if (instanceName !== undefined && !/^[\x21-\x7e]{1,200}$/.test(instanceName)) {
+    throw new ConfigError("BERTH_INSTANCE_NAME", `expected 1 to 200 printable characters without spaces, got "${instanceName}"`);
+  }
   const natsStream = get(env, "BERTH_NATS_STREAM") ?? "BERTH_EVENTS";
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(natsStream)) throw new ConfigError("BERTH_NATS_STREAM", "letters, digits, _ and - only");
 
@@ -245,6 +252,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     logLevel,
     shutdownGraceMs: integer(env, "BERTH_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     sessionLeaseMs: integer(env, "BERTH_SESSION_LEASE_MS", 30_000, 1_000, 86_400_000),
+    instanceName,
     pinNonTerminal: flag(env, "BERTH_PIN_NONTERMINAL", true),
     gcIntervalMs: integer(env, "BERTH_GC_INTERVAL_MS", 60_000, 100, 86_400_000),
     idleTtlSeconds: integer(env, "BERTH_IDLE_TTL_S", 3600, 1),

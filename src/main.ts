@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { CliExit, EXIT, registerClientCommands } from "./cli/index.js";
 import { ConfigError, loadConfig } from "./config.js";
+import { BerthError } from "./platform/errors.js";
 
 // The server's modules load only for serve and migrate: the client subcommands start in a
 // fraction of the time without them.
@@ -86,6 +87,8 @@ program.parseAsync(process.argv).catch((err: unknown) => {
     console.error(`berth: configuration error: ${err.message}`);
     process.exit(2);
   }
-  console.error(`berth: ${err instanceof Error ? err.message : String(err)}`);
+  // A refusal the domain explains carries its machine-readable reason, for scripts and logs.
+  const reason = err instanceof BerthError ? ` (${err.reason})` : "";
+  console.error(`berth: ${err instanceof Error ? err.message : String(err)}${reason}`);
   process.exit(1);
 });

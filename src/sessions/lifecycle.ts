@@ -135,8 +135,9 @@ export class LifecycleManager {
   // ---- instances and reconcile (reconcile.ts) -------------------------------------------
 
   /** At start, before SERVING: registers this incarnation and reconciles its orphans. */
-  startup(): Promise<ReconcileReport> {
-    return this.reconciler.startup();
+  /** `instanceName` overrides the deps' (build knows the default, host:bound-port, only once bound). */
+  startup(instanceName?: string): Promise<ReconcileReport> {
+    return this.reconciler.startup(instanceName);
   }
 
   /** Strands/destroys/adopts the orphans (see Reconciler.startup); at a tick only those of dead instances. */

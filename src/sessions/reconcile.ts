@@ -35,7 +35,7 @@ export class Reconciler {
   constructor(
     ctx: LifecycleContext,
     private readonly transitions: Transitions,
-    private readonly instanceName: string | undefined,
+    private instanceName: string | undefined,
   ) {
     this.registry = ctx.registry;
     this.clock = ctx.clock;
@@ -74,7 +74,8 @@ export class Reconciler {
    * persistent and terminal, as it lives until its expires_at. Set-based: three UPDATEs, events
    * inserted in batches, all in one transaction.
    */
-  async startup(): Promise<ReconcileReport> {
+  async startup(instanceName?: string): Promise<ReconcileReport> {
+    if (instanceName !== undefined) this.instanceName = instanceName;
     const id = this.registry.instanceId;
     if (id === undefined) throw new Error("startup reconcile needs a registry with an instanceId");
     await repo.registerInstance(this.db, id, this.instanceName ?? id, new Date(this.clock.now()));

@@ -9,6 +9,8 @@ import { systemClock, type Clock } from "../platform/clock.js";
 import { createLogger } from "../platform/logger.js";
 import { registerClaimRules } from "../claims/claim-rules.js";
 import { UnitOfWork } from "../platform/unit-of-work.js";
+import { BerthError } from "../platform/errors.js";
+import { lockInstanceName } from "../platform/instance-lock.js";
 import { WorkspaceRegistry } from "../sessions/registry.js";
 import { LifecycleManager, defaultInstanceName } from "../sessions/lifecycle.js";
 import { OverlayService } from "../overlay/overlay-service.js";
@@ -115,7 +117,6 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       registry,
       clock,
       logger,
-      instanceName: options.instanceName ?? defaultInstanceName(config.grpcAddr.port),
       metrics,
       settings: {
         leaseMs: config.sessionLeaseMs,
@@ -126,22 +127,9 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
         strandedTtlSeconds: config.strandedTtlSeconds,
       },
     });
-    await lifecycle.startup();
-    // Other instances' commits reach the same followers; subscribed before the registry loads, so
-    // nothing committed after the load is missed.
-    const feed = uow.follow((signal) => events.watch({}, signal, COMMIT_FEED_BUFFER));
-    closers.push(() => feed.stop());
-    await registry.load();
-    metrics.sources.registry = registry;
     // The overlay: caches made on first use; the modifiers index follows every instance's events.
     const overlay = new OverlayService({ registry, clock, logger, settings: { maxFileBytes: config.maxFileBytes } });
     closers.push(async () => overlay.close());
-    void preloadSymbolGrammars().then((failed) => {
-      if (failed.length > 0) logger.warn({ languages: failed }, "symbol grammars failed to load; those files are whole-file units");
-    });
-    lifecycle.start();
-    closers.push(() => lifecycle.stop());
-
     const authenticator = createAuthenticator(config.auth);
     // `events` is read by src/api/event-handlers.ts (EventServiceDeps).
     const serviceDeps = { registry, lifecycle, events, overlay };
@@ -160,13 +148,13 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       logger,
       settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, spares: config.envSpares, ...options.turns },
     });
-    await turns.start();
-    closers.push(() => turns.stop());
-    metrics.sources.turns = turns;
     const spanExporter = config.otlp
       ? new SpanExport({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceName: config.otlp.serviceName, serviceInstanceId: instanceId, logger })
       : undefined;
     if (spanExporter) closers.push(() => spanExporter.shutdown());
+    // The ports are bound before anything changes state, closed to calls until the start-up
+    // below is done: a second server started by mistake on a taken address fails here, before
+    // its reconcile could strand the running server's sessions.
     const transports = await startTransports({
       grpcAddr: config.grpcAddr,
       httpAddr: config.httpAddr,
@@ -178,6 +166,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       logger,
       health,
       observer: observers(metrics, new RpcTracer(spanExporter?.tracer)),
+      startClosed: true,
     });
     closers.push(() => transports.shutdown(config.shutdownGraceMs));
     let metricsServer: MetricsServer | undefined;
@@ -186,6 +175,34 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       const started = metricsServer;
       closers.push(() => started.close());
     }
+
+    // Start-up proper: refused while an instance of the same name runs; orphans reconciled.
+    // The default name is host and bound gRPC port (BERTH_ADDR may ask for port 0).
+    const instanceName = options.instanceName ?? config.instanceName ?? defaultInstanceName(transports.grpcPort);
+    if (ownsDatabase && database.kind === "postgres" && config.databaseUrl) {
+      const nameLock = await lockInstanceName(config.databaseUrl, instanceName, (err) =>
+        logger.error({ err, instanceName }, "the instance-name lock's connection failed: another process may now start under this name"),
+      );
+      if (!nameLock) {
+        throw new BerthError("failed_precondition", "INSTANCE_NAME_IN_USE", `an instance named "${instanceName}" is running on this database; stop it, or give this one another BERTH_INSTANCE_NAME`, { instance_name: instanceName });
+      }
+      closers.push(() => nameLock.release());
+    }
+    await lifecycle.startup(instanceName);
+    // Other instances' commits reach the same followers; subscribed before the registry loads, so
+    // nothing committed after the load is missed.
+    const feed = uow.follow((signal) => events.watch({}, signal, COMMIT_FEED_BUFFER));
+    closers.push(() => feed.stop());
+    await registry.load();
+    metrics.sources.registry = registry;
+    void preloadSymbolGrammars().then((failed) => {
+      if (failed.length > 0) logger.warn({ languages: failed }, "symbol grammars failed to load; those files are whole-file units");
+    });
+    lifecycle.start();
+    closers.push(() => lifecycle.stop());
+    await turns.start();
+    closers.push(() => turns.stop());
+    metrics.sources.turns = turns;
     metrics.start();
 
     if (config.natsUrl) {
@@ -234,6 +251,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
         );
     }, DB_PROBE_INTERVAL_MS);
     probe.unref();
+    transports.pipeline.open();
     setServing(health, true);
 
     const tlsScheme = config.tls ? "https" : "http";

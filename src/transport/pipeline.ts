@@ -12,12 +12,14 @@ import type { RpcObserver } from "../observability/rpc-observer.js";
 import type { Call } from "./call.js";
 import { identity, isThenable, toMessage, type ErrorMapper } from "./outcome.js";
 import { PipelineStream, type StreamHost } from "./pipeline-stream.js";
-import { ABORT_SHUTDOWN, GrpcCode, type RpcStatus, toRpcStatus, codeName } from "./status.js";
+import { ABORT_SHUTDOWN, GrpcCode, NOT_READY, type RpcStatus, toRpcStatus, codeName } from "./status.js";
 
 export interface PipelineOptions {
   readonly authenticator: Authenticator;
   readonly logger: Logger;
   readonly observer?: RpcObserver;
+  /** Start closed: every call but public ones fails UNAVAILABLE SERVER_STARTING until open(). */
+  readonly startClosed?: boolean;
 }
 
 export class Pipeline implements StreamHost {
@@ -28,12 +30,20 @@ export class Pipeline implements StreamHost {
   readonly inflight = new Set<Call>();
   /** True once shutdown started: new calls fail with UNAVAILABLE. */
   closing = false;
+  /** False while the server starts: its ports are bound before anything changes state. */
+  private ready: boolean;
   private idleWaiters: (() => void)[] = [];
 
   constructor(opts: PipelineOptions) {
     this.authenticator = opts.authenticator;
     this.logger = opts.logger;
     this.observer = opts.observer;
+    this.ready = !(opts.startClosed ?? false);
+  }
+
+  /** The server is ready: calls are served from now on. */
+  open(): void {
+    this.ready = true;
   }
 
   /** Registers a new call (transports call this, then unary()/stream()). */
@@ -46,6 +56,7 @@ export class Pipeline implements StreamHost {
   authenticate(call: Call): void | Promise<void> {
     if (this.closing) throw ABORT_SHUTDOWN;
     if (call.entry.public) return;
+    if (!this.ready) throw NOT_READY;
     const fixed = this.authenticator.fixedPrincipal;
     if (fixed !== undefined) {
       call.principal = fixed;

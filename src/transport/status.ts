@@ -87,6 +87,8 @@ export class RpcStatus {
 export const ABORT_CANCELLED = new BerthError("cancelled", "CANCELLED", "call cancelled by the client");
 export const ABORT_DEADLINE = new BerthError("deadline_exceeded", "DEADLINE_EXCEEDED", "deadline exceeded");
 export const ABORT_SHUTDOWN = new BerthError("unavailable", "SERVER_SHUTTING_DOWN", "server shutting down");
+/** Before the server is ready (ports bound, start-up reconcile still running): retry shortly. */
+export const NOT_READY = new BerthError("unavailable", "SERVER_STARTING", "server starting; retry shortly");
 
 /** The status of a BerthError: code, message, ErrorInfo and (with violations) BadRequest. */
 export function statusFromBerthError(err: BerthError): RpcStatus {

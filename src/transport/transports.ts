@@ -35,6 +35,8 @@ export interface TransportOptions {
   readonly maxReceiveMessageBytes?: number;
   /** Sees every RPC at completion (metrics, tracing). */
   readonly observer?: RpcObserver;
+  /** Bind now, serve later: calls fail UNAVAILABLE SERVER_STARTING until `open()` (build's start-up). */
+  readonly startClosed?: boolean;
 }
 
 export interface Transports {
@@ -104,7 +106,7 @@ export async function startTransports(opts: TransportOptions): Promise<Transport
   const { logger } = opts;
   const base = [...opts.services, healthRegistration(opts.health)];
   const registrations = [...base, ...reflectionRegistrations(base.map((r) => r.service))];
-  const pipeline = new Pipeline({ authenticator: opts.authenticator, logger, ...(opts.observer ? { observer: opts.observer } : {}) });
+  const pipeline = new Pipeline({ authenticator: opts.authenticator, logger, startClosed: opts.startClosed ?? false, ...(opts.observer ? { observer: opts.observer } : {}) });
 
   // gRPC (grpc-js)
   const grpcServer = new grpc.Server({

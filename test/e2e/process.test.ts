@@ -2,60 +2,16 @@
  * The real command, as a user runs it: `berth serve` on the embedded database (what `npm start`
  * runs on a fresh machine), `berth migrate`, health over reflection with buf curl, and SIGTERM.
  */
-import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { promisify } from "node:util";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { BIN, ROOT, serve } from "../support/serve-process.js";
 
 const run = promisify(execFile);
-const ROOT = path.resolve(import.meta.dirname, "../..");
-const BIN = path.join(ROOT, "bin/berth.js");
 const BUF = path.join(ROOT, "node_modules/.bin/buf");
-
-interface Served {
-  readonly child: ChildProcess;
-  readonly grpc: string;
-  readonly http: string;
-  readonly lines: Record<string, unknown>[];
-  exited: Promise<number | null>;
-}
-
-function serve(env: Record<string, string>): Promise<Served> {
-  const child = spawn(process.execPath, [BIN, "serve"], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: "", NATS_URL: "", BERTH_ADDR: "127.0.0.1:0", BERTH_HTTP_ADDR: "127.0.0.1:0", BERTH_METRICS_ADDR: "127.0.0.1:0", BERTH_LOG_FORMAT: "json", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  const lines: Record<string, unknown>[] = [];
-  let stderr = "";
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time; stderr: ${stderr}`)), 180_000);
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      const rec = JSON.parse(line) as Record<string, unknown>;
-      lines.push(rec);
-      if (rec.msg === "berth serving") {
-        clearTimeout(timer);
-        resolve({ child, grpc: String(rec.grpc), http: String(rec.http), lines, exited });
-      }
-    });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited with ${code} before serving; stderr: ${stderr}`));
-    });
-  });
-}
-
-/** Every server spawned, registered at spawn time so that one that never got to serve is killed too. */
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
-});
 
 describe("berth serve on the embedded database", () => {
   it("serves gRPC and Connect, answers health and reflection, and stops cleanly on SIGTERM", async () => {

@@ -2,9 +2,6 @@
  * The lifecycle over the wire (gRPC via grpc-js, and a real server process killed with -9):
  * Heartbeat, AttachSession, StrandSession, ResumeSession, AbandonSession and the startup reconcile.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import path from "node:path";
-import { createInterface } from "node:readline";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ChangesetState, LifecycleState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { AbandonCause, WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
@@ -12,6 +9,7 @@ import { createTestDatabase, PRIMARY_KIND, type TestDatabase } from "../support/
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { createGrpcClient, GrpcCallError } from "../support/grpc-client.js";
 import { needs } from "../support/services.js";
+import { serve } from "../support/serve-process.js";
 
 async function grpcFailure(p: Promise<unknown>): Promise<GrpcCallError> {
   try {
@@ -132,57 +130,19 @@ describe(`lifecycle over gRPC (${PRIMARY_KIND})`, () => {
 
 // ---- kill -9 ------------------------------------------------------------------------------
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
-
-interface Served {
-  readonly child: ChildProcess;
-  readonly grpc: string;
-  readonly lines: Record<string, unknown>[];
-}
-
-function serve(databaseUrl: string): Promise<Served> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "serve"], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: "", BERTH_ADDR: "127.0.0.1:0", BERTH_HTTP_ADDR: "127.0.0.1:0", BERTH_METRICS_ADDR: "127.0.0.1:0", BERTH_LOG_FORMAT: "json" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const lines: Record<string, unknown>[] = [];
-  let stderr = "";
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start; stderr: ${stderr}`)), 60_000);
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      let rec: Record<string, unknown>;
-      try {
-        rec = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        return;
-      }
-      lines.push(rec);
-      if (rec.msg === "berth serving") {
-        clearTimeout(timer);
-        resolve({ child, grpc: String(rec.grpc), lines });
-      }
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited with ${code}; stderr: ${stderr}`));
-    });
-  });
-}
 
 needs({ postgres: true })("kill -9 of a real server, restart on the same database", () => {
   let database: TestDatabase;
-  const children: ChildProcess[] = [];
   afterAll(async () => {
-    for (const c of children) c.kill("SIGKILL");
     await database?.drop();
   });
+  // A restart keeps the instance's name (here fixed; by default host and gRPC port): that is how
+  // it recognises its previous incarnation's workspaces.
+  const env = () => ({ DATABASE_URL: database.url!, BERTH_INSTANCE_NAME: "killed-instance" });
 
   it("every non-terminal workspace is stranded, each resumable by its agent, every acknowledged write present", async () => {
     database = await createTestDatabase("postgres");
-    const first = await serve(database.url!);
-    children.push(first.child);
+    const first = await serve(env());
     const c1 = createGrpcClient(WorkspaceService, first.grpc);
     const repoId = (await c1.registerRepository({ name: "killed" })).repository!.id;
     const sessions: { sessionId: string; agentId: string; workspaceId: string; changesetId: string }[] = [];
@@ -199,8 +159,7 @@ needs({ postgres: true })("kill -9 of a real server, restart on the same databas
     first.child.kill("SIGKILL");
     await new Promise((r) => first.child.once("exit", r));
 
-    const second = await serve(database.url!);
-    children.push(second.child);
+    const second = await serve(env());
     const reconcile = second.lines.find((l) => l.msg === "startup reconcile");
     expect(reconcile).toMatchObject({ stranded: 5, destroyed: 1 });
     const c2 = createGrpcClient(WorkspaceService, second.grpc);
