@@ -47,6 +47,8 @@ export interface Config {
   readonly natsEncoding: NatsEncoding;
   readonly natsStream: string;
   readonly eventRetentionSeconds: number;
+  /** The event hub's safety-net poll (other instances' commits normally arrive by NOTIFY). */
+  readonly eventPollMs: number;
   /** Turns (src/turns/): environments and the workspace map. */
   readonly envRoot: string;
   readonly envIdleTtlMs: number;
@@ -100,6 +102,7 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_NATS_ENCODING", default: "binary", meaning: "payload of relayed events: binary (protobuf) or json (proto3 JSON)" },
   { name: "BERTH_NATS_STREAM", default: "BERTH_EVENTS", meaning: "JetStream stream the relay creates or updates at start" },
   { name: "BERTH_EVENT_RETENTION_S", default: "604800", meaning: "events older than this are pruned from PostgreSQL and JetStream (7 days)" },
+  { name: "BERTH_EVENT_POLL_MS", default: "2000", meaning: "how often each instance reads the outbox even without a notification (the safety net under LISTEN/NOTIFY)" },
   { name: "BERTH_ENV_ROOT", default: "./.berth/envs", meaning: "where turn environments live, one directory per workspace id" },
   { name: "BERTH_ENV_IDLE_TTL_MS", default: "60000", meaning: "an environment parked idle (turn COMPLETED) is kept warm this long" },
   { name: "BERTH_ENV_APPROVAL_TTL_MS", default: "600000", meaning: "an environment parked AWAITING_APPROVAL is kept warm this long" },
@@ -264,6 +267,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     natsEncoding: oneOf<NatsEncoding>(env, "BERTH_NATS_ENCODING", ["binary", "json"], "binary"),
     natsStream,
     eventRetentionSeconds: integer(env, "BERTH_EVENT_RETENTION_S", 604_800, 60),
+    eventPollMs: integer(env, "BERTH_EVENT_POLL_MS", 2000, 10, 3_600_000),
     envRoot: path.resolve(get(env, "BERTH_ENV_ROOT") ?? "./.berth/envs"),
     envIdleTtlMs: integer(env, "BERTH_ENV_IDLE_TTL_MS", 60_000, 0),
     envApprovalTtlMs: integer(env, "BERTH_ENV_APPROVAL_TTL_MS", 600_000, 0),

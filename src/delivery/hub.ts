@@ -3,9 +3,13 @@
  *
  * The reader keeps `position`: every stored event with seq <= position has been offered to
  * every subscriber that existed when it was read. It reads `seq > position ORDER BY seq` when
- * nudged (a local commit: the registry's onEventsCommitted) and every pollIntervalMs (commits
- * of other instances on the same database). Before reading it numbers what has committed
- * (src/delivery/sequencer.ts), so a reader never skips an event.
+ * nudged (a local commit, through the unit of work's after-commit path), when notified (on
+ * PostgreSQL it LISTENs on a dedicated connection, src/delivery/commit-listener.ts, for the
+ * NOTIFY a sequencer pass sends when it numbers rows: other instances' commits arrive in
+ * milliseconds), and every pollIntervalMs (the safety net: a missed notification, a listener
+ * reconnecting). Before reading on a nudge or a poll it numbers what has committed
+ * (src/delivery/sequencer.ts), so a reader never skips an event; a notification says the rows
+ * are numbered already.
  *
  * Subscribers get a bounded buffer. One that falls more than maxBufferedEvents (or
  * maxBufferedBytes) behind is ended with RESOURCE_EXHAUSTED / SUBSCRIBER_TOO_SLOW carrying
@@ -17,7 +21,8 @@ import type { Logger } from "pino";
 import { BerthError } from "../platform/errors.js";
 import type { Db } from "../platform/database.js";
 import { compileFilter, type EventFilter, type Matcher } from "./filter.js";
-import { sequencePending } from "./sequencer.js";
+import { CommitListener, type CommitListenerOptions } from "./commit-listener.js";
+import { EVENTS_CHANNEL, sequencePending } from "./sequencer.js";
 import { oldestSeq, prunedThrough, readEvents, type Event, type StoredEvent } from "./event-store.js";
 
 export interface SubscriberOptions {
@@ -30,8 +35,16 @@ export interface SubscriberOptions {
 export interface EventHubOptions extends SubscriberOptions {
   readonly db: Db;
   readonly logger: Logger;
-  /** Fallback poll period for commits made by other instances (default 500 ms). */
+  /**
+   * PostgreSQL connection string: the hub LISTENs there on a dedicated connection and reads as
+   * soon as any instance's commits are numbered. Unset (PGlite: one process, one instance),
+   * local commits nudge the hub and the poll covers the rest.
+   */
+  readonly listenUrl?: string;
+  /** Safety-net poll period, for commits whose notification was missed (default 2,000 ms). */
   readonly pollIntervalMs?: number;
+  /** Listener tuning (tests): reconnect backoff and connection checks. */
+  readonly listener?: Pick<CommitListenerOptions, "backoffInitialMs" | "backoffMaxMs" | "connectTimeoutMs" | "pingIntervalMs" | "pingTimeoutMs">;
   /** Rows per outbox read (default 500); also the WatchEvents replay page size. */
   readonly batchSize?: number;
 }
@@ -44,6 +57,7 @@ export interface StreamRequest {
 
 const DEFAULT_MAX_EVENTS = 10_000;
 const DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
+const DEFAULT_POLL_MS = 2000;
 
 function cancelled(): BerthError {
   return new BerthError("cancelled", "CANCELLED", "the call was cancelled");
@@ -183,7 +197,11 @@ export class EventHub {
   private position = 0n;
   private started = false;
   private stopped = false;
-  private dirty = false;
+  /** A nudge or a poll: number committed rows, then read. */
+  private sequenceWanted = false;
+  /** A notification: rows are numbered; read. */
+  private readWanted = false;
+  private readonly listener: CommitListener | undefined;
   private reading: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private failing = false;
@@ -193,34 +211,71 @@ export class EventHub {
   constructor(options: EventHubOptions) {
     this.db = options.db;
     this.logger = options.logger;
-    this.pollIntervalMs = options.pollIntervalMs ?? 500;
+    this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_MS;
     this.batchSize = options.batchSize ?? 500;
     this.maxEvents = options.maxBufferedEvents ?? DEFAULT_MAX_EVENTS;
     this.maxBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BYTES;
+    if (options.listenUrl) {
+      this.listener = new CommitListener({
+        ...options.listener,
+        url: options.listenUrl,
+        channel: EVENTS_CHANNEL,
+        logger: this.logger,
+        onNotify: (payload) => this.notified(payload),
+        // (Re)connected: what was notified while not listening was missed; read once.
+        onListening: () => this.nudge(),
+      });
+    }
   }
 
   /** Starts at the current head of the outbox: earlier events are only available by replay. */
   async start(): Promise<void> {
     if (this.started) return;
-    this.position = await sequencePending(this.db);
+    try {
+      // LISTEN before the first read: what is numbered after it is notified, what was before is read.
+      await this.listener?.start();
+      this.position = await sequencePending(this.db, this.logger);
+    } catch (err) {
+      await this.listener?.stop();
+      throw err;
+    }
     this.started = true;
     this.timer = setInterval(() => this.nudge(), this.pollIntervalMs);
     this.timer.unref();
   }
 
-  /** Ends every subscription (UNAVAILABLE with last_seq) and stops reading. */
+  /** Ends every subscription (UNAVAILABLE with last_seq), stops reading, UNLISTENs and closes the listener's connection. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     for (const sub of this.subs) sub.stop();
     this.subs.clear();
-    await this.reading?.catch(() => {}); // only waits for it to end: pump() logs its own failures
+    // Only waits for the reader to end: pump() logs its own failures.
+    await Promise.all([this.listener?.stop(), this.reading?.catch(() => {})]);
   }
 
   /** Wakes the reader (after a local commit that stored events). Cheap; coalesces. */
   nudge(): void {
     if (!this.started || this.stopped) return;
-    this.dirty = true;
+    this.sequenceWanted = true;
+    this.wake();
+  }
+
+  /** Whether the hub is LISTENing now (false on PGlite, and while its connection is re-established). */
+  get listening(): boolean {
+    return this.listener?.listening ?? false;
+  }
+
+  /** A sequencer pass (of any instance) numbered rows up to `payload`: read them unless already read. */
+  private notified(payload: string): void {
+    if (!this.started || this.stopped) return;
+    // Our own pass's notification, or one overtaken by a read: nothing new.
+    if (/^\d+$/.test(payload) && BigInt(payload) <= this.position) return;
+    this.readWanted = true;
+    this.wake();
+  }
+
+  private wake(): void {
     if (!this.reading) this.reading = this.pump().finally(() => (this.reading = undefined));
   }
 
@@ -240,11 +295,13 @@ export class EventHub {
   }
 
   private async pump(): Promise<void> {
-    while (this.dirty && !this.stopped) {
-      this.dirty = false;
+    while ((this.sequenceWanted || this.readWanted) && !this.stopped) {
+      const sequence = this.sequenceWanted;
+      this.sequenceWanted = false;
+      this.readWanted = false;
       try {
         for (;;) {
-          await sequencePending(this.db);
+          if (sequence) await sequencePending(this.db, this.logger);
           const batch = await readEvents(this.db, this.position, this.batchSize);
           if (this.stopped) return;
           // position and fan-out change together, synchronously: a subscriber added between

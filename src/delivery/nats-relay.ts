@@ -253,7 +253,7 @@ export class NatsRelay {
         if (this.stored === undefined) await this.loadCursor();
         this.nudged = false;
         // The hub numbers committed rows too; a relay running alone (its own process) must as well.
-        await sequencePending(this.o.db);
+        await sequencePending(this.o.db, this.o.logger);
         const batch = await readEvents(this.o.db, this.acked, this.o.batchSize);
         if (batch.length === 0) {
           await this.sleep(this.o.pollIntervalMs);

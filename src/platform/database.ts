@@ -15,6 +15,11 @@ export interface OpenedDatabase {
   readonly kind: "postgres" | "pglite";
   /** Where the data is, for the log: a URL without password, or a directory. */
   readonly location: string;
+  /**
+   * The PostgreSQL connection string, for a dedicated connection beside the pool (the event
+   * hub's LISTEN); undefined on PGlite. It may hold a password: log `location`, never this.
+   */
+  readonly url: string | undefined;
   close(): Promise<void>;
 }
 
@@ -37,6 +42,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenedData
       db,
       kind: "postgres",
       location: options.url.replace(/:[^:@/]*@/, ":***@"),
+      url: options.url,
       close: () => db.destroy(),
     };
   }
@@ -53,6 +59,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenedData
     db,
     kind: "pglite",
     location: dataDir ?? "memory",
+    url: undefined,
     close: async () => {
       await db.destroy();
       if (!client.closed) await client.close();

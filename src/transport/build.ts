@@ -97,8 +97,9 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     const metrics = new BerthMetrics({ db: database.db, logger, relayStream: config.natsUrl ? config.natsStream : undefined });
     closers.push(() => metrics.stop());
 
-    // Event delivery: the hub reads the outbox (nudged by local commits, polling for others').
-    const events = new EventHub({ db: database.db, logger });
+    // Event delivery: the hub reads the outbox, nudged by local commits, notified of every
+    // instance's (LISTEN on its own connection, PostgreSQL only), and polling as a safety net.
+    const events = new EventHub({ db: database.db, logger, listenUrl: database.url, pollIntervalMs: config.eventPollMs });
     await events.start();
     closers.push(() => events.stop());
     metrics.sources.events = events;
