@@ -1,5 +1,8 @@
 import { defineConfig } from "vitest/config";
 
+/** BERTH_TEST_INSTANCES=2: startBerth() starts two instances on one database (test/support/instances.ts). */
+const instances = Number(process.env.BERTH_TEST_INSTANCES || "1");
+
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
@@ -10,5 +13,7 @@ export default defineConfig({
     maxWorkers: 2,
     // The default output, then what was skipped for a missing service (test/support/services.ts).
     reporters: ["default", "./test/support/skip-summary.ts"],
+    // Several instances need PostgreSQL: this runner skips (names) every file without it.
+    ...(instances > 1 ? { runner: "./test/support/instances-runner.ts" } : {}),
   },
 });

@@ -1,10 +1,15 @@
-/** Runs the real berth binary (bin/berth.js through tsx) the way a person or a script does. */
+/**
+ * Runs the real berth binary (bin/berth.js through tsx) the way a person or a script does.
+ * A --server / BERTH_SERVER naming a startBerth cluster of several instances
+ * (BERTH_TEST_INSTANCES=2) is sent to the next instance, one per process (test/support/instances.ts).
+ */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
+import { nextHttpUrl } from "../support/instances.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 export const BIN = path.join(ROOT, "bin/berth.js");
@@ -22,8 +27,28 @@ export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * The command line and environment of one `berth` process, its server the next instance when
+ * --server (else BERTH_SERVER) names a cluster of several: one process, one instance, as a
+ * per-call balancer would send a one-call command.
+ */
+function routed(args: readonly string[], extraEnv: Record<string, string>): { args: string[]; env: Record<string, string> } {
+  const out = [...args];
+  const i = out.findIndex((a) => a === "--server" || a.startsWith("--server="));
+  if (i >= 0) {
+    if (out[i] === "--server") {
+      if (i + 1 < out.length) out[i + 1] = nextHttpUrl(out[i + 1]!);
+    } else {
+      out[i] = `--server=${nextHttpUrl(out[i]!.slice("--server=".length))}`;
+    }
+    return { args: out, env: extraEnv };
+  }
+  return { args: out, env: extraEnv.BERTH_SERVER ? { ...extraEnv, BERTH_SERVER: nextHttpUrl(extraEnv.BERTH_SERVER) } : extraEnv };
+}
+
 /** Runs `berth …args` to completion; never rejects (the exit code is in the result). */
-export function berth(args: readonly string[], extraEnv: Record<string, string> = {}): Promise<Result> {
+export function berth(commandLine: readonly string[], commandEnv: Record<string, string> = {}): Promise<Result> {
+  const { args, env: extraEnv } = routed(commandLine, commandEnv);
   return new Promise((resolve) => {
     execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: cliEnv(extraEnv), timeout: 60_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === "number" ? ((err as { code: number }).code) : -1) : 0;
@@ -47,7 +72,8 @@ export class Watcher {
   readonly exited: Promise<number | null>;
   private waiters: (() => void)[] = [];
 
-  constructor(args: readonly string[], extraEnv: Record<string, string> = {}) {
+  constructor(commandLine: readonly string[], commandEnv: Record<string, string> = {}) {
+    const { args, env: extraEnv } = routed(commandLine, commandEnv);
     this.child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: cliEnv(extraEnv), stdio: ["ignore", "pipe", "pipe"] });
     this.child.stderr!.on("data", (d: Buffer) => (this.stderr += d.toString()));
     createInterface({ input: this.child.stdout! }).on("line", (line) => {

@@ -10,6 +10,10 @@
  * the loop cancels the call); bidi methods take an iterable of requests and return an async
  * iterable of responses. Failures reject/throw a GrpcCallError with the status `code`,
  * `details` (message), trailers, and the decoded google.rpc.Status from grpc-status-details-bin.
+ *
+ * The address of a cluster's first instance (startBerth with BERTH_TEST_INSTANCES=2, see
+ * test/support/instances.ts) means the cluster: the client holds a channel to each instance and
+ * sends each call (each stream) to the next one, round robin.
  */
 import * as grpc from "@grpc/grpc-js";
 import {
@@ -32,6 +36,7 @@ import {
   type BadRequest,
   type ErrorInfo,
 } from "../../gen/google/rpc/error_details_pb.js";
+import { clusterAt } from "./instances.js";
 
 export interface CallOptions {
   /** Relative deadline in milliseconds. */
@@ -130,7 +135,7 @@ export type GrpcClient<S extends DescService> = {
         ? BidiFn<S["method"][K]>
         : never;
 } & {
-  /** The underlying grpc-js client. */
+  /** The underlying grpc-js client (of the first instance, when the address is a cluster's). */
   readonly client: grpc.Client;
   close(): void;
 };
@@ -159,10 +164,15 @@ function callOptions(o: CallOptions | undefined): grpc.CallOptions {
 }
 
 export function createGrpcClient<S extends DescService>(service: S, address: string, opts: ClientOptions = {}): GrpcClient<S> {
-  const client = new grpc.Client(address, opts.credentials ?? grpc.credentials.createInsecure(), opts.channelOptions ?? {});
+  const rotation = clusterAt(address);
+  const clients = (rotation?.grpcAddresses ?? [address]).map((a) => new grpc.Client(a, opts.credentials ?? grpc.credentials.createInsecure(), opts.channelOptions ?? {}));
+  /** The client the next call goes through. */
+  const pick = (): grpc.Client => clients[rotation ? rotation.next() : 0]!;
   const out: Record<string, unknown> = {
-    client,
-    close: () => client.close(),
+    client: clients[0],
+    close: () => {
+      for (const c of clients) c.close();
+    },
   };
   for (const method of service.methods) {
     const path = `/${service.typeName}/${method.name}`;
@@ -172,7 +182,7 @@ export function createGrpcClient<S extends DescService>(service: S, address: str
       case "unary":
         out[method.localName] = (request: unknown = {}, o?: CallOptions) =>
           new Promise((resolve, reject) => {
-            const call = client.makeUnaryRequest(path, ser, des, request, callMetadata(opts.metadata, o?.metadata), callOptions(o), (err, res) =>
+            const call = pick().makeUnaryRequest(path, ser, des, request, callMetadata(opts.metadata, o?.metadata), callOptions(o), (err, res) =>
               err ? reject(toCallError(err)) : resolve(res),
             );
             if (o?.signal) {
@@ -184,14 +194,14 @@ export function createGrpcClient<S extends DescService>(service: S, address: str
       case "server_streaming":
         out[method.localName] = (request: unknown = {}, o?: CallOptions) => ({
           async *[Symbol.asyncIterator]() {
-            yield* responses(client.makeServerStreamRequest(path, ser, des, request, callMetadata(opts.metadata, o?.metadata), callOptions(o)), o);
+            yield* responses(pick().makeServerStreamRequest(path, ser, des, request, callMetadata(opts.metadata, o?.metadata), callOptions(o)), o);
           },
         });
         break;
       case "bidi_streaming":
         out[method.localName] = (requests: Iterable<unknown> | AsyncIterable<unknown>, o?: CallOptions) => ({
           async *[Symbol.asyncIterator]() {
-            const call = client.makeBidiStreamRequest(path, ser, des, callMetadata(opts.metadata, o?.metadata), callOptions(o));
+            const call = pick().makeBidiStreamRequest(path, ser, des, callMetadata(opts.metadata, o?.metadata), callOptions(o));
             void (async () => {
               try {
                 for await (const r of requests) call.write(r);
@@ -206,7 +216,8 @@ export function createGrpcClient<S extends DescService>(service: S, address: str
         });
         break;
       case "client_streaming":
-        break; // no Berth service has one: the client gets no method for it
+        // No Berth service has one.
+        break;
     }
   }
   return out as GrpcClient<S>;

@@ -56,8 +56,8 @@ export interface Requirements {
 }
 
 /** What of `req` this machine lacks, as "no X at Y" phrases; throws instead under BERTH_REQUIRE_SERVICES=1. */
-function missingFor(req: Requirements, what: string): string[] {
-  what = `${fileName()} > ${what}`;
+function missingFor(req: Requirements, what: string, file = fileName()): string[] {
+  what = `${file} > ${what}`;
   const missing: string[] = [];
   if (req.postgres && !postgresAvailable) missing.push(`no PostgreSQL at ${POSTGRES_URL}`);
   if (req.nats && !natsAvailable) missing.push(`no NATS at ${NATS_URL}`);
@@ -72,8 +72,8 @@ function fileName(): string {
   return TestRunner.getCurrentSuite().file?.name ?? "?";
 }
 
-function warnSkipped(missing: readonly string[], name: string): void {
-  console.warn(`*** SKIPPED (${missing.join(", ")}): ${fileName()} > ${name} ***`);
+function warnSkipped(missing: readonly string[], name: string, file = fileName()): void {
+  console.warn(`*** SKIPPED (${missing.join(", ")}): ${file} > ${name} ***`);
 }
 
 /** "no PostgreSQL at postgres://…" → "no PostgreSQL": the summary's grouping key. */
@@ -120,4 +120,17 @@ export function optional(req: Requirements, check: string): { readonly ok: boole
   if (missing.length === 0) return { ok: true, options: {} };
   console.warn(`*** PARTLY SKIPPED (${missing.join(", ")}): ${fileName()}: ${check} is not checked ***`);
   return { ok: false, options: { meta: { partlySkipped: `${short(missing)}: ${check}` } } };
+}
+
+/**
+ * needs() for a whole file, from a runner (test/support/instances-runner.ts), which skips its
+ * tests: what of `req` is missing, as meta.skippedFor has it ("no PostgreSQL"), after the same
+ * line needs() writes (naming the file and `what`); undefined when nothing is. Throws instead
+ * under BERTH_REQUIRE_SERVICES=1.
+ */
+export function fileSkippedFor(file: string, req: Requirements, what: string): string | undefined {
+  const missing = missingFor(req, what, file);
+  if (missing.length === 0) return undefined;
+  warnSkipped(missing, what, file);
+  return short(missing);
 }

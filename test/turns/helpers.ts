@@ -1,4 +1,7 @@
-/** A real Berth (real PostgreSQL, real directories) with TurnService and WorkspaceService clients. */
+/**
+ * A real Berth (real PostgreSQL, real directories) with TurnService and WorkspaceService clients:
+ * startBerth's, so BERTH_TEST_INSTANCES=2 makes it two instances, each call to the next one.
+ */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -6,20 +9,24 @@ import path from "node:path";
 import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { TurnService } from "../../gen/berth/v1/turn_service_pb.js";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
-import { loadConfig } from "../../src/config.js";
 import type { Clock } from "../../src/platform/clock.js";
 import type { OverlayPort } from "../../src/overlay/overlay-port.js";
-import { build, type BerthServer } from "../../src/transport/build.js";
-import { captureLogger } from "../support/berth.js";
-import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import type { BerthServer } from "../../src/transport/build.js";
+import { startBerth } from "../support/berth.js";
+import type { TestDatabase } from "../support/database.js";
 import { createGrpcClient } from "../support/grpc-client.js";
 
 export interface TurnBerth {
+  /** The first instance. */
   readonly server: BerthServer;
+  /** Every instance (one unless BERTH_TEST_INSTANCES says more). */
+  readonly servers: readonly BerthServer[];
   readonly database: TestDatabase;
   readonly ws: ReturnType<typeof createGrpcClient<typeof WorkspaceService>>;
   readonly turns: ReturnType<typeof createGrpcClient<typeof TurnService>>;
+  /** The first instance's BERTH_ENV_ROOT (instance n's is `<envRoot>.instance-n`). */
   readonly envRoot: string;
+  /** Every instance's log lines. */
   readonly logs: Record<string, unknown>[];
   close(): Promise<void>;
 }
@@ -33,47 +40,30 @@ export interface TurnBerthOptions {
 }
 
 export async function startTurnBerth(options: TurnBerthOptions = {}): Promise<TurnBerth> {
-  const database = options.database ?? (await createTestDatabase());
   const envRoot = mkdtempSync(path.join(tmpdir(), "berth-envs-"));
-  const config = loadConfig({
-    BERTH_ADDR: "127.0.0.1:0",
-    BERTH_HTTP_ADDR: "127.0.0.1:0",
-    BERTH_SHUTDOWN_GRACE_MS: "500",
-    BERTH_METRICS_ADDR: "127.0.0.1:0",
-    BERTH_ENV_ROOT: envRoot,
-    ...options.env,
-  });
-  const logs: Record<string, unknown>[] = [];
-  // `real` is declared below, once the server exists; turns call the proxy only after that.
-  const proxy: OverlayPort = {
-    writeFile: (i) => real.writeFile(i),
-    deleteFile: (i) => real.deleteFile(i),
-    entries: (w) => real.entries(w),
-    readBase: (w, p) => real.readBase(w, p),
-  };
-  const server = await build(config, {
-    logger: captureLogger(logs),
-    database: database.opened,
+  const berth = await startBerth({
+    env: { BERTH_ENV_ROOT: envRoot, ...options.env },
     ...(options.clock ? { clock: options.clock } : {}),
-    turnOverlay: proxy,
+    ...(options.database ? { database: options.database } : {}),
+    wrapOverlay: options.wrapOverlay ?? ((real) => real),
     turns: { sweepIntervalMs: 0 },
   });
-  const real = options.wrapOverlay ? options.wrapOverlay(server.overlay) : server.overlay;
-  const ws = createGrpcClient(WorkspaceService, server.grpcAddress);
-  const turns = createGrpcClient(TurnService, server.grpcAddress);
+  const ws = createGrpcClient(WorkspaceService, berth.server.grpcAddress);
+  const turns = createGrpcClient(TurnService, berth.server.grpcAddress);
   return {
-    server,
-    database,
+    server: berth.server,
+    servers: berth.servers,
+    database: berth.database,
     ws,
     turns,
     envRoot,
-    logs,
+    logs: berth.logs,
     async close() {
       ws.close();
       turns.close();
-      await server.close(200);
-      if (!options.database) await database.drop();
+      await berth.close();
       rmSync(envRoot, { recursive: true, force: true });
+      for (let i = 1; i < berth.servers.length; i++) rmSync(`${envRoot}.instance-${i + 1}`, { recursive: true, force: true });
     },
   };
 }
