@@ -119,9 +119,18 @@ export class WorkspaceRegistry {
 
   /** The workspace of a session in any lifecycle state; NOT_FOUND when the session never existed. */
   async getWorkspace(sessionId: string): Promise<Workspace> {
-    const live = this.live.get(sessionId);
-    if (live) return live;
+    // The live map is a cache, checked against PostgreSQL before it answers: another instance
+    // may have stranded, ended or moved this session a moment ago (its commit reaches this
+    // instance's followers a few milliseconds later).
     const row = await sqlRepo.findWorkspaceBySession(this.db, sessionId);
+    const live = this.live.get(sessionId);
+    if (live) {
+      if (row?.lifecycle === "active" && row.id === live.workspaceId) {
+        this.refreshChangeset(changesetRowOf(row));
+        return live;
+      }
+      this.drop(sessionId);
+    }
     if (row) return this.workspaceFromRow(row);
     const redirect = await sqlRepo.findRedirect(this.db, sessionId);
     if (redirect) {
@@ -139,7 +148,7 @@ export class WorkspaceRegistry {
    * resumed sessions answer FAILED_PRECONDITION with the facts a client needs to act.
    */
   async requireActive(sessionId: string): Promise<Workspace> {
-    const ws = this.live.get(sessionId) ?? (await this.getWorkspace(sessionId));
+    const ws = await this.getWorkspace(sessionId);
     assertActive(ws);
     return ws;
   }
@@ -217,7 +226,7 @@ export class WorkspaceRegistry {
         this.drop(ws.sessionId);
         continue;
       }
-      this.refreshChangeset({ id: row.changeset_id, repo_id: row.repo_id, state: row.cs_state, reason: row.cs_reason, created_at: row.cs_created_at, updated_at: row.cs_updated_at });
+      this.refreshChangeset(changesetRowOf(row));
     }
   }
 
@@ -280,14 +289,7 @@ export class WorkspaceRegistry {
   }
 
   workspaceFromRow(row: sqlRepo.WorkspaceRow): Workspace {
-    const changeset = this.changesets.internChangeset({
-      id: row.changeset_id,
-      repo_id: row.repo_id,
-      state: row.cs_state,
-      reason: row.cs_reason,
-      created_at: row.cs_created_at,
-      updated_at: row.cs_updated_at,
-    });
+    const changeset = this.changesets.internChangeset(changesetRowOf(row));
     return {
       workspaceId: row.id,
       sessionId: row.session_id,
@@ -309,3 +311,7 @@ export class WorkspaceRegistry {
   }
 }
 
+/** The changeset columns of a workspace row (joined). */
+function changesetRowOf(row: sqlRepo.WorkspaceRow): sqlRepo.ChangesetRow {
+  return { id: row.changeset_id, repo_id: row.repo_id, state: row.cs_state, reason: row.cs_reason, created_at: row.cs_created_at, updated_at: row.cs_updated_at };
+}
