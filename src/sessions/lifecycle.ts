@@ -159,6 +159,17 @@ export class LifecycleManager {
     return this.registry.db;
   }
 
+  /** An instance silent this long (3 missed heartbeats) is dead. */
+  get staleAfterMs(): number {
+    return 3 * this.settings.instanceHeartbeatMs;
+  }
+
+  /** Writes the address other instances forward this instance's turn RPCs to into its instances row. */
+  async advertise(address: string): Promise<void> {
+    if (this.registry.instanceId === undefined) return;
+    await repo.setInstanceAddress(this.db, this.registry.instanceId, address);
+  }
+
   private get uow() {
     return this.registry.uow;
   }
@@ -655,7 +666,7 @@ export class LifecycleManager {
       instanceId: id,
       previousName: atStartup ? (this.deps.instanceName ?? id) : undefined,
       includeUnowned: atStartup,
-      staleBefore: new Date(now - 3 * this.settings.instanceHeartbeatMs),
+      staleBefore: new Date(now - this.staleAfterMs),
     };
     const reason = atStartup ? "startup_reconcile" : "owner_lost";
     const at = new Date(now);
