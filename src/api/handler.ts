@@ -18,6 +18,8 @@ export interface CallContext {
   requestHeader(name: string): string | undefined;
   /** Extra fields for this call's log line (e.g. the session id a handler resolved). */
   readonly logFields: Record<string, unknown>;
+  /** The request's bytes as received, for methods registered with keepRequestBytes (gRPC only; else undefined). */
+  readonly requestBytes?: Uint8Array | undefined;
 }
 
 export type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
@@ -52,10 +54,12 @@ export type ServiceHandlers<S extends DescService> = {
 /** A service ready to be served: its descriptor and its handlers. */
 export interface ServiceRegistration {
   readonly service: DescService;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- handlers of every method's own request and response types
   readonly handlers: Record<string, (...args: any[]) => any>;
+  /** Methods (local names) whose handlers get the request's bytes as received (ctx.requestBytes): they may forward the call. */
+  readonly keepRequestBytes?: readonly string[];
 }
 
-export function registration<S extends DescService>(service: S, handlers: ServiceHandlers<S>): ServiceRegistration {
-  return { service, handlers: handlers as unknown as ServiceRegistration["handlers"] };
+export function registration<S extends DescService>(service: S, handlers: ServiceHandlers<S>, options: { keepRequestBytes?: readonly string[] } = {}): ServiceRegistration {
+  return { service, handlers, ...(options.keepRequestBytes ? { keepRequestBytes: options.keepRequestBytes } : {}) };
 }

@@ -4,7 +4,7 @@
  */
 import type { Logger } from "pino";
 import { createAuthenticator } from "../auth/authenticator.js";
-import type { Config } from "../config.js";
+import { advertiseAddress, type Config } from "../config.js";
 import { systemClock, type Clock } from "../platform/clock.js";
 import { createLogger } from "../platform/logger.js";
 import { registerClaimRules } from "../claims/claim-rules.js";
@@ -19,6 +19,7 @@ import { EventPruner } from "../delivery/pruner.js";
 import { registration } from "../api/handler.js";
 import { workspaceHandlers } from "../api/workspace-service.js";
 import { turnHandlers } from "../api/turn-service.js";
+import { FORWARDED_TURN_METHODS } from "../api/turn-routing.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import { WorkspaceMapService } from "../turns/map/index.js";
 import { TurnScheduler } from "../turns/scheduler.js";
@@ -32,6 +33,7 @@ import { startMetricsServer, type MetricsServer } from "../observability/metrics
 import { SpanExport } from "../observability/tracing/span-export.js";
 import { RpcTracer, observers } from "../observability/tracing/rpc-tracer.js";
 import { startTransports } from "./transports.js";
+import { GrpcForwarder, forwarderCredentials } from "./forwarder.js";
 
 export interface BuildOptions {
   readonly logger?: Logger;
@@ -51,6 +53,10 @@ export interface BerthServer {
   readonly httpPort: number;
   /** host:port of the gRPC listener. */
   readonly grpcAddress: string;
+  /** host:port other instances forward this instance's turn RPCs to (BERTH_ADVERTISE_ADDR), as written in its instances row. */
+  readonly advertiseAddress: string;
+  /** This incarnation's id (its instances row). */
+  readonly instanceId: string;
   /** http(s)://host:port of the Connect listener. */
   readonly httpUrl: string;
   readonly registry: WorkspaceRegistry;
@@ -109,13 +115,14 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       relay?.nudge();
     });
     const registry = new WorkspaceRegistry({ uow, clock, logger, instanceId });
+    const instanceName = options.instanceName ?? defaultInstanceName(config.grpcAddr.port);
     registerClaimRules(registry.hooks, { releaseOnSubmit: config.releaseClaimsOnSubmit });
     // Lifecycle: reconcile orphaned workspaces (stranded, before SERVING), then load ours.
     const lifecycle = new LifecycleManager({
       registry,
       clock,
       logger,
-      instanceName: options.instanceName ?? defaultInstanceName(config.grpcAddr.port),
+      instanceName,
       metrics,
       settings: {
         leaseMs: config.sessionLeaseMs,
@@ -142,7 +149,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     lifecycle.start();
     closers.push(() => lifecycle.stop());
 
-    const authenticator = await createAuthenticator(config.auth);
+    const authenticator = createAuthenticator(config.auth);
     // `events` is read by src/api/event-handlers.ts (EventServiceDeps).
     const serviceDeps = { registry, lifecycle, events, overlay };
     // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).
@@ -159,6 +166,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       clock,
       logger,
       settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, spares: config.envSpares, ...options.turns },
+      instances: { name: instanceName, staleAfterMs: lifecycle.staleAfterMs },
     });
     await turns.start();
     closers.push(() => turns.stop());
@@ -167,11 +175,14 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       ? new SpanExport({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceName: config.otlp.serviceName, serviceInstanceId: instanceId, logger })
       : undefined;
     if (spanExporter) closers.push(() => spanExporter.shutdown());
+    // Turn RPCs reaching this instance for a session whose environment another holds go there.
+    const forwarder = new GrpcForwarder({ instanceId, credentials: forwarderCredentials(config.tls), logger });
+    closers.push(async () => forwarder.close());
     const transports = await startTransports({
       grpcAddr: config.grpcAddr,
       httpAddr: config.httpAddr,
       tls: config.tls,
-      services: [registration(WorkspaceService, workspaceHandlers(serviceDeps)), registration(TurnService, turnHandlers({ registry, events, turns }))],
+      services: [registration(WorkspaceService, workspaceHandlers(serviceDeps)), registration(TurnService, turnHandlers({ registry, events, turns, forwarder }), { keepRequestBytes: FORWARDED_TURN_METHODS })],
       // A WriteFile of BERTH_MAX_FILE_BYTES plus its envelope (path, hashes, declared symbols).
       maxReceiveMessageBytes: config.maxFileBytes + 1024 * 1024,
       authenticator,
@@ -180,6 +191,9 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       observer: observers(metrics, new RpcTracer(spanExporter?.tracer)),
     });
     closers.push(() => transports.shutdown(config.shutdownGraceMs));
+    // Where the others reach this instance, now that the port is bound (BERTH_ADDR may say 0).
+    const advertised = advertiseAddress(config, transports.grpcPort);
+    await lifecycle.advertise(advertised);
     let metricsServer: MetricsServer | undefined;
     if (config.metricsAddr) {
       metricsServer = await startMetricsServer(metrics, config.metricsAddr, logger);
@@ -241,6 +255,8 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       grpcPort: transports.grpcPort,
       httpPort: transports.httpPort,
       grpcAddress: `${hostForUrl(config.grpcAddr.host)}:${transports.grpcPort}`,
+      advertiseAddress: advertised,
+      instanceId,
       httpUrl: `${tlsScheme}://${hostForUrl(config.httpAddr.host)}:${transports.httpPort}`,
       registry,
       database,

@@ -5,23 +5,29 @@
  */
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { DescMethod, Message } from "@bufbuild/protobuf";
+import { fromBinary, type DescMethod, type Message } from "@bufbuild/protobuf";
 import type { ServiceRegistration } from "../api/handler.js";
 import { Call, type MethodEntry, type Protocol } from "./call.js";
 import type { ErrorMapper } from "./outcome.js";
 import type { Pipeline } from "./pipeline.js";
 import { RpcStatus } from "./status.js";
 import { methodEntry } from "./grpc-bridge.js";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 
 /** RpcStatus → ConnectError with the status details (Connect's Code numbers equal gRPC codes). */
 export const toConnectError: ErrorMapper = (status) => {
   if (!(status instanceof RpcStatus)) return new ConnectError("internal error", Code.Internal);
-  return new ConnectError(
+  const err = new ConnectError(
     status.message,
-    status.code as Code,
+    status.code,
     undefined,
     status.details.map((d) => ({ desc: d.desc, value: d.value as never })),
   );
+  // Another instance's status (a forwarded call): its details as they came, still packed.
+  if (status.statusBin !== undefined) {
+    err.details = fromBinary(StatusSchema, status.statusBin).details.map((any) => ({ type: any.typeUrl.slice(any.typeUrl.lastIndexOf("/") + 1), value: any.value }));
+  }
+  return err;
 };
 
 function readHeaders(h: Headers, name: string): string | undefined {
@@ -35,7 +41,7 @@ function protocolOf(ctx: HandlerContext): Protocol {
 
 function newCall(entry: MethodEntry, ctx: HandlerContext, streaming = false): Call {
   const t = ctx.timeoutMs();
-  const call = new Call(entry, protocolOf(ctx), t === undefined ? undefined : Date.now() + t, ctx.requestHeader, readHeaders as never, ctx.signal);
+  const call = new Call(entry, protocolOf(ctx), t === undefined ? undefined : Date.now() + t, ctx.requestHeader, readHeaders, ctx.signal);
   // Streams must hear a client cancel or deadline even if the handler never reads ctx.signal.
   if (streaming) void call.signal;
   return call;
@@ -51,7 +57,7 @@ export function addToConnectRouter(
   for (const reg of registrations) {
     for (const method of reg.service.methods) {
       const entry = methodEntry(reg, method, publicServices);
-      const m = method as DescMethod;
+      const m: DescMethod = method;
       switch (method.methodKind) {
         case "unary":
           router.rpc(m, ((req: Message, ctx: HandlerContext) =>
@@ -65,7 +71,7 @@ export function addToConnectRouter(
           router.rpc(m, ((reqs: AsyncIterable<Message>, ctx: HandlerContext) =>
             pipeline.stream(pipeline.begin(newCall(entry, ctx, true)), reqs, toConnectError)) as never);
           break;
-        default:
+        case "client_streaming":
           throw new Error(`${entry.path}: client streaming is not served`);
       }
     }
