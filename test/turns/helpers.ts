@@ -30,6 +30,8 @@ export interface TurnBerthOptions {
   /** Wraps the server's real overlay (e.g. to make some captures fail). */
   readonly wrapOverlay?: (real: OverlayPort) => OverlayPort;
   readonly database?: TestDatabase;
+  /** The instance's stable name (several instances in one test: distinct names, or each start would reconcile the others as its earlier incarnation). */
+  readonly instanceName?: string;
 }
 
 export async function startTurnBerth(options: TurnBerthOptions = {}): Promise<TurnBerth> {
@@ -44,7 +46,7 @@ export async function startTurnBerth(options: TurnBerthOptions = {}): Promise<Tu
     ...options.env,
   });
   const logs: Record<string, unknown>[] = [];
-  let real: OverlayPort | undefined;
+  let real: OverlayPort | undefined = undefined;
   const proxy: OverlayPort = {
     writeFile: (i) => real!.writeFile(i),
     deleteFile: (i) => real!.deleteFile(i),
@@ -57,6 +59,7 @@ export async function startTurnBerth(options: TurnBerthOptions = {}): Promise<Tu
     ...(options.clock ? { clock: options.clock } : {}),
     turnOverlay: proxy,
     turns: { sweepIntervalMs: 0 },
+    ...(options.instanceName ? { instanceName: options.instanceName } : {}),
   });
   real = options.wrapOverlay ? options.wrapOverlay(server.overlay) : server.overlay;
   const ws = createGrpcClient(WorkspaceService, server.grpcAddress);
