@@ -4,6 +4,7 @@
  * it by test/config.test.ts, so the docs cannot drift from the code.
  */
 import { isIP } from "node:net";
+import { hostname } from "node:os";
 import path from "node:path";
 
 export type AuthMode = "none" | "token" | "jwt";
@@ -16,6 +17,8 @@ export interface ListenAddress {
 
 export interface Config {
   readonly grpcAddr: ListenAddress;
+  /** BERTH_ADVERTISE_ADDR as given (undefined: derived from the gRPC listener, see advertiseAddress). */
+  readonly advertiseAddr: ListenAddress | undefined;
   readonly httpAddr: ListenAddress;
   readonly dataDir: string;
   /** When undefined, the embedded PGlite database under dataDir is used. */
@@ -73,6 +76,7 @@ export interface VariableSpec {
 
 export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_ADDR", default: "127.0.0.1:50051", meaning: "gRPC listen address (host:port; port 0 picks a free port and logs it)" },
+  { name: "BERTH_ADVERTISE_ADDR", default: "(BERTH_ADDR, or hostname:port when it listens on 0.0.0.0/::)", meaning: "the internal gRPC address (host:port) other instances forward this instance's turn RPCs to; written into its instances row at start" },
   { name: "BERTH_HTTP_ADDR", default: "127.0.0.1:8080", meaning: "Connect, gRPC-Web and JSON listen address (HTTP/1.1 and h2)" },
   { name: "BERTH_DATA_DIR", default: "./.berth", meaning: "where the embedded PostgreSQL (PGlite) keeps its data when DATABASE_URL is unset" },
   { name: "DATABASE_URL", default: "(unset: embedded)", meaning: "PostgreSQL connection string, e.g. postgres://127.0.0.1:5432/berth" },
@@ -175,6 +179,20 @@ export function isLoopback(host: string): boolean {
   return false;
 }
 
+function isWildcard(host: string): boolean {
+  return host === "0.0.0.0" || host === "::" || host === "";
+}
+
+/**
+ * The address other instances forward turn RPCs to: BERTH_ADVERTISE_ADDR when set; else the gRPC
+ * listener's host (unless it is a wildcard, 0.0.0.0 or ::, which nobody can dial: then this
+ * machine's hostname) with the port actually bound (BERTH_ADDR may say port 0).
+ */
+export function advertiseAddress(config: Pick<Config, "grpcAddr" | "advertiseAddr">, boundPort: number): string {
+  const a = config.advertiseAddr ?? { host: isWildcard(config.grpcAddr.host) ? hostname() : config.grpcAddr.host, port: boundPort };
+  return a.host.includes(":") ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
+}
+
 export interface ConfigOverrides {
   readonly insecure?: boolean;
 }
@@ -183,6 +201,11 @@ export interface ConfigOverrides {
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const grpcAddr = parseAddress("BERTH_ADDR", get(env, "BERTH_ADDR") ?? "127.0.0.1:50051");
   const httpAddr = parseAddress("BERTH_HTTP_ADDR", get(env, "BERTH_HTTP_ADDR") ?? "127.0.0.1:8080");
+  const advertiseRaw = get(env, "BERTH_ADVERTISE_ADDR");
+  const advertiseAddr = advertiseRaw === undefined ? undefined : parseAddress("BERTH_ADVERTISE_ADDR", advertiseRaw);
+  if (advertiseAddr !== undefined && (advertiseAddr.port === 0 || isWildcard(advertiseAddr.host))) {
+    throw new ConfigError("BERTH_ADVERTISE_ADDR", `must be an address other instances can dial (a host and a port other than 0), got "${advertiseRaw}"`);
+  }
 
   const cert = get(env, "BERTH_TLS_CERT");
   const key = get(env, "BERTH_TLS_KEY");
@@ -246,6 +269,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
 
   return {
     grpcAddr,
+    advertiseAddr,
     httpAddr,
     dataDir: path.resolve(get(env, "BERTH_DATA_DIR") ?? "./.berth"),
     databaseUrl,

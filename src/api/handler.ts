@@ -18,6 +18,8 @@ export interface CallContext {
   requestHeader(name: string): string | undefined;
   /** Extra fields for this call's log line (e.g. the session id a handler resolved). */
   readonly logFields: Record<string, unknown>;
+  /** The request's bytes as received, for methods registered with keepRequestBytes (gRPC only; else undefined). */
+  readonly requestBytes?: Uint8Array | undefined;
 }
 
 export type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
@@ -54,8 +56,10 @@ export interface ServiceRegistration {
   readonly service: DescService;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- type-erased: one record holds handlers of every method shape and message type; the pipeline calls them with the decoded input and the Call
   readonly handlers: Record<string, (...args: any[]) => any>;
+  /** Methods (local names) whose handlers get the request's bytes as received (ctx.requestBytes): they may forward the call. */
+  readonly keepRequestBytes?: readonly string[];
 }
 
-export function registration<S extends DescService>(service: S, handlers: ServiceHandlers<S>): ServiceRegistration {
-  return { service, handlers };
+export function registration<S extends DescService>(service: S, handlers: ServiceHandlers<S>, options: { keepRequestBytes?: readonly string[] } = {}): ServiceRegistration {
+  return { service, handlers, ...(options.keepRequestBytes ? { keepRequestBytes: options.keepRequestBytes } : {}) };
 }

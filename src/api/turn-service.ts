@@ -1,23 +1,29 @@
 /** berth.v1.TurnService: the wire in front of the turn scheduler (src/turns/, docs/turns.md). */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { MapStatus, OnBusy, type TurnService, TurnState, type TurnSchema, type WorkspaceMapSchema } from "../../gen/berth/v1/turn_service_pb.js";
+import { MapStatus, OnBusy, TurnService, TurnState, type TurnSchema, type WorkspaceMapSchema } from "../../gen/berth/v1/turn_service_pb.js";
 import { TurnOutcome } from "../../gen/berth/v1/types_pb.js";
 import { BerthError } from "../platform/errors.js";
 import type { EventHub } from "../delivery/hub.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { MapResult } from "../turns/map/index.js";
 import { outcomeEnum, outcomeName } from "../platform/proto-enums.js";
-import type { Turn, TurnScheduler } from "../turns/scheduler.js";
+import { TurnRaceLost, type Turn, type TurnScheduler } from "../turns/scheduler.js";
 import type { TurnStateName } from "../turns/store.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { actsFor, ownedSession } from "./session-access.js";
+import { serveOrForward, type TurnForwarder } from "./turn-routing.js";
 import { Check } from "./validate.js";
 
 export interface TurnServiceDeps {
   readonly registry: WorkspaceRegistry;
   readonly turns: TurnScheduler;
   readonly events: EventHub;
+  /**
+   * Sends a turn RPC to the instance holding the session's environment (transport/forwarder.ts).
+   * Absent: every call is served here (one instance).
+   */
+  readonly forwarder?: TurnForwarder;
 }
 
 const CLIENT_TURN_ID = { max: 128, pattern: /^[A-Za-z0-9][A-Za-z0-9._:@/-]*$/, patternDescription: "letters, digits and . _ : @ / - (starting with a letter or digit)" };
@@ -70,9 +76,15 @@ export function mapToWire(r: MapResult): MessageInitShape<typeof WorkspaceMapSch
 }
 
 export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof TurnService> {
-  const { registry, turns } = deps;
+  const { registry, turns, forwarder } = deps;
+  const methods = TurnService.method;
   /** The check the scheduler runs on a turn's session (which may since have been resumed). */
   const owner = (ctx: CallContext) => (sessionId: string) => ownedSession(registry, ctx, sessionId, "turns");
+  /** A turn by id and its session's workspace, the caller's ownership checked (once: the scheduler is handed the result). */
+  const turnAndSession = async (ctx: CallContext, turnId: string) => {
+    const turn = await turns.turn(turnId);
+    return { turn, ws: await owner(ctx)(turn.sessionId) };
+  };
 
   return {
     async beginTurn(req, ctx) {
@@ -82,16 +94,29 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const onBusy = c.enumValue("on_busy", req.onBusy, OnBusy, false);
       c.done();
       const ws = await ownedSession(registry, ctx, sessionId!, "active");
-      const r = await turns.beginTurn(ws, clientTurnId, onBusy === OnBusy.REJECT ? "reject" : "supersede", ctx.signal);
-      ctx.logFields.turnId = r.turn.id;
-      ctx.logFields.warm = r.turn.warm;
-      return {
-        turnId: r.turn.id,
-        environmentPath: r.turn.environmentPath,
-        warm: r.turn.warm,
-        workspaceMap: mapToWire(r.map),
-        supersededTurnId: r.supersededTurnId,
+      const local = async () => {
+        const r = await turns.beginTurn(ws, clientTurnId, onBusy === OnBusy.REJECT ? "reject" : "supersede", ctx.signal);
+        ctx.logFields.turnId = r.turn.id;
+        ctx.logFields.warm = r.turn.warm;
+        return {
+          turnId: r.turn.id,
+          environmentPath: r.turn.environmentPath,
+          warm: r.turn.warm,
+          workspaceMap: mapToWire(r.map),
+          supersededTurnId: r.supersededTurnId,
+        };
       };
+      let place = await turns.ownership.ofSession(ws);
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await serveOrForward(forwarder, methods.beginTurn, ctx, req, place, local);
+        } catch (err) {
+          // Another instance's turn won the database (turns_one_running): ask again who holds the
+          // session now, and go there (or, if nobody does any more, try here once more).
+          if (!(err instanceof TurnRaceLost) || attempt > 0) throw err;
+          place = await turns.ownership.ofSession(ws, { fresh: true });
+        }
+      }
     },
 
     async endTurn(req, ctx) {
@@ -100,8 +125,11 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const outcome = c.enumValue("outcome", req.outcome, TurnOutcome);
       c.done();
       ctx.logFields.turnId = turnId;
-      const r = await turns.endTurn(turnId!, outcomeName(outcome!)!, owner(ctx));
-      return { turn: turnToWire(r.turn), capturedPaths: r.captured };
+      const { turn, ws } = await turnAndSession(ctx, turnId!);
+      return serveOrForward(forwarder, methods.endTurn, ctx, req, await turns.ownership.ofTurn(turn, ws), async () => {
+        const r = await turns.endTurn(turnId!, outcomeName(outcome!)!, () => Promise.resolve(ws));
+        return { turn: turnToWire(r.turn), capturedPaths: r.captured };
+      });
     },
 
     async cancelTurn(req, ctx) {
@@ -109,18 +137,20 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const turnId = c.uuid("turn_id", req.turnId);
       c.done();
       ctx.logFields.turnId = turnId;
-      return turns.cancelTurn(turnId!, owner(ctx));
+      const { turn, ws } = await turnAndSession(ctx, turnId!);
+      return serveOrForward(forwarder, methods.cancelTurn, ctx, req, await turns.ownership.ofTurn(turn, ws), () => turns.cancelTurn(turnId!, () => Promise.resolve(ws)));
     },
 
     async turnHeartbeat(req, ctx) {
       const c = new Check();
       const turnId = c.uuid("turn_id", req.turnId);
       c.done();
-      const turn = await turns.turn(turnId!);
-      await owner(ctx)(turn.sessionId);
-      return { current: (await turns.heartbeat(turnId!)).current };
+      const { turn, ws } = await turnAndSession(ctx, turnId!);
+      return serveOrForward(forwarder, methods.turnHeartbeat, ctx, req, await turns.ownership.ofTurn(turn, ws), async () => ({ current: (await turns.heartbeat(turnId!)).current }));
     },
 
+    // ListTurns, WatchTurns and GetPoolStats are answered here, never forwarded: turns are rows
+    // and events in the shared database; the pool is this instance's (docs/turns.md).
     async listTurns(req, ctx) {
       const c = new Check();
       const sessionId = c.uuid("session_id", req.sessionId, false);
@@ -153,8 +183,10 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const sessionId = c.uuid("session_id", req.sessionId);
       c.done();
       const ws = await ownedSession(registry, ctx, sessionId!, "active");
-      const map = await deps.turns.workspaceMap(ws, ctx.signal);
-      return { workspaceMap: mapToWire(map) };
+      return serveOrForward(forwarder, methods.getWorkspaceMap, ctx, req, await turns.ownership.ofSession(ws), async () => {
+        const map = await deps.turns.workspaceMap(ws, ctx.signal);
+        return { workspaceMap: mapToWire(map) };
+      });
     },
   };
 }

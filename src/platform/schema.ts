@@ -102,6 +102,8 @@ export interface InstanceTable {
   started_at: Timestamp;
   heartbeat_at: Timestamp;
   stopped_at: NullableTimestamp;
+  /** The internal gRPC address other instances forward turn RPCs to (migrations/0008). */
+  advertise_addr: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 // ---- 0003_events --------------------------------------------------------------------------
@@ -177,6 +179,8 @@ export interface TurnTable {
   instance_id: string | null;
   started_at: Timestamp;
   ended_at: NullableTimestamp;
+  /** The instance that ran it no longer holds the workspace's environment (migrations/0008). */
+  environment_released: Generated<boolean>;
 }
 
 // ---- every table --------------------------------------------------------------------------
@@ -206,14 +210,14 @@ const COLUMNS = {
   session_redirects: ["dead_session_id", "new_session_id", "workspace_id", "created_at"],
   events: ["staged", "seq", "id", "kind", "repo_id", "session_id", "workspace_id", "agent_id", "changeset_id", "occurred_at", "reason", "payload"],
   outbox_head: ["id", "last_seq"],
-  instances: ["id", "name", "started_at", "heartbeat_at", "stopped_at"],
+  instances: ["id", "name", "started_at", "heartbeat_at", "stopped_at", "advertise_addr"],
   relay_cursor: ["stream", "last_seq", "updated_at"],
   event_retention: ["id", "pruned_through"],
   overlay_files: ["workspace_id", "path", "repo_id", "content", "sha256", "change", "base_hash", "symbols", "updated_at"],
   claims: ["repo_id", "path", "symbol", "workspace_id", "session_id", "agent_id", "agent_name", "acquired_at"],
   turns: [
     "id", "seq", "session_id", "workspace_id", "repo_id", "client_turn_id", "state", "outcome", "environment_path", "warm",
-    "superseded_by", "end_reason", "instance_id", "started_at", "ended_at",
+    "superseded_by", "end_reason", "instance_id", "started_at", "ended_at", "environment_released",
   ],
 } as const;
 

@@ -170,6 +170,20 @@ export async function heartbeatInstance(db: Executor, id: string, at: Date): Pro
   await sql`UPDATE instances SET heartbeat_at = ${at} WHERE id = ${id}::uuid AND stopped_at IS NULL`.execute(db);
 }
 
+/** The internal gRPC address other instances forward turn RPCs to (migrations/0008_turns_scale_out.ts). */
+export async function setInstanceAddress(db: Executor, id: string, address: string): Promise<void> {
+  await sql`UPDATE instances SET advertise_addr = ${address} WHERE id = ${id}::uuid`.execute(db);
+}
+
+/**
+ * SQL condition: the instance row aliased `alias` is alive — not stopped and heartbeating within
+ * `staleAfterMs`, judged with the database's clock (now()), so no instance's clock decides.
+ */
+export function instanceAlive(alias: string, staleAfterMs: number): RawBuilder<boolean> {
+  const i = sql.ref(alias);
+  return sql<boolean>`(${i}.stopped_at IS NULL AND ${i}.heartbeat_at >= now() - ${Math.max(0, Math.round(staleAfterMs))}::int * interval '1 millisecond')`;
+}
+
 export async function stopInstance(db: Executor, id: string, at: Date): Promise<void> {
   await sql`UPDATE instances SET stopped_at = ${at} WHERE id = ${id}::uuid`.execute(db);
 }

@@ -17,6 +17,7 @@ import type { AbandonCause, LifecycleContext, LifecycleDeps, LifecycleSettings, 
 import { Liveness } from "./liveness.js";
 import { Reconciler } from "./reconcile.js";
 import { Transitions } from "./transitions.js";
+import * as repo from "./lifecycle.repository.js";
 
 export {
   DEFAULT_SETTINGS,
@@ -53,6 +54,17 @@ export class LifecycleManager {
     this.transitions = new Transitions(ctx);
     this.reconciler = new Reconciler(ctx, this.transitions, deps.instanceName);
     this.gc = new GarbageCollector(ctx, this.liveness, this.transitions, this.reconciler, deps.metrics);
+  }
+
+  /** An instance silent this long (3 missed heartbeats) is dead. */
+  get staleAfterMs(): number {
+    return 3 * this.settings.instanceHeartbeatMs;
+  }
+
+  /** Writes the address other instances forward this instance's turn RPCs to into its instances row. */
+  async advertise(address: string): Promise<void> {
+    if (this.registry.instanceId === undefined) return;
+    await repo.setInstanceAddress(this.registry.db, this.registry.instanceId, address);
   }
 
   // ---- liveness (liveness.ts) -----------------------------------------------------------

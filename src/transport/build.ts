@@ -4,7 +4,7 @@
  */
 import type { Logger } from "pino";
 import { createAuthenticator } from "../auth/authenticator.js";
-import type { Config } from "../config.js";
+import { advertiseAddress, type Config } from "../config.js";
 import { systemClock, type Clock } from "../platform/clock.js";
 import { createLogger } from "../platform/logger.js";
 import { registerClaimRules } from "../claims/claim-rules.js";
@@ -21,6 +21,7 @@ import { EventPruner } from "../delivery/pruner.js";
 import { registration } from "../api/handler.js";
 import { workspaceHandlers } from "../api/workspace-service.js";
 import { turnHandlers } from "../api/turn-service.js";
+import { FORWARDED_TURN_METHODS } from "../api/turn-routing.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import { WorkspaceMapService } from "../turns/map/index.js";
 import { TurnScheduler } from "../turns/scheduler.js";
@@ -34,6 +35,7 @@ import { startMetricsServer, type MetricsServer } from "../observability/metrics
 import { SpanExport } from "../observability/tracing/span-export.js";
 import { RpcTracer, observers } from "../observability/tracing/rpc-tracer.js";
 import { startTransports } from "./transports.js";
+import { GrpcForwarder, forwarderCredentials } from "./forwarder.js";
 
 export interface BuildOptions {
   readonly logger?: Logger;
@@ -53,6 +55,10 @@ export interface BerthServer {
   readonly httpPort: number;
   /** host:port of the gRPC listener. */
   readonly grpcAddress: string;
+  /** host:port other instances forward this instance's turn RPCs to (BERTH_ADVERTISE_ADDR), as written in its instances row. */
+  readonly advertiseAddress: string;
+  /** This incarnation's id (its instances row). */
+  readonly instanceId: string;
   /** http(s)://host:port of the Connect listener. */
   readonly httpUrl: string;
   readonly registry: WorkspaceRegistry;
@@ -112,6 +118,8 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       relay?.nudge();
     });
     const registry = new WorkspaceRegistry({ uow, clock, logger, instanceId });
+    // This instance's stable name: known once the gRPC port is bound (the default is host:port).
+    const identity: { name?: string; readonly staleAfterMs: number } = { staleAfterMs: 0 };
     registerClaimRules(registry.hooks, { releaseOnSubmit: config.releaseClaimsOnSubmit });
     // Lifecycle: reconcile orphaned workspaces (stranded, before SERVING), then load ours.
     const lifecycle = new LifecycleManager({
@@ -148,11 +156,15 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       clock,
       logger,
       settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, spares: config.envSpares, ...options.turns },
+      instances: Object.assign(identity, { staleAfterMs: lifecycle.staleAfterMs }),
     });
     const spanExporter = config.otlp
       ? new SpanExport({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceName: config.otlp.serviceName, serviceInstanceId: instanceId, logger })
       : undefined;
     if (spanExporter) closers.push(() => spanExporter.shutdown());
+    // Turn RPCs reaching this instance for a session whose environment another holds go there.
+    const forwarder = new GrpcForwarder({ instanceId, credentials: forwarderCredentials(config.tls), logger });
+    closers.push(async () => forwarder.close());
     // The ports are bound before anything changes state, closed to calls until the start-up
     // below is done: a second server started by mistake on a taken address fails here, before
     // its reconcile could strand the running server's sessions.
@@ -160,7 +172,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       grpcAddr: config.grpcAddr,
       httpAddr: config.httpAddr,
       tls: config.tls,
-      services: [registration(WorkspaceService, workspaceHandlers(serviceDeps)), registration(TurnService, turnHandlers({ registry, events, turns }))],
+      services: [registration(WorkspaceService, workspaceHandlers(serviceDeps)), registration(TurnService, turnHandlers({ registry, events, turns, forwarder }), { keepRequestBytes: FORWARDED_TURN_METHODS })],
       // A WriteFile of BERTH_MAX_FILE_BYTES plus its envelope (path, hashes, declared symbols).
       maxReceiveMessageBytes: config.maxFileBytes + 1024 * 1024,
       authenticator,
@@ -189,7 +201,11 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       }
       closers.push(() => nameLock.release());
     }
+    identity.name = instanceName;
     await lifecycle.startup(instanceName);
+    // Where the others reach this instance, now that the port is bound (BERTH_ADDR may say 0).
+    const advertised = advertiseAddress(config, transports.grpcPort);
+    await lifecycle.advertise(advertised);
     // Other instances' commits reach the same followers; subscribed before the registry loads, so
     // nothing committed after the load is missed.
     const feed = uow.follow((signal) => events.watch({}, signal, COMMIT_FEED_BUFFER));
@@ -260,6 +276,8 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       grpcPort: transports.grpcPort,
       httpPort: transports.httpPort,
       grpcAddress: `${hostForUrl(config.grpcAddr.host)}:${transports.grpcPort}`,
+      advertiseAddress: advertised,
+      instanceId,
       httpUrl: `${tlsScheme}://${hostForUrl(config.httpAddr.host)}:${transports.httpPort}`,
       registry,
       database,

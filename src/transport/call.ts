@@ -25,6 +25,8 @@ export interface MethodEntry {
   readonly output: DescMessage;
   /** Exempt from authentication (grpc.health.v1.Health). */
   readonly public: boolean;
+  /** The gRPC bridge keeps the request's bytes (CallContext.requestBytes): the call may be forwarded. */
+  readonly keepsRequestBytes?: boolean;
 }
 
 /** Reads header `name` from a transport's header object (grpc-js Metadata, fetch Headers). */
@@ -65,6 +67,8 @@ export class Call implements CallContext, ObservedCall {
   observer: AbortObserver | undefined = undefined;
   /** Resolver of a transport waiting for 'drain'; woken on abort. */
   drainWaiter: (() => void) | undefined = undefined;
+  /** The request as received (gRPC, methods that keep it): a forwarded call sends these bytes on. */
+  requestBytes: Uint8Array | undefined = undefined;
   /** performance.now() at start. */
   readonly start: number;
   private controller: AbortController | undefined = undefined;

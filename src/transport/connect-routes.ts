@@ -5,23 +5,29 @@
  */
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { Message } from "@bufbuild/protobuf";
+import { fromBinary, type Message } from "@bufbuild/protobuf";
 import type { ServiceRegistration } from "../api/handler.js";
 import { Call, type MethodEntry, type Protocol } from "./call.js";
 import type { ErrorMapper } from "./outcome.js";
 import type { Pipeline } from "./pipeline.js";
 import { RpcStatus } from "./status.js";
 import { methodEntry } from "./grpc-bridge.js";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 
 /** RpcStatus → ConnectError with the status details (Connect's Code numbers equal gRPC codes). */
 export const toConnectError: ErrorMapper = (status) => {
   if (!(status instanceof RpcStatus)) return new ConnectError("internal error", Code.Internal);
-  return new ConnectError(
+  const err = new ConnectError(
     status.message,
     status.code,
     undefined,
     status.details.map((d) => ({ desc: d.desc, value: d.value as never })),
   );
+  // Another instance's status (a forwarded call): its details as they came, still packed.
+  if (status.statusBin !== undefined) {
+    err.details = fromBinary(StatusSchema, status.statusBin).details.map((any) => ({ type: any.typeUrl.slice(any.typeUrl.lastIndexOf("/") + 1), value: any.value }));
+  }
+  return err;
 };
 
 function readHeaders(h: Headers, name: string): string | undefined {

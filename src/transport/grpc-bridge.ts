@@ -66,10 +66,23 @@ function deserializer(schema: DescMessage): (buf: Buffer) => Message {
   return (buf) => fromBinary(schema, buf);
 }
 
+/** Request bytes of the calls whose methods keep them (ServiceRegistration.keepRequestBytes), by decoded message. */
+const requestBytes = new WeakMap<Message, Uint8Array>();
+
+function keepingDeserializer(schema: DescMessage): (buf: Buffer) => Message {
+  return (buf) => {
+    const m = fromBinary(schema, buf);
+    requestBytes.set(m, buf);
+    return m;
+  };
+}
+
 /** Encodes a status as grpc-js ServiceError fields with the binary google.rpc.Status trailer. */
 export function toGrpcError(status: RpcStatus): Partial<grpc.StatusObject> & { code: number; details: string } {
   const metadata = new grpc.Metadata();
-  if (status.details.length > 0) {
+  if (status.statusBin !== undefined) {
+    metadata.set(STATUS_DETAILS_KEY, Buffer.from(status.statusBin.buffer, status.statusBin.byteOffset, status.statusBin.byteLength));
+  } else if (status.details.length > 0) {
     const bin = toBinary(StatusSchema, {
       $typeName: "google.rpc.Status",
       code: status.code,
@@ -101,6 +114,7 @@ export function methodEntry(reg: ServiceRegistration, method: DescMethod, public
     handler,
     output: method.output,
     public: publicServices.has(method.parent.typeName),
+    keepsRequestBytes: reg.keepRequestBytes?.includes(method.localName) ?? false,
   };
 }
 
@@ -152,7 +166,7 @@ export function addToGrpcServer(
         requestStream: method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming",
         responseStream: method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming",
         requestSerialize: serializer(method.input),
-        requestDeserialize: deserializer(method.input),
+        requestDeserialize: entry.keepsRequestBytes ? keepingDeserializer(method.input) : deserializer(method.input),
         responseSerialize: method.methodKind === "unary" ? serializer(method.output) : sharedSerializer(method.output),
         responseDeserialize: deserializer(method.output),
         originalName: method.name,
@@ -162,6 +176,7 @@ export function addToGrpcServer(
           impl[method.localName] = (gcall: grpc.ServerUnaryCall<Message, Message>, callback: grpc.sendUnaryData<Message>) => {
             const g = gcall as unknown as GrpcCallLike;
             const call = pipeline.begin(new Call(entry, "grpc", deadlineOf(g), gcall.metadata, readMetadata, undefined));
+            if (entry.keepsRequestBytes) call.requestBytes = requestBytes.get(gcall.request);
             g[CALL] = call;
             gcall.on("cancelled", onCancelled);
             pipeline.unary(call, gcall.request).then(

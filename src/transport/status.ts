@@ -77,6 +77,11 @@ export class RpcStatus {
     readonly code: number,
     readonly message: string,
     readonly details: readonly StatusDetail[] = [],
+    /**
+     * A google.rpc.Status as received from another instance (a forwarded call's
+     * grpc-status-details-bin): sent on as it is, instead of encoding `details`.
+     */
+    readonly statusBin?: Uint8Array,
   ) {}
   get codeName(): string {
     return codeName(this.code);

@@ -66,6 +66,14 @@ export class KnownTurns {
     if (this.byClientId.get(key) === turn && !turn.rowWritten) this.byClientId.delete(key);
   }
 
+  /** A turn that never was (its row lost to another instance's): forgotten at once, so a retry starts afresh. */
+  forget(turn: Turn): void {
+    if (this.turns.get(turn.id) === turn) this.turns.delete(turn.id);
+    if (!turn.clientTurnId) return;
+    const key = clientKey(turn.sessionId, turn.clientTurnId);
+    if (this.byClientId.get(key) === turn) this.byClientId.delete(key);
+  }
+
   /** Keeps finished turns in memory for a while (heartbeats, retries), bounded. */
   forgetLater(turn: Turn): void {
     this.finished.push(turn.id);

@@ -23,7 +23,8 @@ export type EvictReason =
   | "capacity"
   | "session-ended"
   | "turn-failed"
-  | "turn-cancelled";
+  | "turn-cancelled"
+  | "lost-race";
 
 export interface PoolSettings {
   readonly root: string;
@@ -60,6 +61,8 @@ export interface WsState {
   slot: SlotState | undefined;
   parkedAt: number;
   lastUsed: number;
+  /** Row updates of this workspace's turns made outside the lane (cancel, session end): a new turn's insert waits for them. */
+  finishing: Promise<unknown>;
 }
 
 export interface PoolDeps {
@@ -83,7 +86,7 @@ export class Pool {
   stateOf(ws: Workspace): WsState {
     let s = this.states.get(ws.workspaceId);
     if (!s) {
-      s = { workspaceId: ws.workspaceId, ws, lane: Promise.resolve(), turn: undefined, env: undefined, seated: false, slot: undefined, parkedAt: 0, lastUsed: 0 };
+      s = { workspaceId: ws.workspaceId, ws, lane: Promise.resolve(), turn: undefined, env: undefined, seated: false, slot: undefined, parkedAt: 0, lastUsed: 0, finishing: Promise.resolve() };
       this.states.set(ws.workspaceId, s);
     }
     s.ws = ws;
@@ -92,6 +95,12 @@ export class Pool {
 
   get(workspaceId: string): WsState | undefined {
     return this.states.get(workspaceId);
+  }
+
+  /** Whether this process holds the workspace's environment: a turn running (or starting), or an environment parked. */
+  holds(workspaceId: string): boolean {
+    const s = this.states.get(workspaceId);
+    return s !== undefined && (s.turn !== undefined || s.env !== undefined);
   }
 
   all(): IterableIterator<WsState> {

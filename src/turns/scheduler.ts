@@ -22,7 +22,13 @@
  *
  * The pieces: pool.ts (seats, lanes, LRU eviction), acquire.ts (warm/cold), capture.ts,
  * teardown.ts, turn-records.ts (rows and events), idempotency.ts (client_turn_id, known turns),
- * session-ends.ts (how a session's end is learnt). None of them imports this file.
+ * session-ends.ts (how a session's end is learnt), ownership.ts (which instance holds a
+ * session's environment, when several share the database). None of them imports this file.
+ *
+ * Several instances: PostgreSQL allows one RUNNING turn per workspace (turns_one_running). A
+ * BeginTurn whose row insert loses to another instance's turn tears down what it acquired and
+ * answers as its on_busy says — REJECT: TURN_IN_PROGRESS naming the running turn; SUPERSEDE:
+ * TurnRaceLost, which the api routes to the winner's instance.
  */
 import type { Logger } from "pino";
 import type { Clock } from "../platform/clock.js";
@@ -36,15 +42,18 @@ import { BaseSpares, envPath, probe, reportDeletionFailures, type Environment } 
 import { KnownTurns } from "./idempotency.js";
 import type { MapResult } from "./map/index.js";
 import type { WorkspaceMapService } from "./map/index.js";
+import { EnvironmentOwnership, TurnRaceLost } from "./ownership.js";
 import { Pool, type EvictReason, type PoolSettings, type PoolStats, type SlotState, type WsState } from "./pool.js";
 import { sessionEndFollower } from "./session-ends.js";
 import type * as store from "./store.js";
 import { Teardowns } from "./teardown.js";
-import { TurnRecords, turnFromRow } from "./turn-records.js";
+import { TurnRecords, TurnRowConflict, turnFromRow, type InstanceSettings } from "./turn-records.js";
 import { newTurn, type BeginResult, type OnBusyName, type Turn } from "./turn.js";
 
 export type { BeginResult, OnBusyName, Turn } from "./turn.js";
 export type { EvictReason, PoolSettings, PoolStats, SlotState } from "./pool.js";
+export type { InstanceSettings } from "./turn-records.js";
+export { TurnRaceLost, type EnvironmentOwnership, type Placement } from "./ownership.js";
 
 export interface TurnSchedulerDeps {
   readonly registry: WorkspaceRegistry;
@@ -53,6 +62,8 @@ export interface TurnSchedulerDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly settings: PoolSettings;
+  /** The instances sharing the database: this one's name, when another is dead. */
+  readonly instances?: InstanceSettings;
   /** Replaces the liveness probe (tests). */
   readonly probe?: (env: Environment) => Promise<boolean>;
 }
@@ -67,6 +78,8 @@ export class TurnScheduler {
   private sweepTimer: NodeJS.Timeout | undefined;
   private readonly background = new Set<Promise<unknown>>();
   private readonly spares: BaseSpares;
+  /** Which instance holds a session's environment (the api routes turn RPCs by it). */
+  readonly ownership: EnvironmentOwnership;
 
   constructor(private readonly deps: TurnSchedulerDeps) {
     deps.registry.uow.addFollower("turns", sessionEndFollower(deps.registry, () => [...this.pool.all()].map((s) => s.workspaceId), (workspaceId, kind) => this.sessionEnded(workspaceId, kind)));
@@ -82,6 +95,7 @@ export class TurnScheduler {
     this.teardowns = new Teardowns({ root, logger: deps.logger, pool: this.pool, records: this.records, capture: (ws, env) => this.capture.capture(ws, env), track });
     const probeFn = deps.probe ?? ((env: Environment) => probe(env, timeout));
     this.acquirer = new Acquirer({ ...deps, root, pool: this.pool, teardowns: this.teardowns, spares: this.spares, probe: probeFn, track });
+    this.ownership = new EnvironmentOwnership({ records: this.records, logger: deps.logger, holds: (id) => this.pool.holds(id), knows: (id) => this.known.has(id) });
   }
 
   get root(): string {
@@ -113,21 +127,19 @@ export class TurnScheduler {
 
   beginTurn(ws: Workspace, clientTurnId: string | undefined, onBusy: OnBusyName, signal: AbortSignal): Promise<BeginResult> {
     if (!clientTurnId) return this.begin(ws, undefined, onBusy, signal);
-    return this.known.once(
-      ws.sessionId,
-      clientTurnId,
-      async (turn) => ({ turn, supersededTurnId: "", map: await this.deps.maps.getMap(turn.environmentPath, { signal }) }),
-      () => this.begin(ws, clientTurnId, onBusy, signal),
-    );
+    return this.known.once(ws.sessionId, clientTurnId, (turn) => this.answerStored(turn, signal), () => this.begin(ws, clientTurnId, onBusy, signal));
+  }
+
+  /** A retry of a turn found in the database: answered here, unless it runs on another instance (routed there). */
+  private async answerStored(turn: Turn, signal: AbortSignal): Promise<BeginResult> {
+    if (turn.state === "running" && turn.instanceId && turn.instanceId !== this.records.instanceId) throw new TurnRaceLost(turn.id, turn.instanceId);
+    return { turn, supersededTurnId: "", map: await this.deps.maps.getMap(turn.environmentPath, { signal }) };
   }
 
   private async begin(ws: Workspace, clientTurnId: string | undefined, onBusy: OnBusyName, signal: AbortSignal): Promise<BeginResult> {
     const state = this.pool.stateOf(ws);
     const old = state.turn;
-    if (old && onBusy === "reject") {
-      await this.records.record([this.records.turnEvent(ws, "turn.rejected", old, { reason: "TURN_IN_PROGRESS" })]);
-      throw failedPrecondition("TURN_IN_PROGRESS", `session ${ws.sessionId} has a running turn ${old.id}`, { session_id: ws.sessionId, turn_id: old.id });
-    }
+    if (old && onBusy === "reject") throw await this.reject(ws, old);
 
     const now = this.deps.clock.now();
     const turn = newTurn(ws, clientTurnId, envPath(this.root, ws.workspaceId), now);
@@ -156,9 +168,37 @@ export class TurnScheduler {
       const map = await (mapWait ?? this.deps.maps.getMap(turn.environmentPath, { signal: mapSignal }));
       return { turn, supersededTurnId: old?.id ?? "", map };
     });
-    turn.started = started;
-    started.catch(() => this.known.forgetUnwritten(turn)); // the caller gets the failure itself
-    return started;
+    const answered = started.catch((err: unknown) => {
+      if (err instanceof TurnRowConflict) return this.afterLostRace(ws, clientTurnId, onBusy, signal);
+      throw err;
+    });
+    turn.started = answered;
+    answered.catch(() => this.known.forgetUnwritten(turn));
+    return answered;
+  }
+
+  /** REJECT: TURN_IN_PROGRESS naming the running turn, stored as a turn.rejected event. */
+  private async reject(ws: Workspace, running: Turn): Promise<BerthError> {
+    await this.records.record([this.records.turnEvent(ws, "turn.rejected", running, { reason: "TURN_IN_PROGRESS" })]);
+    return failedPrecondition("TURN_IN_PROGRESS", `session ${ws.sessionId} has a running turn ${running.id}`, { session_id: ws.sessionId, turn_id: running.id });
+  }
+
+  /**
+   * This BeginTurn's row lost to another instance's (its environment is torn down already):
+   * the same client_turn_id is that turn; REJECT names the running turn; SUPERSEDE is routed to
+   * the running turn's instance (TurnRaceLost).
+   */
+  private async afterLostRace(ws: Workspace, clientTurnId: string | undefined, onBusy: OnBusyName, signal: AbortSignal): Promise<BeginResult> {
+    if (clientTurnId) {
+      const row = await this.records.findByClientId(ws.sessionId, clientTurnId);
+      if (row) {
+        const known = this.known.get(row.id);
+        return known?.started ?? this.answerStored(turnFromRow(row), signal);
+      }
+    }
+    const running = await this.records.runningTurnOf(ws.workspaceId);
+    if (running && onBusy === "reject") throw await this.reject(ws, turnFromRow(running));
+    throw new TurnRaceLost(running?.id, running?.instance_id);
   }
 
   /** The lane job of a BeginTurn: settle the displaced environment, then a warm or cold acquire. */
@@ -174,6 +214,8 @@ export class TurnScheduler {
           old.settledDone = true;
         }
         await this.records.finishInDb(old, "superseded", { supersededBy: turn.id }, [this.records.turnEvent(ws, "turn.superseded", old, { other: turn.id })]);
+        // The turn it replaces lost to another instance's: so would this one. Nothing is acquired.
+        if (old.lostRace) throw new TurnRowConflict(undefined);
       }
       const { env, warm } = await this.acquirer.acquire(state, turn, parked);
       state.env = env;
@@ -183,15 +225,29 @@ export class TurnScheduler {
       else this.pool.coldAcquires++;
       this.deps.logger.debug({ workspaceId: state.workspaceId, turnId: turn.id, warm }, warm ? "turn pool: warm" : "turn pool: cold acquire");
       placed?.();
+      // Earlier turns' rows updated outside the lane (cancel, session end) are final first.
+      await state.finishing;
       await this.records.insertRow(turn, ws, old);
     } catch (err) {
-      if (state.turn === turn) {
+      const lost = err instanceof TurnRowConflict;
+      const current = state.turn === turn;
+      if (lost) {
+        // Another instance's turn holds the session: this one never was (no row).
+        turn.lostRace = true;
+        turn.abort.abort();
+        this.known.forget(turn);
+      }
+      if (current) {
         state.turn = undefined;
         turn.state = "cancelled";
-        turn.endReason = "acquire_failed";
-        if (!state.env && state.seated && state.slot === "busy") this.pool.unseat(state);
+        turn.endReason = lost ? "lost_race" : "acquire_failed";
       }
-      this.deps.logger.error({ err, workspaceId: state.workspaceId, turnId: turn.id }, "turn: acquire failed");
+      if (lost && turn.env && state.env === turn.env) {
+        await this.teardowns.teardown(state, turn.env, "lost-race", turn.sessionId).catch((e: unknown) => this.deps.logger.error({ err: e, workspaceId: state.workspaceId }, "turn: teardown after a lost race failed"));
+      }
+      if (current && !state.env && state.seated && state.slot === "busy") this.pool.unseat(state);
+      if (lost) this.deps.logger.info({ workspaceId: state.workspaceId, turnId: turn.id }, "turn: another instance's turn runs for this session; this one is dropped");
+      else this.deps.logger.error({ err, workspaceId: state.workspaceId, turnId: turn.id }, "turn: acquire failed");
       throw err;
     }
   }
@@ -250,7 +306,7 @@ export class TurnScheduler {
     }
     const state = this.pool.get(turn.workspaceId)!;
     const settled = this.stopTurn(state, turn, "cancelled", "cancelled");
-    await this.records.finishInDb(turn, "cancelled", { reason: "cancelled" }, [this.records.turnEvent(state.ws, "turn.cancelled", turn, { reason: "cancelled" })]);
+    await this.finishOutsideLane(state, this.records.finishInDb(turn, "cancelled", { reason: "cancelled" }, [this.records.turnEvent(state.ws, "turn.cancelled", turn, { reason: "cancelled" })]));
     const done = await Promise.race([settled.then(() => true, () => true), delay(50).then(() => false)]);
     return { cancelled: true, settled: done };
   }
@@ -332,8 +388,8 @@ export class TurnScheduler {
     if (!state) return;
     const running = state.turn;
     if (running) {
-      void this.stopTurn(state, running, "cancelled", kind, "session-ended"); // stopTurn tracks it; track() logs a failure
-      this.track(this.records.finishInDb(running, "cancelled", { reason: kind }, [this.records.turnEvent(state.ws, "turn.cancelled", running, { reason: kind })]).catch((err: unknown) => this.deps.logger.warn({ err }, "turns: recording a cancelled turn failed")));
+      void this.stopTurn(state, running, "cancelled", kind, "session-ended"); // tracked; its failures are logged by the teardown
+      this.track(this.finishOutsideLane(state, this.records.finishInDb(running, "cancelled", { reason: kind }, [this.records.turnEvent(state.ws, "turn.cancelled", running, { reason: kind })])).catch((err: unknown) => this.deps.logger.warn({ err }, "turns: recording a cancelled turn failed")));
       return;
     }
     if (state.env) {
@@ -343,6 +399,12 @@ export class TurnScheduler {
   }
 
   // ---- plumbing -----------------------------------------------------------------------
+
+  /** A row update made outside the lane: the workspace's next turn insert waits for it (one RUNNING row per workspace). */
+  private finishOutsideLane<T>(state: WsState, update: Promise<T>): Promise<T> {
+    state.finishing = Promise.allSettled([state.finishing, update]);
+    return update;
+  }
 
   /** Queues, on its lane, the eviction of a parked environment that has just been unseated. */
   private evictLater(state: WsState, reason: EvictReason): void {

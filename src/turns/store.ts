@@ -5,11 +5,12 @@ import { eventValues, insertEvents, insertEventsFrom, type PreparedEvent } from 
 type EventRow = PreparedEvent["row"];
 import type { Db } from "../platform/database.js";
 import type { Database, OutcomeName, TurnStateName, TurnTable } from "../platform/schema.js";
+import { instanceAlive } from "../sessions/lifecycle.repository.js";
 
 export type { OutcomeName, TurnStateName };
 
 /** A turn row as read (SELECT *) and as written; seq is the database's (insertion order), never read. */
-export type TurnRow = Omit<Selectable<TurnTable>, "seq">;
+export type TurnRow = Omit<Selectable<TurnTable>, "seq" | "environment_released"> & { environment_released?: boolean };
 
 type Q = Db | Transaction<Database>;
 
@@ -71,21 +72,98 @@ export async function listBySession(q: Q, sessionId: string, limit: number): Pro
 }
 
 /**
- * At start: RUNNING turns no live owner can still be running — their incarnation no longer
- * owns an active workspace for them (the reconcile stranded it, or it ended) — become
- * ENDED/FAILED with end_reason server_restart. Turns of workspaces another live instance
- * still owns are left alone.
+ * At start: RUNNING turns no live owner can still be running become ENDED/FAILED with end_reason
+ * server_restart: those of earlier incarnations of this instance (same name) and of instances
+ * that are stopped or silent (judged with the database's clock). Turns of an instance that is
+ * alive are left alone — whichever instance owns their workspace — and so are turns of
+ * workspaces another live instance still owns (the startup reconcile's view of who is alive).
  */
-export async function failOrphanedTurns(q: Q, me: string | undefined, at: Date): Promise<number> {
+export async function failOrphanedTurns(q: Q, me: string | undefined, myName: string | undefined, staleAfterMs: number, at: Date): Promise<number> {
   const r = await sql`UPDATE turns SET state = 'ended', outcome = 'failed', end_reason = 'server_restart', ended_at = ${at}
     WHERE state = 'running' AND instance_id IS DISTINCT FROM ${me ?? null}
-      AND NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.id = turns.workspace_id AND w.lifecycle = 'active' AND w.owner_instance = turns.instance_id)`.execute(q);
+      AND NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.id = turns.workspace_id AND w.lifecycle = 'active' AND w.owner_instance = turns.instance_id)
+      AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = turns.instance_id AND i.name IS DISTINCT FROM ${myName ?? null} AND ${instanceAlive("i", staleAfterMs)})`.execute(q);
   return Number(r.numAffectedRows ?? 0n);
+}
+
+// ---- several instances (migrations/0008_turns_scale_out.ts; docs/turns.md, "Several instances") ----
+
+/** A turn row that says who holds a workspace's environment, with what is known of its instance. */
+export interface HolderRow {
+  id: string;
+  state: TurnStateName;
+  outcome: OutcomeName | null;
+  instance_id: string | null;
+  environment_released: boolean;
+  /** The instance's advertise_addr (NULL: not known, or no such instance row). */
+  advertise_addr: string | null;
+  /** The instance row exists, is not stopped and heartbeat within staleAfterMs of the database's now(). */
+  alive: boolean;
+}
+
+/**
+ * One round trip: the workspace's RUNNING turn (at most one: turns_one_running) and its most
+ * recent turn, each with its instance's address and liveness. Running first.
+ */
+export async function environmentHolders(q: Q, workspaceId: string, staleAfterMs: number): Promise<HolderRow[]> {
+  const cols = sql.raw("id, state, outcome, instance_id, environment_released, seq");
+  const r = await sql<HolderRow>`
+    SELECT t.id, t.state, t.outcome, t.instance_id, t.environment_released, i.advertise_addr,
+      COALESCE(i.id IS NOT NULL AND ${instanceAlive("i", staleAfterMs)}, false) AS alive
+    FROM ((SELECT ${cols} FROM turns WHERE workspace_id = ${workspaceId}::uuid AND state = 'running' LIMIT 1)
+          UNION ALL
+          (SELECT ${cols} FROM turns WHERE workspace_id = ${workspaceId}::uuid ORDER BY seq DESC LIMIT 1)) AS t
+    LEFT JOIN instances i ON i.id = t.instance_id
+    ORDER BY (t.state = 'running') DESC, t.seq DESC`.execute(q);
+  return r.rows.map((row) => ({ ...row, alive: row.alive === true }));
+}
+
+/** An instance's address and liveness (judged with the database's now()); undefined when it has no row. */
+export async function instanceState(q: Q, instanceId: string, staleAfterMs: number): Promise<{ advertise_addr: string | null; alive: boolean } | undefined> {
+  const r = await sql<{ advertise_addr: string | null; alive: boolean }>`
+    SELECT i.advertise_addr, ${instanceAlive("i", staleAfterMs)} AS alive FROM instances i WHERE i.id = ${instanceId}::uuid`.execute(q);
+  const row = r.rows[0];
+  return row ? { advertise_addr: row.advertise_addr, alive: row.alive === true } : undefined;
+}
+
+/** The workspace's RUNNING turn, if any. */
+export async function runningTurnOf(q: Q, workspaceId: string): Promise<TurnRow | undefined> {
+  const r = await sql<TurnRow>`SELECT * FROM turns WHERE workspace_id = ${workspaceId}::uuid AND state = 'running'`.execute(q);
+  return r.rows[0] ? normalise(r.rows[0]) : undefined;
+}
+
+/**
+ * A RUNNING turn whose instance is dead (stopped, silent, or gone) becomes ENDED/FAILED with
+ * end_reason owner_lost, and its events are stored — one statement; nothing happens (false)
+ * when the turn is no longer running or its instance turned out to be alive after all.
+ */
+export async function failLostTurnWithEvents(q: Q, turnId: string, staleAfterMs: number, at: Date, events: readonly EventRow[]): Promise<boolean> {
+  const r = await sql<{ n: number | string }>`WITH u AS (
+      UPDATE turns SET state = 'ended', outcome = 'failed', end_reason = 'owner_lost', ended_at = ${at}
+      WHERE id = ${turnId}::uuid AND state = 'running'
+        AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = turns.instance_id AND ${instanceAlive("i", staleAfterMs)})
+      RETURNING 1
+    ), ev AS (${insertEventsFrom(sql`SELECT * FROM (${eventValues(events)}) AS v WHERE EXISTS (SELECT 1 FROM u)`)})
+    SELECT count(*) AS n FROM u`.execute(q);
+  return Number(r.rows[0]?.n ?? 0) > 0;
+}
+
+/** This instance no longer holds the workspace's environment: says so on its finished turns of it. */
+export async function releaseEnvironment(q: Q, workspaceId: string, instanceId: string): Promise<void> {
+  await sql`UPDATE turns SET environment_released = true
+    WHERE workspace_id = ${workspaceId}::uuid AND instance_id = ${instanceId}::uuid AND state <> 'running' AND NOT environment_released`.execute(q);
+}
+
+/** A unique violation of a turn row insert: which index (turns_one_running, turns_client_id), when the driver says. */
+export function turnConflict(err: unknown): { constraint: string | undefined } | undefined {
+  const e = err as { code?: string; constraint?: string } | null;
+  return e?.code === "23505" ? { constraint: e.constraint } : undefined;
 }
 
 function normalise(r: TurnRow): TurnRow {
   return {
     ...r,
+    environment_released: r.environment_released === true,
     started_at: r.started_at instanceof Date ? r.started_at : new Date(r.started_at),
     ended_at: r.ended_at === null ? null : r.ended_at instanceof Date ? r.ended_at : new Date(r.ended_at),
   };

@@ -63,6 +63,11 @@ export class Teardowns {
       }
       if (outcome === "foreign") this.deps.logger.warn({ path: env.path, token: env.token, reason }, "turn pool: teardown skipped: the directory belongs to another environment");
       this.countEviction(reason, state, env.path, sessionId, { outcome, captured: captured.length });
+      // No turn after it here: other instances stop forwarding the session's turns to this one
+      // (docs/turns.md, "Several instances"). In the lane, before any later turn's row.
+      if (!state.turn && !state.env) {
+        await this.deps.records.releaseEnvironment(state.workspaceId).catch((err: unknown) => this.deps.logger.warn({ err, workspaceId: state.workspaceId }, "turns: recording the environment's release failed"));
+      }
       return { outcome, capturedPaths: captured, failedPaths: failed.map((f) => f.path) };
     })();
     return env.teardown;

@@ -21,14 +21,72 @@ export interface TurnRecordsDeps {
   readonly registry: WorkspaceRegistry;
   readonly clock: Clock;
   readonly logger: Logger;
+  readonly instances?: InstanceSettings;
+}
+
+/** What the turn modules need to know of the instances sharing the database. */
+export interface InstanceSettings {
+  /** This instance's stable name (its earlier incarnations' running turns are failed at start). */
+  readonly name?: string;
+  /** An instance whose heartbeat is older than this (by the database's clock), or that stopped, is dead. */
+  readonly staleAfterMs: number;
+}
+
+/** Default: 3 missed heartbeats of the lifecycle's default 5 s. */
+const DEFAULT_STALE_AFTER_MS = 15_000;
+
+/** A turn row insert that violated a unique index: another turn is RUNNING for the workspace, or has the client_turn_id. */
+export class TurnRowConflict extends Error {
+  constructor(readonly constraint: string | undefined) {
+    super(`turn row conflict${constraint ? ` (${constraint})` : ""}`);
+    this.name = "TurnRowConflict";
+  }
 }
 
 export class TurnRecords {
   constructor(private readonly deps: TurnRecordsDeps) {}
 
-  /** At start: RUNNING turns of a previous incarnation become ENDED/FAILED (server_restart); how many. */
+  get staleAfterMs(): number {
+    return this.deps.instances?.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
+  }
+
+  get instanceId(): string | undefined {
+    return this.deps.registry.instanceId;
+  }
+
+  /** At start: RUNNING turns of a previous incarnation or a dead instance become ENDED/FAILED (server_restart); how many. */
   failOrphaned(): Promise<number> {
-    return store.failOrphanedTurns(this.deps.registry.db, this.deps.registry.instanceId, new Date(this.deps.clock.now()));
+    return store.failOrphanedTurns(this.deps.registry.db, this.deps.registry.instanceId, this.deps.instances?.name, this.staleAfterMs, new Date(this.deps.clock.now()));
+  }
+
+  /** The workspace's RUNNING turn and its most recent one, with their instances' address and liveness. */
+  holders(workspaceId: string): Promise<store.HolderRow[]> {
+    return store.environmentHolders(this.deps.registry.db, workspaceId, this.staleAfterMs);
+  }
+
+  instanceState(instanceId: string): Promise<{ advertise_addr: string | null; alive: boolean } | undefined> {
+    return store.instanceState(this.deps.registry.db, instanceId, this.staleAfterMs);
+  }
+
+  runningTurnOf(workspaceId: string): Promise<store.TurnRow | undefined> {
+    return store.runningTurnOf(this.deps.registry.db, workspaceId);
+  }
+
+  /**
+   * A RUNNING turn of a dead instance becomes ENDED/FAILED (owner_lost), with its turn.ended event,
+   * through the unit of work; false when it was no longer running or its instance is alive.
+   */
+  failLost(turn: Turn, ws: Workspace): Promise<boolean> {
+    const events = [this.turnEvent(ws, "turn.ended", turn, { outcome: "failed", reason: "owner_lost" })];
+    const at = new Date(this.deps.clock.now());
+    return this.deps.registry.uow.statement(events, (db, rows) => store.failLostTurnWithEvents(db, turn.id, this.staleAfterMs, at, rows), (failed) => failed);
+  }
+
+  /** This instance tore down the workspace's environment with no turn after it: it no longer holds it. */
+  async releaseEnvironment(workspaceId: string): Promise<void> {
+    const me = this.deps.registry.instanceId;
+    if (me === undefined) return;
+    await store.releaseEnvironment(this.deps.registry.db, workspaceId, me);
   }
 
   findByClientId(sessionId: string, clientTurnId: string): Promise<store.TurnRow | undefined> {
@@ -49,6 +107,11 @@ export class TurnRecords {
       if (turn.state === "superseded") events.push(this.turnEvent(ws, "turn.superseded", turn, { other: turn.supersededBy ?? "" }));
       // One statement in autocommit (turn row + events, atomic): one round trip instead of four.
       await this.deps.registry.uow.statement(events, (db, rows) => store.insertTurnWithEvents(db, this.rowOf(turn), rows));
+    } catch (err) {
+      // turns_one_running or turns_client_id: another instance's turn got there first.
+      const conflict = store.turnConflict(err);
+      if (conflict) throw new TurnRowConflict(conflict.constraint);
+      throw err;
     } finally {
       resolve();
     }
@@ -152,6 +215,7 @@ export function turnFromRow(r: store.TurnRow): Turn {
     supersededBy: r.superseded_by,
     endReason: r.end_reason,
     abort: new AbortController(),
+    instanceId: r.instance_id,
     env: undefined,
     rowWritten: Promise.resolve(),
     settled: undefined,

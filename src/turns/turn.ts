@@ -28,6 +28,10 @@ export interface Turn {
   supersededBy: string | null;
   endReason: string;
   readonly abort: AbortController;
+  /** The instance that runs (ran) it, for a turn read from the database; absent on this process's own. */
+  readonly instanceId?: string | null;
+  /** Set when its row insert lost to another instance's turn (docs/turns.md, "Several instances"). */
+  lostRace?: boolean;
   env: Environment | undefined;
   /** The BeginTurn that started it (idempotent retries await it); absent on a turn read from the database. */
   started?: Promise<BeginResult>;

@@ -37,16 +37,19 @@ export interface TurnBerthOptions {
   /** Wraps the server's real overlay (e.g. to make some captures fail). */
   readonly wrapOverlay?: (real: OverlayPort) => OverlayPort;
   readonly database?: TestDatabase;
+  /** The instance's stable name (several instances in one test: distinct names, or each start would reconcile the others as its earlier incarnation). */
+  readonly instanceName?: string;
 }
 
 export async function startTurnBerth(options: TurnBerthOptions = {}): Promise<TurnBerth> {
   const envRoot = mkdtempSync(path.join(tmpdir(), "berth-envs-"));
   const berth = await startBerth({
-    env: { BERTH_ENV_ROOT: envRoot, ...options.env },
+    env: { BERTH_ENV_ROOT: envRoot, ...(options.instanceName ? { BERTH_INSTANCE_NAME: options.instanceName } : {}), ...options.env },
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.database ? { database: options.database } : {}),
     wrapOverlay: options.wrapOverlay ?? ((real) => real),
     turns: { sweepIntervalMs: 0 },
+    ...(options.instanceName ? { instanceName: options.instanceName } : {}),
   });
   const ws = createGrpcClient(WorkspaceService, berth.server.grpcAddress);
   const turns = createGrpcClient(TurnService, berth.server.grpcAddress);

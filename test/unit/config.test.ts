@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, VARIABLES } from "../../src/config.js";
+import { advertiseAddress, ConfigError, loadConfig, VARIABLES } from "../../src/config.js";
 
 describe("configuration", () => {
   it("documents every variable in the README's table", () => {
@@ -29,6 +30,9 @@ describe("configuration", () => {
     [{ BERTH_PIN_NONTERMINAL: "maybe" }, "BERTH_PIN_NONTERMINAL"],
     [{ DATABASE_URL: "mysql://x" }, "DATABASE_URL"],
     [{ BERTH_NATS_ENCODING: "xml" }, "BERTH_NATS_ENCODING"],
+    [{ BERTH_ADVERTISE_ADDR: "nonsense" }, "BERTH_ADVERTISE_ADDR"],
+    [{ BERTH_ADVERTISE_ADDR: "berth-1.internal:0" }, "BERTH_ADVERTISE_ADDR"],
+    [{ BERTH_ADVERTISE_ADDR: "0.0.0.0:50051" }, "BERTH_ADVERTISE_ADDR"],
   ])("refuses %o naming %s", (env, variable) => {
     let error: unknown;
     try {
@@ -45,5 +49,14 @@ describe("configuration", () => {
     expect(loadConfig({ BERTH_ADDR: "0.0.0.0:50051" }, { insecure: true }).insecure).toBe(true);
     expect(() => loadConfig({ BERTH_ADDR: "0.0.0.0:50051", BERTH_AUTH: "jwt", BERTH_JWT_SECRET: "x".repeat(32) })).not.toThrow();
     expect(loadConfig({ BERTH_ADDR: "[::1]:0" }).grpcAddr).toEqual({ host: "::1", port: 0 });
+  });
+
+  it("advertises the gRPC listener (the bound port; hostname for a wildcard host) unless BERTH_ADVERTISE_ADDR says otherwise", () => {
+    expect(advertiseAddress(loadConfig({}), 50051)).toBe("127.0.0.1:50051");
+    expect(advertiseAddress(loadConfig({ BERTH_ADDR: "127.0.0.1:0" }), 43210)).toBe("127.0.0.1:43210");
+    expect(advertiseAddress(loadConfig({ BERTH_ADDR: "[::1]:0" }), 43210)).toBe("[::1]:43210");
+    expect(advertiseAddress(loadConfig({ BERTH_ADDR: "0.0.0.0:50051" }, { insecure: true }), 50051)).toBe(`${hostname()}:50051`);
+    expect(advertiseAddress(loadConfig({ BERTH_ADDR: "[::]:50051" }, { insecure: true }), 50051)).toBe(`${hostname()}:50051`);
+    expect(advertiseAddress(loadConfig({ BERTH_ADVERTISE_ADDR: "berth-2.internal:6000" }), 50051)).toBe("berth-2.internal:6000");
   });
 });
