@@ -12,7 +12,8 @@ import { TurnRaceLost, type Turn, type TurnScheduler } from "../turns/scheduler.
 import type { TurnStateName } from "../turns/store.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { actsFor, ownedSession } from "./session-access.js";
-import { serveOrForward, type TurnForwarder } from "./turn-routing.js";
+import { isForwarded, serveOrForward, type TurnForwarder } from "./turn-routing.js";
+import { addPoolStats, type PoolStats } from "../turns/pool.js";
 import { Check } from "./validate.js";
 
 export interface TurnServiceDeps {
@@ -174,8 +175,26 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       }
     },
 
-    async getPoolStats() {
-      return turns.stats();
+    /**
+     * The pool of every live instance, summed: a client behind a load balancer sees one pool.
+     * A forwarded call (or a single process) answers for this instance alone. An instance that
+     * cannot be reached is left out and named in the call's log line.
+     */
+    async getPoolStats(req, ctx) {
+      const local = turns.stats();
+      if (forwarder === undefined || isForwarded(ctx)) return local;
+      const others = await turns.otherInstances();
+      const unreachable: string[] = [];
+      const theirs = await Promise.all(others.map(async (o) => {
+        if (o.advertise_addr === null) return void unreachable.push(o.id);
+        try {
+          return await forwarder.forward(methods.getPoolStats, { instanceId: o.id, address: o.advertise_addr }, ctx, req);
+        } catch {
+          return void unreachable.push(o.id);
+        }
+      }));
+      if (unreachable.length > 0) ctx.logFields.poolStatsUnreachable = unreachable;
+      return theirs.reduce<PoolStats>((sum, s) => (s ? addPoolStats(sum, s) : sum), local);
     },
 
     async getWorkspaceMap(req, ctx) {

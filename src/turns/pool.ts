@@ -50,6 +50,22 @@ export interface PoolStats {
   unreservedTurns: bigint;
 }
 
+/** Two instances' pools as one: every count and counter summed, evictions by reason. */
+export function addPoolStats(a: PoolStats, b: PoolStats): PoolStats {
+  const evictions: Record<string, bigint> = { ...a.evictions };
+  for (const [reason, n] of Object.entries(b.evictions)) evictions[reason] = (evictions[reason] ?? 0n) + n;
+  return {
+    busy: a.busy + b.busy,
+    idle: a.idle + b.idle,
+    awaitingApproval: a.awaitingApproval + b.awaitingApproval,
+    capacity: a.capacity + b.capacity,
+    evictions,
+    warmAcquires: a.warmAcquires + b.warmAcquires,
+    coldAcquires: a.coldAcquires + b.coldAcquires,
+    unreservedTurns: a.unreservedTurns + b.unreservedTurns,
+  };
+}
+
 export interface WsState {
   readonly workspaceId: string;
   ws: Workspace;

@@ -356,6 +356,11 @@ export class TurnScheduler {
     return this.pool.stats();
   }
 
+  /** The other live instances (their pools make up the rest of the cluster's). */
+  otherInstances(): Promise<{ id: string; advertise_addr: string | null }[]> {
+    return this.records.otherInstances();
+  }
+
   /** The workspace map of the session's environment, within the budget (GetWorkspaceMap). */
   workspaceMap(ws: Workspace, signal: AbortSignal): Promise<MapResult> {
     return this.deps.maps.getMap(this.environmentPathOf(ws), { signal });

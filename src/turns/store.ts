@@ -126,6 +126,13 @@ export async function instanceState(q: Q, instanceId: string, staleAfterMs: numb
   return row ? { advertise_addr: row.advertise_addr, alive: row.alive === true } : undefined;
 }
 
+/** Every live instance (judged with the database's now()) with its advertise address. */
+export async function liveInstances(q: Q, staleAfterMs: number): Promise<{ id: string; advertise_addr: string | null }[]> {
+  const r = await sql<{ id: string; advertise_addr: string | null }>`
+    SELECT i.id, i.advertise_addr FROM instances i WHERE ${instanceAlive("i", staleAfterMs)} ORDER BY i.id`.execute(q);
+  return r.rows;
+}
+
 /** The workspace's RUNNING turn, if any. */
 export async function runningTurnOf(q: Q, workspaceId: string): Promise<TurnRow | undefined> {
   const r = await sql<TurnRow>`SELECT * FROM turns WHERE workspace_id = ${workspaceId}::uuid AND state = 'running'`.execute(q);

@@ -64,6 +64,13 @@ export class TurnRecords {
     return store.environmentHolders(this.deps.registry.db, workspaceId, this.staleAfterMs);
   }
 
+  /** The other live instances sharing the database, with their advertise addresses (none without an instance id). */
+  async otherInstances(): Promise<{ id: string; advertise_addr: string | null }[]> {
+    const me = this.deps.registry.instanceId;
+    if (me === undefined) return [];
+    return (await store.liveInstances(this.deps.registry.db, this.staleAfterMs)).filter((i) => i.id !== me);
+  }
+
   instanceState(instanceId: string): Promise<{ advertise_addr: string | null; alive: boolean } | undefined> {
     return store.instanceState(this.deps.registry.db, instanceId, this.staleAfterMs);
   }

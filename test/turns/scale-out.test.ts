@@ -71,6 +71,28 @@ needs({ postgres: true })("turns on several instances", () => {
     rmSync(source, { recursive: true, force: true });
   });
 
+  it("answers GetPoolStats for every live instance's pool, summed, whichever instance is asked", async () => {
+    const one = await newSession(a, source);
+    const two = await newSession(b, source);
+    const before = await a.turns.getPoolStats({});
+    const t1 = await a.turns.beginTurn({ sessionId: one.sessionId });
+    const t2 = await b.turns.beginTurn({ sessionId: two.sessionId });
+    // Each turn runs where it began: one busy environment on A, one on B.
+    expect(a.server.turns.stats().busy).toBe(1);
+    expect(b.server.turns.stats().busy).toBe(1);
+    for (const asked of [a, b, c]) {
+      const stats = await asked.turns.getPoolStats({});
+      expect(stats.busy).toBe(2);
+      expect(stats.capacity).toBe(a.server.turns.stats().capacity * 3);
+      expect(stats.coldAcquires - before.coldAcquires).toBe(2n);
+    }
+    await a.turns.endTurn({ turnId: t1.turnId, outcome: TurnOutcome.COMPLETED });
+    await b.turns.endTurn({ turnId: t2.turnId, outcome: TurnOutcome.COMPLETED });
+    const after = await c.turns.getPoolStats({});
+    expect(after.busy).toBe(0);
+    expect(after.idle - before.idle).toBe(2);
+  });
+
   it("advertises every instance's gRPC address in its instances row", async () => {
     const rows = (await sql<{ id: string; advertise_addr: string | null }>`SELECT id, advertise_addr FROM instances WHERE stopped_at IS NULL`.execute(db())).rows;
     for (const berth of [a, b, c]) {

@@ -517,7 +517,8 @@ export const GetPoolStatsRequestSchema: GenMessage<GetPoolStatsRequest> = /*@__P
   messageDesc(file_berth_v1_turn_service, 15);
 
 /**
- * Response of GetPoolStats.
+ * Response of GetPoolStats: the environments of every live instance sharing the database, summed
+ * (a client behind a load balancer sees one pool).
  *
  * @generated from message berth.v1.GetPoolStatsResponse
  */
@@ -544,7 +545,7 @@ export type GetPoolStatsResponse = Message<"berth.v1.GetPoolStatsResponse"> & {
   awaitingApproval: number;
 
   /**
-   * BERTH_ENV_POOL_MAX.
+   * BERTH_ENV_POOL_MAX of each live instance, summed.
    *
    * @generated from field: uint32 capacity = 4;
    */
