@@ -183,8 +183,10 @@ describe("berth turns ls, pool, map", { timeout: 120_000 }, () => {
 
       expect(pool.code).toBe(0);
       expect(pool.stdout).toMatch(/^busy\s+1$/m);
-      expect(pool.stdout).toMatch(/^occupancy\s+1 of 64$/m);
-      expect(poolJson).toMatchObject({ busy: 1, capacity: 64, coldAcquires: "1" });
+      // GetPoolStats answers for every instance's pool (BERTH_ENV_POOL_MAX 64 each), summed.
+      const capacity = 64 * server.servers.length;
+      expect(pool.stdout).toMatch(new RegExp(`^occupancy\\s+1 of ${capacity}$`, "m"));
+      expect(poolJson).toMatchObject({ busy: 1, capacity, coldAcquires: "1" });
 
       expect(map.code).toBe(0);
       expect(map.stdout).toMatch(/README\.md/);

@@ -39,11 +39,14 @@ export interface TurnBerthOptions {
   readonly database?: TestDatabase;
   /** The instance's stable name (several instances in one test: distinct names, or each start would reconcile the others as its earlier incarnation). */
   readonly instanceName?: string;
+  /** How many instances (default BERTH_TEST_INSTANCES): 1 for a test of one process's pool by design. */
+  readonly instances?: number;
 }
 
 export async function startTurnBerth(options: TurnBerthOptions = {}): Promise<TurnBerth> {
   const envRoot = mkdtempSync(path.join(tmpdir(), "berth-envs-"));
   const berth = await startBerth({
+    ...(options.instances !== undefined ? { instances: options.instances } : {}),
     env: { BERTH_ENV_ROOT: envRoot, ...(options.instanceName ? { BERTH_INSTANCE_NAME: options.instanceName } : {}), ...options.env },
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.database ? { database: options.database } : {}),

@@ -122,7 +122,7 @@ describe("TurnService: the steered session keeps its environment", () => {
     await b.turns.endTurn({ turnId: t1.turnId, outcome: TurnOutcome.AWAITING_APPROVAL });
     expect((await b.turns.getPoolStats({})).awaitingApproval).toBeGreaterThanOrEqual(1);
     clock.advance(5 * 60_000); // past the idle TTL (60 s), within the approval TTL (10 min)
-    await b.server.turns.sweep();
+    for (const s of b.servers) await s.turns.sweep(); // the environment lives on the instance that built it
     const t2 = await b.turns.beginTurn({ sessionId });
     expect(t2.warm).toBe(true);
     await b.turns.endTurn({ turnId: t2.turnId, outcome: TurnOutcome.COMPLETED });
@@ -134,7 +134,7 @@ describe("TurnService: the steered session keeps its environment", () => {
     await b.turns.endTurn({ turnId: t1.turnId, outcome: TurnOutcome.COMPLETED });
     const before = await b.turns.getPoolStats({});
     clock.advance(61_000);
-    await b.server.turns.sweep();
+    for (const s of b.servers) await s.turns.sweep(); // the environment lives on the instance that built it
     expect(existsSync(t1.environmentPath)).toBe(false);
     const after = await b.turns.getPoolStats({});
     // (other sessions' idle environments of this file expire in the same sweep)
@@ -338,7 +338,7 @@ describe("TurnService: a capture that fails", () => {
     const t2 = await b.turns.beginTurn({ sessionId });
     locked.clear();
     expect(t2.supersededTurnId).toBe(t1.turnId);
-    const unsaved = path.join(b.envRoot, ".unsaved");
+    const unsaved = path.join(path.dirname(t1.environmentPath), ".unsaved"); // the env root of the instance that held it
     const kept = readdirNames(unsaved).filter((n) => n.startsWith(workspaceId));
     expect(kept).toHaveLength(1);
     expect(readFileSync(path.join(unsaved, kept[0]!, "stuck.txt"), "utf8")).toBe("unsaved\n");
@@ -352,7 +352,8 @@ describe("TurnService: pool capacity", () => {
 
   beforeAll(async () => {
     source = makeGitRepo(5);
-    b = await startTurnBerth({ env: { BERTH_ENV_POOL_MAX: "2" } });
+    // One process's pool bound, by design (with several instances each has its own; GetPoolStats sums them).
+    b = await startTurnBerth({ env: { BERTH_ENV_POOL_MAX: "2" }, instances: 1 });
   });
   afterAll(async () => {
     await b?.close();
