@@ -81,8 +81,10 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const clientTurnId = c.text("client_turn_id", req.clientTurnId, CLIENT_TURN_ID);
       const onBusy = c.enumValue("on_busy", req.onBusy, OnBusy, false);
       c.done();
-      const ws = await ownedSession(registry, ctx, sessionId!, "active");
+      const ws = await ownedSession(registry, ctx, sessionId!, "active"); // activity: recorded
       const r = await turns.beginTurn(ws, clientTurnId, onBusy === OnBusy.REJECT ? "reject" : "supersede", ctx.signal);
+      // A cold acquire may take long: the lease runs from the answer (and the running turn renews it).
+      if (ws.lifecycle === "active") registry.touch(ws);
       ctx.logFields.turnId = r.turn.id;
       ctx.logFields.warm = r.turn.warm;
       return {
@@ -117,7 +119,9 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const turnId = c.uuid("turn_id", req.turnId);
       c.done();
       const turn = await turns.turn(turnId!);
-      await owner(ctx)(turn.sessionId);
+      const ws = await owner(ctx)(turn.sessionId);
+      // A TurnHeartbeat is activity of the session the turn runs in: it keeps the session connected.
+      if (ws.lifecycle === "active") registry.touch(ws);
       return { current: (await turns.heartbeat(turnId!)).current };
     },
 
