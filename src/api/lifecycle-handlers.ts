@@ -34,7 +34,7 @@ export function lifecycleHandlers(
       const sessionId = c.uuid("session_id", req.sessionId);
       c.done();
       const ws = await ownedSession(registry, ctx, sessionId!, "active");
-      const detach = registry.attach(ws.sessionId);
+      const detach = registry.attach(ws);
       try {
         // The hub first catches up with what committed before the attach (session.created is
         // history, not a notice); then the subscription is taken before the workspace is sent,

@@ -97,6 +97,8 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const ws = await ownedSession(registry, ctx, sessionId!, "active");
       const local = async () => {
         const r = await turns.beginTurn(ws, clientTurnId, onBusy === OnBusy.REJECT ? "reject" : "supersede", ctx.signal);
+        // A cold acquire may take long: the lease runs from the answer (and the running turn renews it).
+        if (ws.lifecycle === "active") registry.touch(ws);
         ctx.logFields.turnId = r.turn.id;
         ctx.logFields.warm = r.turn.warm;
         return {
@@ -147,6 +149,8 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const turnId = c.uuid("turn_id", req.turnId);
       c.done();
       const { turn, ws } = await turnAndSession(ctx, turnId!);
+      // A TurnHeartbeat is activity of the session the turn runs in: it keeps the session connected.
+      if (ws.lifecycle === "active") registry.touch(ws);
       return serveOrForward(forwarder, methods.turnHeartbeat, ctx, req, await turns.ownership.ofTurn(turn, ws), async () => ({ current: (await turns.heartbeat(turnId!)).current }));
     },
 

@@ -15,8 +15,12 @@ import * as sqlRepo from "./registry.repository.js";
 import type { SessionHooks } from "./session-hooks.js";
 
 export class Changesets {
-  /** Changesets of live workspaces, shared between the workspaces that reference them. */
-  private readonly changesets = new Map<string, Changeset>();
+  /**
+   * Changesets of live workspaces, shared between the workspaces that reference them, with the
+   * number of live workspaces that do: the entry goes with the last of them (retain / release),
+   * so reading other sessions (another instance's, stranded, ended) never grows the cache.
+   */
+  private readonly changesets = new Map<string, { cs: Changeset; refs: number }>();
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -24,9 +28,35 @@ export class Changesets {
     private readonly hooks: SessionHooks,
   ) {}
 
-  /** Forgets a cached changeset (no live workspace references it any more). */
-  forget(changesetId: string): void {
-    this.changesets.delete(changesetId);
+  /**
+   * A live workspace references `cs`: the one interned object of its id (cs itself when none is
+   * cached yet; otherwise the cached one, brought forward by cs if cs is newer).
+   */
+  retain(cs: Changeset): Changeset {
+    const entry = this.changesets.get(cs.id);
+    if (!entry) {
+      this.changesets.set(cs.id, { cs, refs: 1 });
+      return cs;
+    }
+    entry.refs++;
+    if (entry.cs !== cs && cs.updatedAt > entry.cs.updatedAt) {
+      entry.cs.state = cs.state;
+      entry.cs.reason = cs.reason;
+      entry.cs.updatedAt = cs.updatedAt;
+    }
+    return entry.cs;
+  }
+
+  /** A live workspace no longer references the changeset: forgotten with the last one. */
+  release(changesetId: string): void {
+    const entry = this.changesets.get(changesetId);
+    if (!entry) return;
+    if (--entry.refs <= 0) this.changesets.delete(changesetId);
+  }
+
+  /** Number of interned changesets (tests: bounded by the live workspaces). */
+  get size(): number {
+    return this.changesets.size;
   }
 
   /** Brings a cached changeset up to date with a row read or written elsewhere. */
@@ -43,7 +73,7 @@ export class Changesets {
 
   /** A changeset transition (made here or by another instance): the cached state follows, never backwards. */
   noteChangesetState(changesetId: string, state: ChangesetStateName, reason: string, at: number): void {
-    const cs = this.changesets.get(changesetId);
+    const cs = this.changesets.get(changesetId)?.cs;
     if (!cs || at < cs.updatedAt) return;
     cs.state = state;
     cs.reason = reason;
@@ -80,7 +110,7 @@ export class Changesets {
       });
       return { row };
     });
-    const cached = this.changesets.get(changesetId);
+    const cached = this.changesets.get(changesetId)?.cs;
     if (cached) {
       cached.state = outcome.row.state;
       cached.reason = outcome.row.reason;
@@ -90,9 +120,12 @@ export class Changesets {
     return changesetFromRow(outcome.row);
   }
 
-  /** The one cached Changeset of a row's id (made from the row, or brought forward by a newer one). */
+  /**
+   * The cached Changeset of a row's id (brought forward by a newer row), or a new one made from
+   * the row and not cached: only a live workspace's admission (retain) caches it.
+   */
   internChangeset(row: sqlRepo.ChangesetRow): Changeset {
-    const cached = this.changesets.get(row.id);
+    const cached = this.changesets.get(row.id)?.cs;
     if (cached) {
       if (row.updated_at.getTime() > cached.updatedAt) {
         cached.state = row.state;
@@ -101,9 +134,7 @@ export class Changesets {
       }
       return cached;
     }
-    const cs = changesetFromRow(row);
-    this.changesets.set(cs.id, cs);
-    return cs;
+    return changesetFromRow(row);
   }
 }
 

@@ -9,7 +9,6 @@ import { isTerminal } from "./changeset-states.js";
 import type { Clock } from "../platform/clock.js";
 import type { Workspace } from "./workspace.js";
 import type { WorkspaceRegistry } from "./registry.js";
-import type { ChangesetStateName } from "../platform/schema.js";
 import * as repo from "./lifecycle.repository.js";
 import type { LifecycleContext, LifecycleMetrics, LifecycleSettings, TickReport } from "./lifecycle-types.js";
 import type { Liveness } from "./liveness.js";
@@ -136,24 +135,33 @@ export class GarbageCollector {
    *   disconnected  *        terminal / off → destroyed (session.destroyed, disconnected)
    *   idle / max    on       non-terminal   → kept (pinned)
    *   idle / max    *        terminal / off → destroyed (session.expired, gc_idle / gc_max_lifetime)
+   *
+   * Liveness is a fact in the database: the same lookup reads last_active_at, where every
+   * instance flushes the activity it served (Heartbeats and other RPCs, open AttachSession
+   * streams, running turns), and each candidate is re-classified with the later of that and
+   * this instance's memory (which only spares the lookup while it is recent enough). When the
+   * lookup fails, that fact is unknown: a disconnected candidate is left for the next tick.
    */
   private async collect(candidates: Workspace[], report: TickReport): Promise<void> {
     const pin = this.settings.pinNonTerminal;
-    let states: Map<string, ChangesetStateName> | undefined;
+    let facts: Map<string, repo.GcFacts> | undefined;
     try {
-      states = await repo.changesetStatesOfWorkspaces(this.db, candidates.map((w) => w.workspaceId));
+      facts = await repo.gcFactsOfWorkspaces(this.db, candidates.map((w) => w.workspaceId));
     } catch (err) {
-      this.logger.warn({ err, count: candidates.length }, "pin lookup failed; treating the workspaces as pinned");
+      this.logger.warn({ err, count: candidates.length }, "GC lookup failed; treating the workspaces as pinned and connected");
     }
     const now = this.clock.now();
     const strand = new Map<string, Workspace[]>();
     const destroy = new Map<string, { kind: "session.destroyed" | "session.expired"; list: Workspace[] }>();
     const add = <T>(m: Map<string, T>, key: string, make: () => T) => m.get(key) ?? (m.set(key, make()), m.get(key)!);
     for (const ws of candidates) {
+      const fact = facts?.get(ws.workspaceId);
+      // Activity another instance served (or this one flushed): memory catches up with the database.
+      if (fact !== undefined && fact.lastActiveAt > ws.lastActiveAt) ws.lastActiveAt = fact.lastActiveAt;
       // Re-classified with the time after the lookup: a heartbeat meanwhile saves it.
       const why = this.classify(ws, now);
       if (why === undefined) continue;
-      const state = states?.get(ws.workspaceId);
+      const state = fact?.state;
       // No lookup (failed) or no row: pinned. Flag off: nothing is pinned (legacy).
       const nonTerminal = state === undefined ? true : !isTerminal(state);
       const pinned = pin && nonTerminal;
@@ -169,6 +177,7 @@ export class GarbageCollector {
         if (pinned) add(strand, "expired", () => []).push(ws);
         else if (!lookupFailed) add(destroy, "gc_expired", () => ({ kind: "session.expired" as const, list: [] })).list.push(ws);
       } else {
+        if (facts === undefined) continue; // its last activity elsewhere is unknown: the next tick decides
         if (pinned) add(strand, "disconnected", () => []).push(ws);
         else if (!lookupFailed) add(destroy, "disconnected", () => ({ kind: "session.destroyed" as const, list: [] })).list.push(ws);
       }

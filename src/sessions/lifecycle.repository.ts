@@ -96,18 +96,26 @@ export async function changesetStates(db: Executor, ids: readonly string[]): Pro
   return r.rows;
 }
 
+/** What the GC reads of a candidate before it acts: the pin (changeset state) and the last activity of any instance. */
+export interface GcFacts {
+  readonly state: ChangesetStateName;
+  /** workspaces.last_active_at, epoch ms: activity flushed by any instance. */
+  readonly lastActiveAt: number;
+}
+
 /**
- * The pin lookup: the changeset state of each workspace, by workspace id. Two text columns per
- * row on purpose: a GC slice over 1,000 rows must not spend its event-loop time parsing dates.
+ * The GC's candidate lookup, by workspace id: the changeset state (the pin decision) and
+ * last_active_at (the liveness decision: activity another instance served). Text and a float8
+ * on purpose: a GC slice over 1,000 rows must not spend its event-loop time parsing dates.
  */
-export async function changesetStatesOfWorkspaces(db: Executor, workspaceIds: readonly string[]): Promise<Map<string, ChangesetStateName>> {
-  const out = new Map<string, ChangesetStateName>();
+export async function gcFactsOfWorkspaces(db: Executor, workspaceIds: readonly string[]): Promise<Map<string, GcFacts>> {
+  const out = new Map<string, GcFacts>();
   if (workspaceIds.length === 0) return out;
-  const r = await sql<{ workspace_id: string; state: ChangesetStateName }>`
-    SELECT w.id AS workspace_id, c.state
+  const r = await sql<{ workspace_id: string; state: ChangesetStateName; active_ms: number | string }>`
+    SELECT w.id AS workspace_id, c.state, (extract(epoch FROM w.last_active_at) * 1000)::float8 AS active_ms
     FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
     WHERE w.id = ANY(${uuids(workspaceIds)})`.execute(db);
-  for (const row of r.rows) out.set(row.workspace_id, row.state);
+  for (const row of r.rows) out.set(row.workspace_id, { state: row.state, lastActiveAt: Math.floor(Number(row.active_ms)) });
   return out;
 }
 
@@ -145,7 +153,8 @@ export async function insertRedirect(trx: Transaction<Database>, dead: string, f
 }
 
 /**
- * Writes last_active_at of many workspaces in one statement (never moving it backwards). Two array
+ * Writes last_active_at of many active workspaces in one statement (never moving it backwards;
+ * an ended session's activity means nothing). Two array
  * parameters rather than a VALUES list: compiling a thousand-tuple statement would itself stall the
  * event loop for milliseconds.
  */
@@ -156,18 +165,23 @@ export async function flushLastActive(db: Executor, entries: readonly (readonly 
   const r = await sql`
     UPDATE workspaces AS w SET last_active_at = v.t
     FROM unnest(${ids}::uuid[], ${times}::timestamptz[]) AS v(id, t)
-    WHERE w.id = v.id AND w.last_active_at < v.t`.execute(db);
+    WHERE w.id = v.id AND w.last_active_at < v.t AND w.lifecycle = 'active'`.execute(db);
   return Number(r.numAffectedRows ?? 0n);
 }
 
 // ---- instances ----------------------------------------------------------------------------
+//
+// Instance liveness is judged by the database's clock alone: heartbeats write now(), and an
+// instance is stale when heartbeat_at < now() - interval, in SQL. Two instances whose clocks
+// disagree (or a test's ManualClock) therefore agree on who is alive.
 
-export async function registerInstance(db: Executor, id: string, name: string, at: Date): Promise<void> {
-  await sql`INSERT INTO instances (id, name, started_at, heartbeat_at) VALUES (${id}::uuid, ${name}, ${at}, ${at})`.execute(db);
+/** `ms` milliseconds as an SQL interval. */
+function millis(ms: number): RawBuilder<unknown> {
+  return sql`(${ms}::float8 * interval '1 millisecond')`;
 }
 
-export async function heartbeatInstance(db: Executor, id: string, at: Date): Promise<void> {
-  await sql`UPDATE instances SET heartbeat_at = ${at} WHERE id = ${id}::uuid AND stopped_at IS NULL`.execute(db);
+export async function registerInstance(db: Executor, id: string, name: string): Promise<void> {
+  await sql`INSERT INTO instances (id, name, started_at, heartbeat_at) VALUES (${id}::uuid, ${name}, now(), now())`.execute(db);
 }
 
 /** The internal gRPC address other instances forward turn RPCs to (migrations/0008_turns_scale_out.ts). */
@@ -181,17 +195,21 @@ export async function setInstanceAddress(db: Executor, id: string, address: stri
  */
 export function instanceAlive(alias: string, staleAfterMs: number): RawBuilder<boolean> {
   const i = sql.ref(alias);
-  return sql<boolean>`(${i}.stopped_at IS NULL AND ${i}.heartbeat_at >= now() - ${Math.max(0, Math.round(staleAfterMs))}::int * interval '1 millisecond')`;
+  return sql<boolean>`(${i}.stopped_at IS NULL AND ${i}.heartbeat_at >= now() - ${millis(Math.max(0, staleAfterMs))})`;
 }
 
-export async function stopInstance(db: Executor, id: string, at: Date): Promise<void> {
-  await sql`UPDATE instances SET stopped_at = ${at} WHERE id = ${id}::uuid`.execute(db);
+export async function heartbeatInstance(db: Executor, id: string): Promise<void> {
+  await sql`UPDATE instances SET heartbeat_at = now() WHERE id = ${id}::uuid AND stopped_at IS NULL`.execute(db);
 }
 
-/** Forgets instances silent since `before` that own no active workspace (their work was reconciled). */
-export async function pruneInstances(db: Executor, before: Date): Promise<void> {
+export async function stopInstance(db: Executor, id: string): Promise<void> {
+  await sql`UPDATE instances SET stopped_at = now() WHERE id = ${id}::uuid`.execute(db);
+}
+
+/** Forgets instances silent for longer than `retentionMs` (database time) that own no active workspace (their work was reconciled). */
+export async function pruneInstances(db: Executor, retentionMs: number): Promise<void> {
   await sql`
-    DELETE FROM instances i WHERE i.heartbeat_at < ${before}
+    DELETE FROM instances i WHERE i.heartbeat_at < now() - ${millis(retentionMs)}
       AND NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.owner_instance = i.id AND w.lifecycle = 'active')`.execute(db);
 }
 
@@ -202,15 +220,14 @@ export interface OrphanScope {
   readonly previousName: string | undefined;
   /** Startup only: rows with no owner. */
   readonly includeUnowned: boolean;
-  /** An instance whose heartbeat is older than this (or that stopped) is dead. */
-  readonly staleBefore: Date;
+  /** An instance whose heartbeat_at is older than now() - this (database time), or that stopped, is dead. */
+  readonly staleAfterMs: number;
 }
 
 /** SQL condition on `w`: the active workspace's owner is not a live instance (and is not us). */
 function orphaned(scope: OrphanScope): RawBuilder<unknown> {
-  const live = scope.previousName === undefined
-    ? sql`i.stopped_at IS NULL AND i.heartbeat_at >= ${scope.staleBefore}`
-    : sql`i.stopped_at IS NULL AND i.heartbeat_at >= ${scope.staleBefore} AND i.name <> ${scope.previousName}`;
+  const fresh = sql`i.stopped_at IS NULL AND i.heartbeat_at >= now() - ${millis(scope.staleAfterMs)}`;
+  const live = scope.previousName === undefined ? fresh : sql`${fresh} AND i.name <> ${scope.previousName}`;
   const owned = sql`w.owner_instance IS NOT NULL AND w.owner_instance <> ${scope.instanceId}::uuid
       AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = w.owner_instance AND ${live})`;
   return scope.includeUnowned ? sql`(w.owner_instance IS NULL OR (${owned}))` : sql`(${owned})`;

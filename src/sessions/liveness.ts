@@ -19,25 +19,34 @@ export class Liveness {
 
   constructor(private readonly ctx: LifecycleContext) {}
 
-  /** Connected: an AttachSession stream is open, or the last activity is within the lease. */
+  /**
+   * Connected: an AttachSession stream is open here, or the last activity is within the lease.
+   * `ws.lastActiveAt` is what this instance knows; the GC brings it forward from the database
+   * (activity served by other instances) before it acts on a disconnection.
+   */
   isConnected(ws: Workspace, now = this.ctx.clock.now()): boolean {
     return this.ctx.registry.attachedCount(ws.sessionId) > 0 || now - ws.lastActiveAt < this.ctx.settings.leaseMs;
   }
 
-  /** Writes last_active_at of every session touched since the last flush; one UPDATE per 1000. */
+  /**
+   * Writes last_active_at of every session touched since the last flush (on this instance,
+   * whichever instance owns it), and renews every session an open AttachSession stream or a
+   * RUNNING turn here keeps connected; one UPDATE per 1000. This is how the owner's GC, which
+   * reads last_active_at before it acts, learns of activity served by other instances.
+   */
   async flushActivity(): Promise<number> {
     if (this.flushing) await this.flushing.catch(() => 0);
     const registry = this.ctx.registry;
     const run = (async () => {
-      const dirty = registry.takeDirty();
+      const activity = [...registry.takeActivity()];
       let n = 0;
-      for (let i = 0; i < dirty.length; i += 1000) {
-        const batch = dirty.slice(i, i + 1000).map((ws) => [ws.workspaceId, new Date(ws.lastActiveAt)] as const);
+      for (let i = 0; i < activity.length; i += 1000) {
+        const batch = activity.slice(i, i + 1000).map(([id, at]) => [id, new Date(at)] as const);
         try {
           n += await repo.flushLastActive(registry.db, batch);
         } catch (err) {
           // Put them back: the next flush retries (in memory the times are right already).
-          for (const ws of dirty.slice(i)) registry.markDirty(ws);
+          for (const [id, at] of activity.slice(i)) registry.markDirty(id, at);
           throw err;
         }
       }

@@ -51,25 +51,25 @@ export class Reconciler {
     return this.registry.uow;
   }
 
-  /** The instance heartbeat (every instanceHeartbeatMs while started). */
+  /** The instance heartbeat (every instanceHeartbeatMs while started): heartbeat_at = the database's now(). */
   heartbeat(id: string): Promise<void> {
-    return repo.heartbeatInstance(this.db, id, new Date(this.clock.now()));
+    return repo.heartbeatInstance(this.db, id);
   }
 
   /** Marks the instance stopped (graceful stop): its workspaces are orphans at once. */
   stopInstance(id: string): Promise<void> {
-    return repo.stopInstance(this.db, id, new Date(this.clock.now()));
+    return repo.stopInstance(this.db, id);
   }
 
-  /** Forgets instances silent for longer than INSTANCE_RETENTION_MS that own no active workspace. */
+  /** Forgets instances silent (by database time) for longer than INSTANCE_RETENTION_MS that own no active workspace. */
   pruneInstances(): Promise<void> {
-    return repo.pruneInstances(this.db, new Date(this.clock.now() - INSTANCE_RETENTION_MS));
+    return repo.pruneInstances(this.db, INSTANCE_RETENTION_MS);
   }
 
   /**
    * At start, before SERVING: registers this incarnation and reconciles. Every active workspace
    * whose owner is not a live instance (NULL, a previous incarnation of this instance's name, an
-   * instance stopped or silent for 3 heartbeats) is: stranded (reason startup_reconcile) when its
+   * instance stopped or silent for 3 heartbeats by the database's clock) is: stranded (reason startup_reconcile) when its
    * changeset is not terminal; destroyed when ephemeral and terminal; adopted (owner = us) when
    * persistent and terminal, as it lives until its expires_at. Set-based: three UPDATEs, events
    * inserted in batches, all in one transaction.
@@ -78,7 +78,7 @@ export class Reconciler {
     if (instanceName !== undefined) this.instanceName = instanceName;
     const id = this.registry.instanceId;
     if (id === undefined) throw new Error("startup reconcile needs a registry with an instanceId");
-    await repo.registerInstance(this.db, id, this.instanceName ?? id, new Date(this.clock.now()));
+    await repo.registerInstance(this.db, id, this.instanceName ?? id);
     const report = await this.reconcileOrphans(true);
     this.logger.info({ ...report, instance: id, instanceName: this.instanceName }, "startup reconcile");
     return report;
@@ -93,7 +93,8 @@ export class Reconciler {
       instanceId: id,
       previousName: atStartup ? (this.instanceName ?? id) : undefined,
       includeUnowned: atStartup,
-      staleBefore: new Date(now - 3 * this.settings.instanceHeartbeatMs),
+      // Judged in SQL against the database's clock: no application clock on either side.
+      staleAfterMs: 3 * this.settings.instanceHeartbeatMs,
     };
     const reason = atStartup ? "startup_reconcile" : "owner_lost";
     const at = new Date(now);

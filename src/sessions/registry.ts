@@ -41,6 +41,22 @@ export interface RegistryDeps {
   readonly instanceId?: string;
 }
 
+/** What an activity extender answers: the workspaces (by id) whose sessions it keeps connected now. */
+export type ActivityExtender = () => Iterable<string>;
+
+/**
+ * The Workspace objects some registry of this process holds live (admitted, not yet dropped).
+ * Each registry's live objects are its own, so membership says "live on the instance whose
+ * registry made this object": a layer above (the overlay's caches) can tell without holding the
+ * registry. Weak: it keeps nothing alive.
+ */
+const liveHere = new WeakSet<Workspace>();
+
+/** Whether `ws` is a workspace its registry holds live on this instance (not another instance's, not ended). */
+export function isLiveHere(ws: Workspace): boolean {
+  return liveHere.has(ws);
+}
+
 export class WorkspaceRegistry {
   /** The repository catalogue (repositories.ts). */
   private readonly repositories: Repositories;
@@ -49,10 +65,16 @@ export class WorkspaceRegistry {
   /** The interned changesets of live workspaces and their transitions (changesets.ts). */
   private readonly changesets: Changesets;
   private readonly newId: () => string;
-  /** Live workspaces touched since the last activity flush (LifecycleManager.flushActivity). */
-  private dirty = new Set<Workspace>();
-  /** Open AttachSession streams per session: a session is connected while it has one. */
-  private readonly attached = new Map<string, number>();
+  /**
+   * Activity since the last flush (LifecycleManager.flushActivity): workspace id → latest time.
+   * By id, not by object, so that sessions this instance does not hold live (another instance's,
+   * read from their row by each call) are written too, once per flush.
+   */
+  private dirty = new Map<string, number>();
+  /** Open AttachSession streams per session (connected while it has one), with its workspace. */
+  private readonly attached = new Map<string, { workspaceId: string; count: number }>();
+  /** What else keeps sessions connected (the turn scheduler: a RUNNING turn); renewed at every flush. */
+  private readonly extenders: ActivityExtender[] = [];
   /** What happens beyond this layer when sessions end or changesets move (claims, overlay register it). */
   readonly hooks = new SessionHooks();
 
@@ -154,43 +176,70 @@ export class WorkspaceRegistry {
   }
 
   /**
-   * Records activity of a session: in memory at once; the lifecycle's activity flusher writes
-   * last_active_at of every touched workspace in one batched UPDATE every few seconds.
+   * Records activity of a session, live here or not (any instance may serve any session's RPC):
+   * in memory at once; the lifecycle's activity flusher writes last_active_at of every touched
+   * workspace in one batched UPDATE every few seconds, where the owner's GC reads it.
    */
   touch(ws: Workspace): void {
-    ws.lastActiveAt = this.deps.clock.now();
-    if (ws.lifecycle === "active") this.dirty.add(ws);
+    const now = this.deps.clock.now();
+    ws.lastActiveAt = now;
+    if (ws.lifecycle === "active") this.markDirty(ws.workspaceId, now);
   }
 
-  /** Marks a workspace for the next activity flush again (a failed flush puts its batch back). */
-  markDirty(ws: Workspace): void {
-    if (ws.lifecycle === "active") this.dirty.add(ws);
+  /** Marks a workspace's activity at `at` for the next flush (a failed flush puts its batch back). */
+  markDirty(workspaceId: string, at: number): void {
+    const had = this.dirty.get(workspaceId);
+    if (had === undefined || had < at) this.dirty.set(workspaceId, at);
   }
 
-  /** The workspaces touched since the last call (the flusher writes them). */
-  takeDirty(): Workspace[] {
-    if (this.dirty.size === 0) return [];
-    const out = [...this.dirty];
-    this.dirty = new Set();
+  /**
+   * What the next flush writes, taken: every activity since the last call, and the renewal (at
+   * `now`) of every session an open AttachSession stream here or an activity extender (a RUNNING
+   * turn here) keeps connected. Workspace id → time.
+   */
+  takeActivity(now = this.deps.clock.now()): Map<string, number> {
+    const out = this.dirty;
+    this.dirty = new Map();
+    for (const { workspaceId } of this.attached.values()) out.set(workspaceId, now);
+    for (const extend of this.extenders) for (const workspaceId of extend()) out.set(workspaceId, now);
     return out;
   }
 
-  /** Records an open AttachSession stream of a session; returns the function that records its close. */
-  attach(sessionId: string): () => void {
-    this.attached.set(sessionId, (this.attached.get(sessionId) ?? 0) + 1);
+  /**
+   * Registers something beyond this layer that keeps sessions connected while it lasts (the turn
+   * scheduler: a RUNNING turn): the sessions it names are renewed at every activity flush.
+   */
+  addActivityExtender(extender: ActivityExtender): void {
+    this.extenders.push(extender);
+  }
+
+  /**
+   * Records an open AttachSession stream of a session (live here or not); returns the function
+   * that records its close. While it is open the session is connected here, and every activity
+   * flush renews its last_active_at, so that its owner (maybe another instance) sees it connected.
+   */
+  attach(ws: Pick<Workspace, "sessionId" | "workspaceId">): () => void {
+    const { sessionId, workspaceId } = ws;
+    const entry = this.attached.get(sessionId);
+    if (entry) entry.count++;
+    else this.attached.set(sessionId, { workspaceId, count: 1 });
     let open = true;
     return () => {
       if (!open) return;
       open = false;
-      const n = (this.attached.get(sessionId) ?? 1) - 1;
-      if (n > 0) this.attached.set(sessionId, n);
-      else this.attached.delete(sessionId);
+      const e = this.attached.get(sessionId);
+      if (e && --e.count <= 0) this.attached.delete(sessionId);
     };
   }
 
-  /** Number of open AttachSession streams of a session (connected while > 0). */
+  /** Number of open AttachSession streams of a session on this instance (connected while > 0). */
   attachedCount(sessionId: string): number {
-    return this.attached.get(sessionId) ?? 0;
+    return this.attached.get(sessionId)?.count ?? 0;
+  }
+
+  /** Number of changesets held in memory (bounded by the live workspaces; tests). */
+  get internedChangesets(): number {
+    return this.changesets.size;
   }
 
   /** Brings a cached changeset up to date with a row read or written elsewhere. */
@@ -272,20 +321,31 @@ export class WorkspaceRegistry {
 
   // ---- shared with the lifecycle ------------------------------------------------------
 
+  /** Holds a workspace live here; its changeset becomes (or is replaced by) the interned one. */
   admit(ws: Workspace): void {
+    const before = this.live.get(ws.sessionId);
+    if (before === ws) return;
+    if (before) this.forget(before);
+    const cs = this.changesets.retain(ws.changeset);
+    // Built while no live workspace held its changeset, and another was admitted meanwhile: share that one.
+    if (cs !== ws.changeset) (ws as { changeset: Changeset }).changeset = cs;
     this.live.set(ws.sessionId, ws);
+    liveHere.add(ws);
   }
 
-  /** Forgets a live workspace (it was ended or stranded); its changeset goes when nothing references it. */
+  /** Forgets a live workspace (it was ended or stranded); its changeset goes with the last live workspace that references it. */
   drop(sessionId: string): Workspace | undefined {
     const ws = this.live.get(sessionId);
     if (!ws) return undefined;
     this.live.delete(sessionId);
-    this.dirty.delete(ws);
-    const cs = ws.changeset;
-    for (const other of this.live.values()) if (other.changeset === cs) return ws;
-    this.changesets.forget(cs.id);
+    this.forget(ws);
+    this.dirty.delete(ws.workspaceId);
     return ws;
+  }
+
+  private forget(ws: Workspace): void {
+    liveHere.delete(ws);
+    this.changesets.release(ws.changeset.id);
   }
 
   workspaceFromRow(row: sqlRepo.WorkspaceRow): Workspace {

@@ -70,6 +70,8 @@ export interface WsState {
   readonly workspaceId: string;
   ws: Workspace;
   lane: Promise<unknown>;
+  /** Jobs queued or running on the lane: the state is forgotten only when none is. */
+  pending: number;
   turn: Turn | undefined;
   env: Environment | undefined;
   /** Seated in the pool: slot is its state. Not seated: unreserved (or nothing). */
@@ -90,6 +92,11 @@ export interface PoolDeps {
 }
 
 export class Pool {
+  /**
+   * By workspace id. A state with no turn, no environment, no seat and nothing on its lane holds
+   * nothing worth keeping: it is forgotten when its last lane job settles (made again on the next
+   * turn), so the map is bounded by the workspaces that have a turn or an environment.
+   */
   private readonly states = new Map<string, WsState>();
   private seatedCount = 0;
   private readonly evictions = new Map<string, bigint>();
@@ -102,7 +109,7 @@ export class Pool {
   stateOf(ws: Workspace): WsState {
     let s = this.states.get(ws.workspaceId);
     if (!s) {
-      s = { workspaceId: ws.workspaceId, ws, lane: Promise.resolve(), turn: undefined, env: undefined, seated: false, slot: undefined, parkedAt: 0, lastUsed: 0, finishing: Promise.resolve() };
+      s = { workspaceId: ws.workspaceId, ws, lane: Promise.resolve(), pending: 0, turn: undefined, env: undefined, seated: false, slot: undefined, parkedAt: 0, lastUsed: 0, finishing: Promise.resolve() };
       this.states.set(ws.workspaceId, s);
     }
     s.ws = ws;
@@ -123,11 +130,40 @@ export class Pool {
     return this.states.values();
   }
 
-  /** Runs `job` on the workspace's lane, after everything queued before it (whether it failed or not). */
+  /** Number of per-workspace states held (tests: bounded memory). */
+  get size(): number {
+    return this.states.size;
+  }
+
+  /**
+   * Runs `job` on the workspace's lane, after everything queued before it (whether it failed or
+   * not). When the last queued job settles and the state holds nothing, the state is forgotten.
+   */
   enqueue<T>(state: WsState, job: () => Promise<T>): Promise<T> {
+    state.pending++;
     const run = state.lane.then(job, job);
-    state.lane = run.catch(() => {}); // the lane only orders jobs: run (and its failure) goes to the caller
+    const settled = () => {
+      state.pending--;
+      this.forgetIfUnused(state);
+    };
+    state.lane = run.then(settled, settled); // the lane only orders jobs: run (and its failure) goes to the caller
     return run;
+  }
+
+  /** Keeps the state while `work` (outside the lane) is in flight, as a lane job would. */
+  holdUntil(state: WsState, work: Promise<unknown>): void {
+    state.pending++;
+    const settled = () => {
+      state.pending--;
+      this.forgetIfUnused(state);
+    };
+    void work.then(settled, settled); // only counts; the caller handles the work's failure
+  }
+
+  /** Forgets a state with no turn, no environment, no seat and no lane job (nothing to order, nothing to evict). */
+  private forgetIfUnused(state: WsState): void {
+    if (state.pending > 0 || state.turn || state.env || state.seated) return;
+    if (this.states.get(state.workspaceId) === state) this.states.delete(state.workspaceId);
   }
 
   /** Seats the state in the pool as BUSY; when full of non-idle seats, the turn runs unreserved. */

@@ -83,6 +83,8 @@ export class TurnScheduler {
 
   constructor(private readonly deps: TurnSchedulerDeps) {
     deps.registry.uow.addFollower("turns", sessionEndFollower(deps.registry, () => [...this.pool.all()].map((s) => s.workspaceId), (workspaceId, kind) => this.sessionEnded(workspaceId, kind)));
+    // A RUNNING turn keeps its session connected: every activity flush renews its last_active_at.
+    deps.registry.addActivityExtender(() => this.runningWorkspaces());
     const timeout = deps.settings.probeTimeoutMs ?? 1000;
     this.spares = new BaseSpares(deps.settings.root, deps.settings.spares ?? 2, () => deps.clock.now());
     reportDeletionFailures((dir, err) => deps.logger.error({ err, dir }, "could not delete a torn-down environment; it is left on disk"));
@@ -263,7 +265,9 @@ export class TurnScheduler {
     if (turn.state !== "running") return alreadyFinished(turn, outcome);
     // Ordering only: a failed start is the BeginTurn's error (and logged by acquire()).
     await turn.started?.catch(() => {});
-    const state = this.pool.get(turn.workspaceId)!;
+    const state = this.pool.get(turn.workspaceId);
+    // A start that failed meanwhile may have left nothing (the state forgotten): the turn is not running.
+    if (!state) return alreadyFinished(turn, outcome);
     return this.pool.enqueue(state, async () => {
       if (turn.state !== "running") return alreadyFinished(turn, outcome);
       const env = turn.env;
@@ -361,6 +365,16 @@ export class TurnScheduler {
     return this.records.otherInstances();
   }
 
+  /** Per-workspace states held: those with a turn, an environment or lane work (tests: bounded memory). */
+  get workspaceStates(): number {
+    return this.pool.size;
+  }
+
+  /** The workspaces with a RUNNING turn on this instance (the activity extender). */
+  private *runningWorkspaces(): Iterable<string> {
+    for (const s of this.pool.all()) if (s.turn?.state === "running") yield s.workspaceId;
+  }
+
   /** The workspace map of the session's environment, within the budget (GetWorkspaceMap). */
   workspaceMap(ws: Workspace, signal: AbortSignal): Promise<MapResult> {
     return this.deps.maps.getMap(this.environmentPathOf(ws), { signal });
@@ -408,6 +422,7 @@ export class TurnScheduler {
   /** A row update made outside the lane: the workspace's next turn insert waits for it (one RUNNING row per workspace). */
   private finishOutsideLane<T>(state: WsState, update: Promise<T>): Promise<T> {
     state.finishing = Promise.allSettled([state.finishing, update]);
+    this.pool.holdUntil(state, update); // the state (and its `finishing`) outlives the update
     return update;
   }
 

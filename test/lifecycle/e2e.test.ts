@@ -2,6 +2,7 @@
  * The lifecycle over the wire (gRPC via grpc-js, and a real server process killed with -9):
  * Heartbeat, AttachSession, StrandSession, ResumeSession, AbandonSession and the startup reconcile.
  */
+import { sql } from "kysely";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ChangesetState, LifecycleState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { AbandonCause, WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
@@ -118,11 +119,17 @@ describe(`lifecycle over gRPC (${PRIMARY_KIND})`, () => {
     });
     await first;
     const live = berth.server.registry.liveWorkspace(ws.sessionId)!;
-    live.lastActiveAt -= 60_000; // as if the lease had lapsed long ago
-    expect((await lifecycle.tick()).disconnected).toBe(0);
+    // As if the lease had lapsed long ago: in memory and in the row (the GC reads both, the later wins).
+    const lapse = async () => {
+      await lifecycle.flushActivity();
+      live.lastActiveAt -= 60_000;
+      await sql`UPDATE workspaces SET last_active_at = ${new Date(live.lastActiveAt)} WHERE id = ${ws.workspaceId}::uuid`.execute(berth.server.database.db);
+    };
+    await lapse();
+    expect((await lifecycle.tick()).disconnected).toBe(0); // the open stream keeps it (and renews the row at the tick's flush)
     controller.abort();
     await new Promise((r) => setTimeout(r, 200));
-    live.lastActiveAt -= 60_000;
+    await lapse();
     expect((await lifecycle.tick()).disconnected).toBe(1);
     expect((await berth.grpc.getWorkspace({ sessionId: ws.sessionId })).workspace!.lifecycleState).toBe(LifecycleState.STRANDED);
   });

@@ -137,7 +137,7 @@ describe(`lifecycle on ${PRIMARY_KIND}`, () => {
     it("heartbeats keep a session connected; an open attach stream does too", async () => {
       const a = await h.create();
       const b = await h.create();
-      const detach = h.registry.attach(b.sessionId);
+      const detach = h.registry.attach(b);
       for (let i = 0; i < 5; i++) {
         h.clock.advance(20_000);
         h.registry.touch(a);
@@ -150,6 +150,98 @@ describe(`lifecycle on ${PRIMARY_KIND}`, () => {
       await h.lifecycle.tick();
       expect(h.registry.liveWorkspace(b.sessionId)).toBeUndefined();
       expect((await workspaceRow(h.db, b.workspaceId)).lifecycle).toBe("stranded");
+    });
+
+    it("the owner's GC reads the database's last activity before it strands: activity another instance served keeps the session", async () => {
+      const ws = await h.create();
+      const other = await harness(h.db, { clock: h.clock, repoId: h.repoId, instanceName: "other-host:50053" });
+      try {
+        // A Heartbeat served by the other instance: a copy read from the row, touched and flushed there.
+        h.clock.advance(20_000);
+        const copy = await other.registry.getWorkspace(ws.sessionId);
+        expect(other.registry.liveWorkspace(ws.sessionId)).toBeUndefined();
+        other.registry.touch(copy);
+        expect(await other.lifecycle.flushActivity()).toBe(1);
+        h.clock.advance(15_000); // 35 s since creation (the owner's memory), 15 s since the heartbeat
+        expect((await h.lifecycle.tick()).disconnected).toBe(0);
+        expect(h.registry.liveWorkspace(ws.sessionId)!.lastActiveAt).toBe(copy.lastActiveAt); // memory caught up
+        h.clock.advance(16_000); // 31 s of silence everywhere
+        expect((await h.lifecycle.tick()).disconnected).toBe(1);
+        expect(await workspaceRow(h.db, ws.workspaceId)).toMatchObject({ lifecycle: "stranded", lifecycle_reason: "disconnected" });
+      } finally {
+        await other.lifecycle.stop();
+      }
+    });
+
+    it("an AttachSession stream open on another instance renews the session at its every flush", async () => {
+      const ws = await h.create();
+      const other = await harness(h.db, { clock: h.clock, repoId: h.repoId, instanceName: "other-host:50054" });
+      try {
+        const detach = other.registry.attach(await other.registry.getWorkspace(ws.sessionId));
+        for (let i = 0; i < 4; i++) {
+          h.clock.advance(20_000);
+          await other.lifecycle.flushActivity();
+          expect((await workspaceRow(h.db, ws.workspaceId)).last_active_at.getTime()).toBe(h.clock.now());
+          expect((await h.lifecycle.tick()).disconnected).toBe(0);
+        }
+        detach();
+        h.clock.advance(20_000);
+        expect(await other.lifecycle.flushActivity()).toBe(0); // closed: nothing renewed
+        h.clock.advance(11_000);
+        expect((await h.lifecycle.tick()).disconnected).toBe(1);
+      } finally {
+        await other.lifecycle.stop();
+      }
+    });
+
+    it("an activity extender (a RUNNING turn) keeps its sessions connected: renewed at every flush", async () => {
+      const ws = await h.create();
+      const running = new Set([ws.workspaceId]);
+      h.registry.addActivityExtender(() => running);
+      for (let i = 0; i < 4; i++) {
+        h.clock.advance(20_000);
+        expect((await h.lifecycle.tick()).disconnected).toBe(0);
+      }
+      running.clear();
+      h.clock.advance(31_000);
+      expect((await h.lifecycle.tick()).disconnected).toBe(1);
+    });
+
+    it("a failed GC lookup strands nothing for disconnection (its activity elsewhere is unknown)", async () => {
+      const ws = await h.create();
+      h.clock.advance(31_000);
+      await sql`ALTER TABLE changesets RENAME TO changesets_gone`.execute(h.db);
+      try {
+        expect((await h.lifecycle.tick()).disconnected).toBe(0);
+      } finally {
+        await sql`ALTER TABLE changesets_gone RENAME TO changesets`.execute(h.db);
+      }
+      expect((await workspaceRow(h.db, ws.workspaceId)).lifecycle).toBe("active");
+      expect((await h.lifecycle.tick()).disconnected).toBe(1);
+    });
+
+    it("interned changesets go with their last live workspace; reading other sessions does not grow the cache", async () => {
+      const a = await h.create();
+      const shared = await h.registry.createWorkspace({ repoId: h.repoId, intent: "", baseCommit: "abc", mode: "ephemeral", ttlSeconds: undefined, agentId: "agent-a", agentName: undefined, sessionId: undefined, changesetId: a.changeset.id });
+      const b = await h.create();
+      expect(shared.changeset).toBe(a.changeset);
+      expect(h.registry.internedChangesets).toBe(2);
+      const other = await harness(h.db, { clock: h.clock, repoId: h.repoId, instanceName: "other-host:50055", startup: false });
+      for (const w of [a, shared, b]) await other.registry.getWorkspace(w.sessionId);
+      await other.registry.listSessions(h.repoId);
+      expect(other.registry.internedChangesets).toBe(0);
+      await h.lifecycle.strand(a.sessionId, "explicit");
+      expect(h.registry.internedChangesets).toBe(2);
+      await h.lifecycle.strand(shared.sessionId, "explicit");
+      expect(h.registry.internedChangesets).toBe(1);
+      await h.registry.getWorkspace(a.sessionId); // a stranded session, read
+      expect(h.registry.internedChangesets).toBe(1);
+      const resumed = await h.lifecycle.resume(a.sessionId, "agent-a");
+      expect(h.registry.internedChangesets).toBe(2);
+      await h.lifecycle.abandon(resumed.sessionId, "explicit");
+      await h.lifecycle.destroy(b.sessionId, "client");
+      expect(h.registry.internedChangesets).toBe(0);
+      expect(h.registry.liveCount).toBe(0);
     });
 
     it("a disconnected ephemeral session with a terminal changeset is destroyed", async () => {
@@ -305,14 +397,14 @@ describe(`lifecycle on ${PRIMARY_KIND}`, () => {
 
   describe("reconcile", () => {
     it("GC forgets instances silent for a day once they own no active workspace, and keeps live ones", async () => {
-      const old = new Date(h.clock.now() - 2 * 86_400_000);
+      // Silent for two days by the database's clock (whatever the ManualClock says).
       await sql`INSERT INTO instances (id, name, started_at, heartbeat_at) VALUES
-        ('00000000-0000-4000-8000-000000000001', 'gone:1', ${old}, ${old}),
-        ('00000000-0000-4000-8000-000000000002', 'gone:2', ${old}, ${old})`.execute(h.db);
+        ('00000000-0000-4000-8000-000000000001', 'gone:1', now() - interval '2 days', now() - interval '2 days'),
+        ('00000000-0000-4000-8000-000000000002', 'gone:2', now() - interval '2 days', now() - interval '2 days')`.execute(h.db);
       // gone:2 still owns an active workspace: the tick strands it (owner_lost) before forgetting gone:2.
       const owned = await h.create();
       await sql`UPDATE workspaces SET owner_instance = '00000000-0000-4000-8000-000000000002' WHERE id = ${owned.workspaceId}::uuid`.execute(h.db);
-      await sql`UPDATE instances SET heartbeat_at = ${new Date(h.clock.now())} WHERE id = ${h.instanceId}::uuid`.execute(h.db);
+      // h's own row is fresh: registered with the database's now() (the ManualClock says January).
       const ids = async () => (await sql<{ id: string }>`SELECT id FROM instances ORDER BY id`.execute(h.db)).rows.map((r) => r.id);
       expect(await ids()).toHaveLength(3);
       await h.lifecycle.tick();
@@ -340,16 +432,36 @@ describe(`lifecycle on ${PRIMARY_KIND}`, () => {
       expect(next.registry.liveWorkspace(closedPersistent.sessionId)).toBeDefined();
     });
 
-    it("multi-instance: a live instance's workspaces are left alone until its heartbeat goes stale", async () => {
+    it("multi-instance: a live instance's workspaces are left alone until its heartbeat goes stale (by the database's clock)", async () => {
       const mine = await h.create();
       const other = await harness(h.db, { clock: h.clock, repoId: h.repoId, instanceName: "other-host:50051" });
       expect((await workspaceRow(h.db, mine.workspaceId)).lifecycle).toBe("active");
-      h.clock.advance(10_000);
+      const age = (ms: number) => sql`UPDATE instances SET heartbeat_at = now() - ${`${ms} milliseconds`}::interval WHERE id = ${h.instanceId}::uuid`.execute(h.db);
+      await age(10_000); // h's heartbeat 10 s old: alive
       expect((await other.lifecycle.tick()).orphansStranded).toBe(0);
-      h.clock.advance(6_000); // h's heartbeat (never sent since start) is now > 15 s old
+      h.clock.advance(86_400_000); // the application clock says nothing: a day later by it, h is still alive
+      expect((await other.lifecycle.tick()).orphansStranded).toBe(0);
+      await age(16_000); // > 3 heartbeats (15 s) old: dead
       expect((await other.lifecycle.tick()).orphansStranded).toBe(1);
       expect(await workspaceRow(h.db, mine.workspaceId)).toMatchObject({ lifecycle: "stranded", lifecycle_reason: "owner_lost" });
       await other.lifecycle.stop();
+    });
+
+    it("the instance heartbeat and stop write the database's now(), whatever the application clock says", async () => {
+      const other = await harness(h.db, { clock: new ManualClock(Date.UTC(2001, 0, 1)), repoId: h.repoId, instanceName: "other-host:50052", settings: { instanceHeartbeatMs: 20 } });
+      const times = async () =>
+        (await sql<{ heartbeat_s: number; stopped_s: number | null }>`
+          SELECT extract(epoch FROM now() - heartbeat_at)::float8 AS heartbeat_s, extract(epoch FROM now() - stopped_at)::float8 AS stopped_s
+          FROM instances WHERE id = ${other.instanceId}::uuid`.execute(h.db)).rows[0]!;
+      expect(Math.abs((await times()).heartbeat_s)).toBeLessThan(5); // registered at now()
+      await sql`UPDATE instances SET heartbeat_at = now() - interval '1 hour' WHERE id = ${other.instanceId}::uuid`.execute(h.db);
+      other.lifecycle.start();
+      const until = Date.now() + 5000;
+      while ((await times()).heartbeat_s > 5 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      await other.lifecycle.stop();
+      const t = await times();
+      expect(Math.abs(t.heartbeat_s)).toBeLessThan(5);
+      expect(Math.abs(t.stopped_s!)).toBeLessThan(5);
     });
 
     it("a stopped instance's workspaces are orphans at once", async () => {

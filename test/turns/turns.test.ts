@@ -396,3 +396,47 @@ function readdirNames(dir: string): string[] {
     return [];
   }
 }
+
+describe("TurnService: per-workspace states are bounded", () => {
+  let b: TurnBerth;
+  let source: string;
+
+  beforeAll(async () => {
+    source = makeGitRepo(3);
+    b = await startTurnBerth();
+  });
+  afterAll(async () => {
+    await b?.close();
+    rmSync(source, { recursive: true, force: true });
+  });
+
+  /** Waits until the scheduler holds `n` per-workspace states (lane jobs settle after the answer). */
+  async function statesBecome(n: number): Promise<number> {
+    for (let i = 0; i < 200 && b.server.turns.workspaceStates !== n; i++) await new Promise((r) => setTimeout(r, 10));
+    return b.server.turns.workspaceStates;
+  }
+
+  it("a workspace with no environment and no turn leaves no state behind (failed, cancelled, parked then ended)", async () => {
+    expect(b.server.turns.workspaceStates).toBe(0);
+    const failed = await newSession(b, source);
+    const t1 = await b.turns.beginTurn({ sessionId: failed.sessionId });
+    expect(b.server.turns.workspaceStates).toBe(1);
+    await b.turns.endTurn({ turnId: t1.turnId, outcome: TurnOutcome.FAILED }); // torn down, unseated
+    expect(await statesBecome(0)).toBe(0);
+
+    const cancelled = await newSession(b, source);
+    const t2 = await b.turns.beginTurn({ sessionId: cancelled.sessionId });
+    await b.turns.cancelTurn({ turnId: t2.turnId });
+    expect(await statesBecome(0)).toBe(0);
+
+    const parked = await newSession(b, source);
+    const t3 = await b.turns.beginTurn({ sessionId: parked.sessionId });
+    await b.turns.endTurn({ turnId: t3.turnId, outcome: TurnOutcome.COMPLETED });
+    expect(await statesBecome(1)).toBe(1); // its environment is parked, warm for the next turn
+    const t4 = await b.turns.beginTurn({ sessionId: parked.sessionId });
+    expect(t4.warm).toBe(true);
+    await b.turns.endTurn({ turnId: t4.turnId, outcome: TurnOutcome.COMPLETED });
+    await b.ws.destroyWorkspace({ sessionId: parked.sessionId }); // the parked environment is evicted
+    expect(await statesBecome(0)).toBe(0);
+  });
+});
