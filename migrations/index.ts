@@ -5,7 +5,7 @@ import * as m0003 from "./0003_events.js";
 import * as m0004 from "./0004_overlay.js";
 import * as m0005 from "./0005_turns.js";
 import * as m0006 from "./0006_claims_released_by_berth.js";
-// 0007 is reserved (another change in flight).
+import * as m0007 from "./0007_overlay_version.js";
 import * as m0008 from "./0008_turns_scale_out.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
@@ -16,5 +16,6 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0004_overlay": m0004,
   "0005_turns": m0005,
   "0006_claims_released_by_berth": m0006,
+  "0007_overlay_version": m0007,
   "0008_turns_scale_out": m0008,
 };

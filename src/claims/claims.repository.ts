@@ -12,21 +12,29 @@ export function uuids(ids: readonly string[]): RawBuilder<unknown> {
 }
 
 /**
- * The state a write needs, with the workspace and its changeset locked FOR SHARE and then the
- * paths' claim locks taken (sorted), in one statement: the lateral join runs only on the row the
- * locking subquery returned, so the order is the same as two statements (row, then paths). The
- * claim check must be a later statement (its snapshot must postdate the claim locks).
+ * The state a write needs, with the workspace and its changeset locked and then the paths' claim
+ * locks taken (sorted), in one statement: the lateral join runs only on the row the locking
+ * subquery returned, so the order is the same as two statements (row, then paths). The claim
+ * check must be a later statement (its snapshot must postdate the claim locks).
+ *
+ * The changeset is locked FOR SHARE. The workspace row is locked FOR SHARE for claims alone
+ * ("claims"), and FOR NO KEY UPDATE for a change of the overlay ("overlay"): that statement bumps
+ * workspaces.overlay_version, and two writers holding the row FOR SHARE would deadlock on the
+ * bump; so overlay changes of one workspace take turns across instances (they already did within
+ * one), and a strand, abandon or terminal transition still waits for the write either way.
  */
 export async function lockForWrite(
   trx: Transaction<Database>,
   workspaceId: string,
   lockKeys: readonly string[],
+  purpose: "claims" | "overlay",
 ): Promise<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName } | undefined> {
   const sorted = [...new Set(lockKeys)].sort();
+  const rowLock = purpose === "overlay" ? sql`FOR NO KEY UPDATE OF w FOR SHARE OF c` : sql`FOR SHARE OF w, c`;
   const r = await sql<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName }>`
     SELECT r.lifecycle, r.session_id, r.state
     FROM (SELECT w.lifecycle, w.session_id, c.state FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
-          WHERE w.id = ${workspaceId}::uuid FOR SHARE OF w, c) r
+          WHERE w.id = ${workspaceId}::uuid ${rowLock}) r
     CROSS JOIN LATERAL (
       SELECT count(pg_advisory_xact_lock(hashtextextended(k, 7))) AS locked
       FROM (SELECT k FROM jsonb_array_elements_text(${JSON.stringify(sorted)}::jsonb) WITH ORDINALITY AS t(k, n)

@@ -50,7 +50,7 @@ export class Claiming {
     const holder = { workspaceId: ws.workspaceId, sessionId: ws.sessionId, agentId: ws.agentId, agentName: ws.agentName };
     try {
       await this.registry.uow.run(async ({ trx, record }) => {
-          const row = await claimsRepo.lockForWrite(trx, ws.workspaceId, [...byPath.keys()].map((p) => claimsRepo.claimLockKey(ws.repoId, p)));
+          const row = await claimsRepo.lockForWrite(trx, ws.workspaceId, [...byPath.keys()].map((p) => claimsRepo.claimLockKey(ws.repoId, p)), "claims");
           checkRow(ws, row);
           const acquired: sqlRepo.ClaimRow[] = [];
           for (const [path, symbols] of [...byPath].sort((a, b) => comparePaths(a[0], b[0]))) {

@@ -1,7 +1,9 @@
 /**
  * Reads (ReadFile, ListFiles) merge the overlay over the base commit and take no lock, claim nor
- * transaction; apart from the write path, neither has to be read to understand the other. A
- * ReadFile is remembered in the cache: it is what STALE_OVERLAY compares a later write against.
+ * transaction; apart from the write path, neither has to be read to understand the other. Both
+ * answer from the cache once it is checked against the workspace's overlay_version (one
+ * primary-key lookup: another instance's writes are in it). A ReadFile is remembered in the
+ * cache: it is what STALE_OVERLAY compares a later write against.
  */
 import type { Clock } from "../platform/clock.js";
 import type { Workspace } from "../sessions/workspace.js";
@@ -41,13 +43,14 @@ export class FileReads {
   }
 
   async readFile(ws: Workspace, path: string): Promise<ReadResult> {
-    const ov = await this.cache.overlay(ws);
-    (ov.reads ??= new Map()).set(path, this.clock.now());
-    const f = ov.files.get(path);
-    if (f) {
-      const content = await this.cache.contentOf(ws, path, f);
-      if (content === null || f.hash === null) throw fileNotFound(path);
-      return { content, hash: f.hash, source: "overlay" };
+    const now = this.clock.now();
+    // Checked against the workspace's overlay_version: another instance's acknowledged write is in it.
+    const ov = await this.cache.current(ws);
+    (ov.reads ??= new Map()).set(path, now);
+    const v = await this.cache.view(ws, ov, path);
+    if (v) {
+      if (v.content === null || v.file.hash === null) throw fileNotFound(path);
+      return { content: v.content, hash: v.file.hash, source: "overlay" };
     }
     const repo = await this.registry.repository(ws.repoId);
     const base = await this.git.read(repo.sourcePath, ws.baseCommit, path);
@@ -57,7 +60,7 @@ export class FileReads {
 
   /** The merged view in path order, from after `after` (exclusive), at most `limit` entries (and whether more follow). */
   async listFiles(ws: Workspace, prefix: string, after: string, limit: number): Promise<{ files: ListedFile[]; more: boolean }> {
-    const ov = await this.cache.overlay(ws);
+    const ov = await this.cache.current(ws);
     const repo = await this.registry.repository(ws.repoId);
     const [tree, idx] = await Promise.all([this.git.tree(repo.sourcePath, ws.baseCommit), this.index.repo(ws.repoId)]);
     const start = after > prefix ? after : prefix;

@@ -13,10 +13,11 @@ import { insertEvents, type EventInput } from "../platform/outbox.js";
 import { fileChangeEnum, symbolChangeEnum } from "../platform/proto-enums.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { ChangesetStateName } from "../platform/schema.js";
+import type { Tx } from "../platform/unit-of-work.js";
 import * as claimsRepo from "../claims/claims.repository.js";
 import { sha256Hex, type GitBase } from "./git-base.js";
-import { publicOthers, type ModifiersIndex, type OtherTouch } from "./modifiers-index.js";
-import { CACHE_CONTENT_BYTES, type CachedFile, type OverlayCache, type WorkspaceOverlay } from "./overlay-cache.js";
+import { publicOthers, type ModifiersIndex, type OtherTouch, type RepoIndex } from "./modifiers-index.js";
+import { CACHE_CONTENT_BYTES, cachedFileOf, type CachedFile, type OverlayCache, type WorkspaceOverlay } from "./overlay-cache.js";
 import type { OverlayContext, OverlaySettings } from "./overlay-context.js";
 import type { SymbolChangeInfo } from "./overlay-port.js";
 import * as sqlRepo from "./overlay.repository.js";
@@ -25,6 +26,58 @@ import { diffSymbolsOrFile } from "./symbols/index.js";
 
 /** Changeset states after which another session's change makes a blind write stale. */
 const REVIEW_STATES: ReadonlySet<ChangesetStateName> = new Set(["submitted", "verifying", "approved"]);
+
+/** What a write or delete did. */
+export interface ChangeResult {
+  readonly hash: string | null;
+  readonly change: sqlRepo.ChangeName;
+  readonly symbols: SymbolChangeInfo[];
+  readonly conflicts: ReturnType<typeof publicOthers>;
+}
+
+/** One call's question. */
+interface Ask {
+  readonly ws: Workspace;
+  readonly path: string;
+  readonly content: Uint8Array | null;
+  readonly expectedHash: string | undefined;
+  readonly declared: readonly string[];
+  readonly sourcePath: string | null;
+  readonly idx: RepoIndex;
+}
+
+/** The path a decision is made on: the overlay's row, or (none) the base commit's file. */
+interface PathState {
+  readonly existing: CachedFile | undefined;
+  readonly current: Uint8Array | undefined;
+  /** The base's hash when there is no row. */
+  readonly baseHash?: string | null;
+}
+
+type Decision =
+  | { readonly kind: "unchanged"; readonly result: ChangeResult }
+  | {
+      readonly kind: "store";
+      readonly believed: sqlRepo.BelievedRow;
+      readonly dropRow: boolean;
+      readonly newHash: string | null;
+      readonly change: sqlRepo.ChangeName;
+      readonly baseHash: string | null;
+      readonly symbols: SymbolChangeInfo[];
+      readonly wanted: string[];
+      readonly cumulative: string[];
+      readonly others: readonly OtherTouch[];
+    };
+
+/**
+ * The write statement found the row changed since the decision (another instance wrote the path
+ * between our check and our statement): nothing was written. Decided again once, then refused.
+ */
+export class RowMoved extends BerthError {
+  constructor(path: string) {
+    super("aborted", "CONCURRENT_WRITE", `${path} was changed by another writer while this write was stored; retry`, { path });
+  }
+}
 
 export class SymbolLocked extends Error {
   constructor(readonly path: string, readonly blocked: sqlRepo.ClaimRow[], readonly wanted: readonly string[]) {
@@ -40,11 +93,19 @@ function textOf(content: Uint8Array | undefined): string | undefined {
 }
 
 /**
- * Storage. Every write is one transaction: the workspace and its changeset locked FOR SHARE
- * (a strand, abandon or terminal transition waits for it, then releases what it claimed), the
- * path's claim lock, the claims (all or nothing), the overlay row and the events file.written /
- * claim.acquired. The RPC returns after the commit. A refused claim rolls all of it back and then
- * records claim.conflict in a transaction of its own.
+ * Storage. Every write is one transaction: the workspace row locked FOR NO KEY UPDATE and its
+ * changeset FOR SHARE (a strand, abandon or terminal transition waits for it, then releases what
+ * it claimed; another instance's write of the same workspace waits its turn), the path's claim
+ * lock, the claims (all or nothing), the overlay row, the workspace's overlay_version and the
+ * events file.written / claim.acquired. The RPC returns after the commit. A refused claim rolls
+ * all of it back and then records claim.conflict in a transaction of its own.
+ *
+ * Several instances. The decision is made on this instance's cache, checked against the
+ * workspace's overlay_version first; the write statement then applies only if the path's row is
+ * still what the decision believed (compare-and-set in SQL). If another instance wrote the path
+ * in between, nothing was written: the row is read again under the write's locks and the write
+ * decided again on it (expected_hash → HASH_MISMATCH naming the current hash; a blind write is
+ * applied on top of the fresh row).
  *
  * Whole-file unit. A file Berth cannot split into symbols (no grammar, too large, unparsable or
  * binary) is claimed as a whole: the claim's symbol is "" and it conflicts with every claim of
@@ -80,121 +141,181 @@ export class FileWrites {
   }
 
   /** A write (content) or a delete (null) of one path. */
-  async change(ws: Workspace, path: string, content: Uint8Array | null, expectedHash: string | undefined, declared: readonly string[]) {
+  async change(ws: Workspace, path: string, content: Uint8Array | null, expectedHash: string | undefined, declared: readonly string[]): Promise<ChangeResult> {
     assertActive(ws);
     if (isTerminal(ws.changeset.state)) throw changesetTerminal(ws.changeset.id, ws.changeset.state);
+    const since = performance.now();
     const ov = await this.cache.overlay(ws);
     return this.cache.serialised(ov, async () => {
+      // Every write acknowledged before this call (on any instance) is in the cache we decide on.
+      await this.cache.validate(ws, ov, since);
       const repo = await this.registry.repository(ws.repoId);
       const idx = await this.index.repo(ws.repoId);
-      const existing = ov.files.get(path);
-      let current: Uint8Array | undefined;
-      let currentHash: string | null;
-      let baseHash: string | null;
-      if (existing) {
-        current = (await this.cache.contentOf(ws, path, existing)) ?? undefined;
-        currentHash = existing.hash;
-        baseHash = existing.baseHash;
-      } else {
-        const base = await this.git.read(repo.sourcePath, ws.baseCommit, path);
-        current = base?.content;
-        currentHash = base?.hash ?? null;
-        baseHash = base?.hash ?? null;
-      }
-      if (expectedHash !== undefined && expectedHash !== (currentHash ?? "")) {
-        throw new BerthError("aborted", "HASH_MISMATCH", `${path} does not have the expected hash`, {
-          path,
-          expected_hash: expectedHash,
-          current_hash: currentHash ?? "",
-        });
-      }
-      if (content === null && currentHash === null) throw fileNotFound(path);
-      const newHash = content === null ? null : sha256Hex(content);
-      const others = this.index.others(idx, path, { workspaceId: ws.workspaceId });
-      if (newHash !== null && newHash === currentHash) {
-        // Nothing changes: nothing is stored, claimed or announced.
-        return { hash: newHash, change: (baseHash === null ? "added" : "modified") as sqlRepo.ChangeName, symbols: [] as SymbolChangeInfo[], conflicts: publicOthers(others) };
-      }
-      this.checkStale(ws, ov, path, existing, others);
-
-      const diff = await diffSymbolsOrFile(path, textOf(current), content === null ? undefined : textOf(content));
-      const symbols: SymbolChangeInfo[] = diff.map((d) => ({ name: d.name, kind: d.kind, change: d.change }));
-      const claimNames = new Set(diff.map((d) => (d.kind === "file" ? "" : d.name)));
-      for (const d of declared) {
-        if (claimNames.has(d)) continue;
-        claimNames.add(d);
-        symbols.push({ name: d, kind: "declared", change: "modified" });
-      }
-      // A parsed file whose change touches no symbol (imports, comments) claims nothing.
-      const wanted = [...claimNames];
-      const change: sqlRepo.ChangeName = content === null ? "deleted" : baseHash === null ? "added" : "modified";
-      // A delete of a file the base does not have removes the row: there is nothing to hide.
-      const dropRow = content === null && baseHash === null;
-      const cumulative = [...new Set([...(existing?.symbols ?? []), ...wanted])];
-      const now = this.clock.now();
-      const holder = { workspaceId: ws.workspaceId, sessionId: ws.sessionId, agentId: ws.agentId, agentName: ws.agentName };
-      // Three statements in the transaction (four with a claim.acquired event): the row and
-      // path locks; then claims + overlay row + file event, conditional on no blocking claim; then
-      // the claim.acquired event (it names the claims the statement inserted).
-      const fileEvent: EventInput = {
-        kind: content === null ? "file.deleted" : "file.written",
-        ...this.eventBase(ws, now),
-        payload: {
-          case: "fileChanged",
-          value: {
-            path,
-            change: fileChangeEnum(change),
-            symbols: symbols.map((s) => ({ name: s.name, kind: s.kind, change: symbolChangeEnum(s.change) })),
-            newHash: newHash ?? "",
-          },
-        },
-      };
-      let committed: { inserted: string[]; state: ChangesetStateName };
+      const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, idx };
+      const first = await this.decide(ask, ov, await this.cachedState(ask, ov));
+      if (first.kind === "unchanged") return first.result;
       try {
-        committed = await this.registry.uow.run(async ({ trx, prepare, record }) => {
-          const row = await claimsRepo.lockForWrite(trx, ws.workspaceId, [claimsRepo.claimLockKey(ws.repoId, path)]);
-          const state = checkRow(ws, row);
-          const { inserted, blocked } = await sqlRepo.writeWithClaims(
-            trx,
-            { repoId: ws.repoId, path, symbols: wanted, holder, at: new Date(now) },
-            dropRow
-              ? { drop: true, workspaceId: ws.workspaceId, path }
-              : { workspaceId: ws.workspaceId, repoId: ws.repoId, path, content, sha256: newHash, change, baseHash, symbols: cumulative, at: new Date(now) },
-            prepare(fileEvent),
-          );
-          if (blocked.length > 0) throw new SymbolLocked(path, blocked, wanted);
-          if (inserted.length > 0) record({ kind: "claim.acquired", ...this.eventBase(ws, now), payload: { case: "claimChanged", value: { path, symbols: inserted } } });
-          return { inserted, state };
-        });
+        return await this.store(ask, ov, () => Promise.resolve(first));
       } catch (err) {
-        if (err instanceof SymbolLocked) throw await this.refuse(ws, err);
-        throw err;
+        if (!(err instanceof RowMoved)) throw err;
+        this.logger.debug({ sessionId: ws.sessionId, path }, "overlay row changed by another writer since the check; deciding again under the locks");
       }
-      // Committed: the cache and the index follow.
-      if (dropRow) ov.files.delete(path);
-      else {
-        ov.files.set(path, {
-          hash: newHash,
-          change,
-          baseHash,
-          symbols: cumulative,
-          updatedAt: now,
-          size: content?.byteLength ?? null,
-          content: content === null ? null : content.byteLength <= CACHE_CONTENT_BYTES ? content : undefined,
-        });
-      }
-      this.index.touch({
-        repoId: ws.repoId,
-        workspaceId: ws.workspaceId,
-        meta: { sessionId: ws.sessionId, agentId: ws.agentId, agentName: ws.agentName, changesetId: ws.changeset.id, lifecycle: "active" },
-        path,
-        symbols: dropRow ? undefined : cumulative,
-        at: now,
-        changesetState: committed.state,
-        changesetAt: ws.changeset.updatedAt,
+      // Another instance changed the path between our check and our statement: decide again on
+      // the row as it is now, read under the write's locks (no other change of this workspace's
+      // overlay can commit in between), and store that. A second miss is an error.
+      return this.store(ask, ov, async (trx) => {
+        const row = await sqlRepo.readOverlayRow(trx, ws.workspaceId, path);
+        const file = row ? cachedFileOf(row, row.content) : undefined;
+        this.cache.takeRow(ov, path, file);
+        return this.decide(ask, ov, row && file ? { existing: file, current: row.content ?? undefined } : await this.baseState(ask));
       });
-      return { hash: newHash, change, symbols, conflicts: publicOthers(others) };
     });
+  }
+
+  /** The path as this instance's (checked) cache has it. */
+  private async cachedState(ask: Ask, ov: WorkspaceOverlay): Promise<PathState> {
+    const v = await this.cache.view(ask.ws, ov, ask.path);
+    return v ? { existing: v.file, current: v.content ?? undefined } : this.baseState(ask);
+  }
+
+  /** A path the overlay has no row for: the base commit's file, if any. */
+  private async baseState(ask: Ask): Promise<PathState> {
+    const base = await this.git.read(ask.sourcePath, ask.ws.baseCommit, ask.path);
+    return { existing: undefined, current: base?.content, baseHash: base?.hash ?? null };
+  }
+
+  /**
+   * Every rule a change must pass, on one view of the path: expected_hash, FILE_NOT_FOUND,
+   * "nothing changes", STALE_OVERLAY; then the symbol diff and what to store.
+   */
+  private async decide(ask: Ask, ov: WorkspaceOverlay, state: PathState): Promise<Decision> {
+    const { ws, path, content, expectedHash, declared, idx } = ask;
+    const { existing, current } = state;
+    const currentHash = existing ? existing.hash : (state.baseHash ?? null);
+    const baseHash = existing ? existing.baseHash : (state.baseHash ?? null);
+    if (expectedHash !== undefined && expectedHash !== (currentHash ?? "")) {
+      throw new BerthError("aborted", "HASH_MISMATCH", `${path} does not have the expected hash`, {
+        path,
+        expected_hash: expectedHash,
+        current_hash: currentHash ?? "",
+      });
+    }
+    if (content === null && currentHash === null) throw fileNotFound(path);
+    const newHash = content === null ? null : sha256Hex(content);
+    const others = this.index.others(idx, path, { workspaceId: ws.workspaceId });
+    if (newHash !== null && newHash === currentHash) {
+      // Nothing changes: nothing is stored, claimed or announced.
+      return { kind: "unchanged", result: { hash: newHash, change: baseHash === null ? "added" : "modified", symbols: [], conflicts: publicOthers(others) } };
+    }
+    this.checkStale(ws, ov, path, existing, others);
+
+    const diff = await diffSymbolsOrFile(path, textOf(current), content === null ? undefined : textOf(content));
+    const symbols: SymbolChangeInfo[] = diff.map((d) => ({ name: d.name, kind: d.kind, change: d.change }));
+    const claimNames = new Set(diff.map((d) => (d.kind === "file" ? "" : d.name)));
+    for (const d of declared) {
+      if (claimNames.has(d)) continue;
+      claimNames.add(d);
+      symbols.push({ name: d, kind: "declared", change: "modified" });
+    }
+    // A parsed file whose change touches no symbol (imports, comments) claims nothing.
+    const wanted = [...claimNames];
+    const change: sqlRepo.ChangeName = content === null ? "deleted" : baseHash === null ? "added" : "modified";
+    return {
+      kind: "store",
+      believed: existing ? { exists: true, sha256: existing.hash } : { exists: false },
+      // A delete of a file the base does not have removes the row: there is nothing to hide.
+      dropRow: content === null && baseHash === null,
+      newHash,
+      change,
+      baseHash,
+      symbols,
+      wanted,
+      cumulative: [...new Set([...(existing?.symbols ?? []), ...wanted])],
+      others,
+    };
+  }
+
+  /**
+   * One transaction: the row and path locks; then claims + overlay row + file event + the
+   * overlay_version bump in one statement, conditional on no blocking claim and on the row being
+   * what the decision believed; then the claim.acquired event (it names the claims the statement
+   * inserted). `decision` runs after the locks (the retry decides there). RowMoved: the row was
+   * not what the decision believed; nothing was written.
+   */
+  private async store(ask: Ask, ov: WorkspaceOverlay, decision: (trx: Tx) => Promise<Decision>): Promise<ChangeResult> {
+    const { ws, path, content } = ask;
+    const now = this.clock.now();
+    const holder = { workspaceId: ws.workspaceId, sessionId: ws.sessionId, agentId: ws.agentId, agentName: ws.agentName };
+    let committed: { d: Extract<Decision, { kind: "store" }>; out: sqlRepo.WriteOutcome; state: ChangesetStateName } | { unchanged: ChangeResult };
+    try {
+      committed = await this.registry.uow.run(async ({ trx, prepare, record }) => {
+        const row = await claimsRepo.lockForWrite(trx, ws.workspaceId, [claimsRepo.claimLockKey(ws.repoId, path)], "overlay");
+        const state = checkRow(ws, row);
+        const d = await decision(trx);
+        if (d.kind === "unchanged") return { unchanged: d.result };
+        const fileEvent: EventInput = {
+          kind: content === null ? "file.deleted" : "file.written",
+          ...this.eventBase(ws, now),
+          payload: {
+            case: "fileChanged",
+            value: {
+              path,
+              change: fileChangeEnum(d.change),
+              symbols: d.symbols.map((s) => ({ name: s.name, kind: s.kind, change: symbolChangeEnum(s.change) })),
+              newHash: d.newHash ?? "",
+            },
+          },
+        };
+        const out = await sqlRepo.writeWithClaims(
+          trx,
+          { repoId: ws.repoId, path, symbols: d.wanted, holder, at: new Date(now) },
+          d.dropRow
+            ? { drop: true, workspaceId: ws.workspaceId, path }
+            : { workspaceId: ws.workspaceId, repoId: ws.repoId, path, content, sha256: d.newHash, change: d.change, baseHash: d.baseHash, symbols: d.cumulative, at: new Date(now) },
+          d.believed,
+          prepare(fileEvent),
+        );
+        // A stale belief first: claims blocked on a stale diff may not be the ones the fresh one wants.
+        if (!out.believed || (!out.applied && out.blocked.length === 0)) throw new RowMoved(path);
+        if (out.blocked.length > 0) throw new SymbolLocked(path, out.blocked, d.wanted);
+        if (out.inserted.length > 0) record({ kind: "claim.acquired", ...this.eventBase(ws, now), payload: { case: "claimChanged", value: { path, symbols: out.inserted } } });
+        return { d, out, state };
+      });
+    } catch (err) {
+      if (err instanceof SymbolLocked) throw await this.refuse(ws, err);
+      throw err;
+    }
+    if ("unchanged" in committed) return committed.unchanged;
+    // Committed: the cache and the index follow.
+    const { d, out, state } = committed;
+    const symbols = out.symbols ?? d.cumulative;
+    this.cache.committed(
+      ov,
+      path,
+      d.dropRow
+        ? undefined
+        : {
+            hash: d.newHash,
+            change: d.change,
+            baseHash: d.baseHash,
+            symbols,
+            updatedAt: now,
+            size: content?.byteLength ?? null,
+            content: content === null ? null : content.byteLength <= CACHE_CONTENT_BYTES ? content : undefined,
+          },
+      out.version!,
+    );
+    this.index.touch({
+      repoId: ws.repoId,
+      workspaceId: ws.workspaceId,
+      meta: { sessionId: ws.sessionId, agentId: ws.agentId, agentName: ws.agentName, changesetId: ws.changeset.id, lifecycle: "active" },
+      path,
+      symbols: d.dropRow ? undefined : symbols,
+      at: now,
+      changesetState: state,
+      changesetAt: ws.changeset.updatedAt,
+    });
+    return { hash: d.newHash, change: d.change, symbols: d.symbols, conflicts: publicOthers(d.others) };
   }
 
   private eventBase(ws: Workspace, at: number) {

@@ -33,7 +33,7 @@ interface Touch {
   updatedAt: number;
 }
 
-interface RepoIndex {
+export interface RepoIndex {
   readonly paths: Map<string, Map<string, Touch>>;
   readonly byWorkspace: Map<string, Set<string>>;
   readonly sessions: Map<string, SessionMeta>;

@@ -36,10 +36,38 @@ export interface CachedFile {
 
 export interface WorkspaceOverlay {
   readonly files: Map<string, CachedFile>;
+  /**
+   * workspaces.overlay_version of the state `files` holds: the cache is current while the row
+   * says the same (another instance's write bumps the row, and the next call here reloads).
+   */
+  version: number;
+  /** performance.now() when the query of the state `files` holds was sent (its snapshot is later). */
+  loadedAt: number;
+  /** A reload in flight, which callers that found the cache behind share. */
+  reloading: Promise<void> | undefined;
   /** Last ReadFile per path (epoch ms); made on the first read. */
   reads: Map<string, number> | undefined;
   /** Serialises this workspace's writes (expected_hash and the symbol diff read the cache). */
   lock: Promise<unknown>;
+}
+
+/** A path of the overlay as the cache holds it, with its content. */
+export interface CachedView {
+  readonly file: CachedFile;
+  readonly content: Uint8Array | null;
+}
+
+/** The cache's form of a row (its content: given, or not in memory). */
+export function cachedFileOf(row: sqlRepo.OverlayMetaRow, content: Uint8Array | null | undefined): CachedFile {
+  return {
+    hash: row.sha256,
+    change: row.change,
+    baseHash: row.base_hash,
+    symbols: row.symbols,
+    updatedAt: row.updated_at.getTime(),
+    size: row.size,
+    content: row.change === "deleted" ? null : content !== null && content !== undefined && content.byteLength > CACHE_CONTENT_BYTES ? undefined : content,
+  };
 }
 
 /**
@@ -52,6 +80,10 @@ export interface WorkspaceOverlay {
  * balancer sent here) end nowhere this cache hears of while they live on: at most `maxNonLive`
  * of their overlays are kept, the least recently used evicted first (rebuilt from the rows on
  * their next use). Live workspaces' overlays are bounded by the live workspaces.
+ *
+ * Several instances: other instances write the same rows. `current` checks the cache against
+ * workspaces.overlay_version (one primary-key lookup) before a call answers from it, and reloads
+ * the rows' metadata when they differ, keeping the content of files whose hash did not change.
  */
 export class OverlayCache {
   /** By workspace id. */
@@ -99,31 +131,93 @@ export class OverlayCache {
     }
   }
 
-  /** The overlay of a workspace: cached, or read from its rows (once, however many callers wait). */
+  /**
+   * The overlay of a workspace as cached, or read from its rows (once, however many callers
+   * wait); not checked against other instances' writes: `current` is.
+   */
   overlay(ws: Workspace): Promise<WorkspaceOverlay> {
     this.used(ws);
     const hit = this.caches.get(ws.workspaceId);
     if (hit) return hit;
     const p = (async () => {
+      const loadedAt = performance.now();
+      const { version, rows } = await sqlRepo.loadOverlay(this.db, ws.workspaceId);
       const files = new Map<string, CachedFile>();
-      for (const row of await sqlRepo.listOverlayMeta(this.db, ws.workspaceId)) {
-        files.set(row.path, {
-          hash: row.sha256,
-          change: row.change,
-          baseHash: row.base_hash,
-          symbols: row.symbols,
-          updatedAt: row.updated_at.getTime(),
-          size: row.size,
-          content: row.change === "deleted" ? null : undefined,
-        });
-      }
-      return { files, reads: undefined, lock: Promise.resolve() } satisfies WorkspaceOverlay;
+      for (const row of rows) files.set(row.path, cachedFileOf(row, undefined));
+      return { files, version, loadedAt, reloading: undefined, reads: undefined, lock: Promise.resolve() } satisfies WorkspaceOverlay;
     })();
     this.caches.set(ws.workspaceId, p);
     p.catch(() => {
       if (this.caches.get(ws.workspaceId) === p) this.caches.delete(ws.workspaceId);
     });
     return p;
+  }
+
+  /**
+   * The overlay of a workspace with every write acknowledged before `since` (performance.now()
+   * when the call began, on any instance) in it: the cache, checked against the row's
+   * overlay_version, reloaded when another instance changed the overlay.
+   */
+  async current(ws: Workspace, since = performance.now()): Promise<WorkspaceOverlay> {
+    const ov = await this.overlay(ws);
+    await this.validate(ws, ov, since);
+    return ov;
+  }
+
+  /** Brings `ov` up to the database's state as of `since` (see `current`). */
+  async validate(ws: Workspace, ov: WorkspaceOverlay, since: number): Promise<void> {
+    // Loaded by a query sent after the call began: nothing acknowledged before it is missing.
+    if (ov.loadedAt >= since) return;
+    const version = await sqlRepo.overlayVersion(this.db, ws.workspaceId);
+    if (version > ov.version) await this.reload(ws, ov, version);
+  }
+
+  /** Reloads the rows' metadata until the cache holds `atLeast` (a reload in flight is shared). */
+  private async reload(ws: Workspace, ov: WorkspaceOverlay, atLeast: number): Promise<void> {
+    while (ov.version < atLeast && ov.reloading) await ov.reloading;
+    if (ov.version >= atLeast) return;
+    // Our own reload: its snapshot postdates the version we were asked for.
+    const p = (async () => {
+      const loadedAt = performance.now();
+      const { version, rows } = await sqlRepo.loadOverlay(this.db, ws.workspaceId);
+      // A local write may have brought the cache past this snapshot meanwhile.
+      if (version <= ov.version) return;
+      const before = new Map(ov.files);
+      ov.files.clear();
+      for (const row of rows) {
+        const kept = before.get(row.path);
+        ov.files.set(row.path, cachedFileOf(row, kept && kept.hash === row.sha256 ? kept.content : undefined));
+      }
+      ov.version = version;
+      ov.loadedAt = loadedAt;
+    })();
+    ov.reloading = p;
+    try {
+      await p;
+    } finally {
+      if (ov.reloading === p) ov.reloading = undefined;
+    }
+  }
+
+  /**
+   * A path's row as read from PostgreSQL (a write decided again): the cache takes it without
+   * moving its version, so the next call reloads the rest.
+   */
+  takeRow(ov: WorkspaceOverlay, path: string, file: CachedFile | undefined): void {
+    if (file) ov.files.set(path, file);
+    else ov.files.delete(path);
+  }
+
+  /**
+   * This instance's write committed, leaving the workspace at `version`: the cache takes the
+   * path's new state, and the version when it held the one before (otherwise another instance
+   * wrote in between, and the next call reloads).
+   */
+  committed(ov: WorkspaceOverlay, path: string, file: CachedFile | undefined, version: number): void {
+    // A reload already brought this write (or later ones).
+    if (ov.version >= version) return;
+    this.takeRow(ov, path, file);
+    if (ov.version === version - 1) ov.version = version;
   }
 
   /** Loads the overlay of a (resumed) workspace ahead of its first call. */
@@ -137,13 +231,25 @@ export class OverlayCache {
     return this.caches.size;
   }
 
-  /** A file's content: from the cache, or read from its row (and cached when small). */
-  async contentOf(ws: Workspace, path: string, f: CachedFile): Promise<Uint8Array | null> {
-    if (f.content !== undefined) return f.content;
-    const c = await sqlRepo.readOverlayContent(this.db, ws.workspaceId, path);
-    if (c === undefined) throw new BerthError("internal", "OVERLAY_ROW_MISSING", `the overlay row of ${path} is missing`);
-    if (c !== null && c.byteLength <= CACHE_CONTENT_BYTES) f.content = c;
-    return c;
+  /**
+   * A path of the overlay with its content: from the cache, or the content read from its row
+   * (and cached when small) while the row still holds the cached hash. When another instance
+   * changed the row meanwhile, the cache is reloaded and the path looked up again. Undefined:
+   * the overlay has no row for the path.
+   */
+  async view(ws: Workspace, ov: WorkspaceOverlay, path: string): Promise<CachedView | undefined> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const f = ov.files.get(path);
+      if (!f) return undefined;
+      if (f.content !== undefined) return { file: f, content: f.content };
+      const c = await sqlRepo.readOverlayContent(this.db, ws.workspaceId, path, f.hash);
+      if (c !== undefined) {
+        if (c !== null && c.byteLength <= CACHE_CONTENT_BYTES && ov.files.get(path) === f) f.content = c;
+        return { file: f, content: c };
+      }
+      await this.reload(ws, ov, ov.version + 1);
+    }
+    throw new BerthError("aborted", "OVERLAY_CHANGING", `the overlay row of ${path} kept changing while it was read; retry`, { path });
   }
 
   /** Runs `work` after the workspace's previous writes (expected_hash and the symbol diff read the cache). */

@@ -116,11 +116,11 @@ export class OverlayService implements OverlayPort {
   }
 
   async entries(ws: Workspace): Promise<readonly OverlayEntry[]> {
-    const ov = await this.cache.overlay(ws);
+    const ov = await this.cache.current(ws);
     const out: OverlayEntry[] = [];
     for (const path of [...ov.files.keys()].sort(comparePaths)) {
-      const f = ov.files.get(path)!;
-      out.push({ path, content: await this.cache.contentOf(ws, path, f), hash: f.hash });
+      const v = await this.cache.view(ws, ov, path);
+      if (v) out.push({ path, content: v.content, hash: v.file.hash });
     }
     return out;
   }

@@ -31,17 +31,58 @@ export type OverlayMetaRow = Pick<Selectable<OverlayFileTable>, "path" | "sha256
   size: number | null;
 };
 
-/** Every overlay row of a workspace without its content (the content is read lazily). */
-export async function listOverlayMeta(db: Executor, workspaceId: string): Promise<OverlayMetaRow[]> {
-  const r = await sql<OverlayMetaRow>`
-    SELECT path, sha256, change, base_hash, symbols, updated_at, octet_length(content) AS size
-    FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid ORDER BY path`.execute(db);
-  return r.rows.map((row) => ({ ...row, size: row.size === null ? null : Number(row.size) }));
+const META_COLUMNS = sql.raw("o.path, o.sha256, o.change, o.base_hash, o.symbols, o.updated_at, octet_length(o.content) AS size");
+
+function metaRow<R extends OverlayMetaRow>(row: R): R {
+  return { ...row, size: row.size === null ? null : Number(row.size) };
 }
 
-export async function readOverlayContent(db: Executor, workspaceId: string, path: string): Promise<Uint8Array | null | undefined> {
+/** workspaces.overlay_version as a number (a counter: never near 2^53). */
+function versionOf(v: string | number | bigint | null | undefined): number {
+  return v === null || v === undefined ? 0 : Number(v);
+}
+
+/**
+ * Every overlay row of a workspace without its content (the content is read lazily), and the
+ * workspace's overlay_version, from one snapshot: the rows are the state that version names.
+ */
+export async function loadOverlay(db: Executor, workspaceId: string): Promise<{ version: number; rows: OverlayMetaRow[] }> {
+  const r = await sql<{ version: string | number | bigint } & { [K in keyof OverlayMetaRow]: OverlayMetaRow[K] | null }>`
+    SELECT w.overlay_version AS version, ${META_COLUMNS}
+    FROM workspaces w LEFT JOIN overlay_files o ON o.workspace_id = w.id
+    WHERE w.id = ${workspaceId}::uuid ORDER BY o.path`.execute(db);
+  const rows: OverlayMetaRow[] = [];
+  for (const row of r.rows) {
+    if (row.path === null) continue;
+    const { version: _version, ...meta } = row;
+    rows.push(metaRow(meta as OverlayMetaRow));
+  }
+  return { version: versionOf(r.rows[0]?.version), rows };
+}
+
+/** The workspace's overlay_version: one primary-key lookup (0 when the workspace has no row). */
+export async function overlayVersion(db: Executor, workspaceId: string): Promise<number> {
+  const r = await sql<{ v: string | number | bigint }>`SELECT overlay_version AS v FROM workspaces WHERE id = ${workspaceId}::uuid`.execute(db);
+  return versionOf(r.rows[0]?.v);
+}
+
+/** One overlay row with its content (a write decided again under its locks). */
+export async function readOverlayRow(db: Executor, workspaceId: string, path: string): Promise<(OverlayMetaRow & { content: Uint8Array | null }) | undefined> {
+  const r = await sql<OverlayMetaRow & { content: unknown }>`
+    SELECT ${META_COLUMNS}, o.content FROM overlay_files o WHERE o.workspace_id = ${workspaceId}::uuid AND o.path = ${path}`.execute(db);
+  const row = r.rows[0];
+  if (!row) return undefined;
+  return { ...metaRow(row), content: row.content === null ? null : toBytes(row.content) };
+}
+
+/**
+ * The content of an overlay row if its hash is still `sha256`; undefined when the row is gone or
+ * holds something else now (another instance changed it since the caller's cache was made).
+ */
+export async function readOverlayContent(db: Executor, workspaceId: string, path: string, sha256: string | null): Promise<Uint8Array | null | undefined> {
   const r = await sql<Pick<Selectable<OverlayFileTable>, "content">>`
-    SELECT content FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid AND path = ${path}`.execute(db);
+    SELECT content FROM overlay_files
+    WHERE workspace_id = ${workspaceId}::uuid AND path = ${path} AND sha256 IS NOT DISTINCT FROM ${sha256}::text`.execute(db);
   const row = r.rows[0];
   if (!row) return undefined;
   return row.content === null ? null : toBytes(row.content);
@@ -59,60 +100,118 @@ export interface OverlayUpsert {
   at: Date;
 }
 
-/** Deletes every overlay row of the workspaces (abandon, destroy). */
+/**
+ * What the writer believed the path's row was when it decided: absent, or holding `sha256`
+ * (null: a deletion tombstone). The statement changes the row only while that is still true.
+ */
+export type BelievedRow = { readonly exists: false } | { readonly exists: true; readonly sha256: string | null };
+
+/** Deletes every overlay row of the workspaces (abandon, destroy), bumping their overlay_version. */
 export async function deleteOverlaysOf(db: Executor, workspaceIds: readonly string[]): Promise<number> {
   if (workspaceIds.length === 0) return 0;
-  const r = await sql`DELETE FROM overlay_files WHERE workspace_id = ANY(${uuids(workspaceIds)})`.execute(db);
-  return Number(r.numAffectedRows ?? 0n);
+  const r = await sql<{ n: string | number | bigint }>`
+    WITH d AS (DELETE FROM overlay_files WHERE workspace_id = ANY(${uuids(workspaceIds)}) RETURNING workspace_id),
+    v AS (UPDATE workspaces SET overlay_version = overlay_version + 1 WHERE id IN (SELECT workspace_id FROM d))
+    SELECT count(*) AS n FROM d`.execute(db);
+  return Number(r.rows[0]?.n ?? 0);
+}
+
+/** What writeWithClaims did. */
+export interface WriteOutcome {
+  /** The symbols newly claimed. */
+  readonly inserted: string[];
+  /** Other workspaces' claims that stand in the way (nothing was written). */
+  readonly blocked: ClaimRow[];
+  /** The row was what the writer believed (on the statement's snapshot). */
+  readonly believed: boolean;
+  /** The row change applied (and with it the claims, the event and the version bump). */
+  readonly applied: boolean;
+  /** The workspace's overlay_version after the change (applied only). */
+  readonly version: number | undefined;
+  /** The row's symbols after the change (applied writes; null for a removed row). */
+  readonly symbols: string[] | null;
 }
 
 /**
- * A write's claims, its overlay row change and its file event in one statement (the caller holds
- * the path's claim lock, taken by an earlier statement). When another workspace's claim stands in
- * the way nothing is written (claims, row, event): the blocked claims are returned and the caller
- * rolls back. Returns the symbols newly claimed and the blocking claims, as claimOnPath does.
+ * A write's claims, its overlay row change, its file event and the workspace's overlay_version
+ * bump in one statement (the caller holds the workspace row FOR NO KEY UPDATE and the path's
+ * claim lock, taken by an earlier statement). The row changes only if it is still what the
+ * writer believed (compare-and-set: `believed`) and no other workspace's claim stands in the way;
+ * the claims, the event and the bump are written only with the row change. Otherwise nothing is
+ * written: the blocked claims are returned, or `believed` is false (another instance changed the
+ * row since the writer's cache was made) and the caller decides again on the fresh row.
+ *
+ * The row's symbols are the union of the stored ones and `row.symbols` (cumulative whoever
+ * wrote the path before, even a write that left the same hash behind).
  */
 export async function writeWithClaims(
   trx: Transaction<Database>,
   claim: { repoId: string; path: string; symbols: readonly string[]; holder: Holder; at: Date },
   row: OverlayUpsert | { drop: true; workspaceId: string; path: string },
+  believed: BelievedRow,
   event: Insertable<EventTable>,
-): Promise<{ inserted: string[]; blocked: ClaimRow[] }> {
+): Promise<WriteOutcome> {
   const { repoId, path, symbols, holder, at } = claim;
+  const workspaceId = row.workspaceId;
   const fileLevel = symbols.includes("");
   const none = sql`NOT EXISTS (SELECT 1 FROM blocked)`;
-  const change =
-    "drop" in row
-      ? sql`DELETE FROM overlay_files WHERE workspace_id = ${row.workspaceId}::uuid AND path = ${row.path} AND ${none}`
+  const applied = sql`EXISTS (SELECT 1 FROM ch)`;
+  const key = sql`workspace_id = ${workspaceId}::uuid AND path = ${row.path}`;
+  const sameHash = believed.exists ? sql`sha256 IS NOT DISTINCT FROM ${believed.sha256}::text` : sql`false`;
+  const isBelieved = believed.exists ? sql`EXISTS (SELECT 1 FROM cur WHERE ${sameHash})` : sql`NOT EXISTS (SELECT 1 FROM cur)`;
+  let change: RawBuilder<unknown>;
+  if ("drop" in row) {
+    change = sql`DELETE FROM overlay_files WHERE ${key} AND ${sameHash} AND ${none} RETURNING NULL::text[] AS symbols`;
+  } else {
+    const bytes = row.content === null ? null : Buffer.from(row.content.buffer, row.content.byteOffset, row.content.byteLength);
+    change = believed.exists
+      ? sql`UPDATE overlay_files SET content = ${bytes}::bytea, sha256 = ${row.sha256}::text, change = ${row.change}::text, base_hash = ${row.baseHash}::text,
+            symbols = symbols || ARRAY(SELECT s FROM unnest(${textList(row.symbols)}) AS t(s) WHERE s <> ALL(symbols)), updated_at = ${row.at}::timestamptz
+          WHERE ${key} AND ${sameHash} AND ${none} RETURNING symbols`
       : sql`INSERT INTO overlay_files (workspace_id, path, repo_id, content, sha256, change, base_hash, symbols, updated_at)
-          SELECT ${row.workspaceId}::uuid, ${row.path}, ${row.repoId}::uuid, ${row.content === null ? null : Buffer.from(row.content.buffer, row.content.byteOffset, row.content.byteLength)}::bytea,
+          SELECT ${workspaceId}::uuid, ${row.path}, ${row.repoId}::uuid, ${bytes}::bytea,
                  ${row.sha256}::text, ${row.change}::text, ${row.baseHash}::text, ${textList(row.symbols)}, ${row.at}::timestamptz
           WHERE ${none}
-          ON CONFLICT (workspace_id, path) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, change = EXCLUDED.change,
-            base_hash = EXCLUDED.base_hash, symbols = EXCLUDED.symbols, updated_at = EXCLUDED.updated_at`;
-  const r = await sql<Selectable<ClaimTable> & { k: string }>`
+          ON CONFLICT (workspace_id, path) DO NOTHING RETURNING symbols`;
+  }
+  const r = await sql<Selectable<ClaimTable> & { k: string; believed: boolean | null; version: string | number | bigint | null; row_symbols: string[] | null }>`
     WITH wanted AS (SELECT DISTINCT s FROM jsonb_array_elements_text(${JSON.stringify(symbols)}::jsonb) AS t(s)),
     blocked AS (
       SELECT c.* FROM claims c
       WHERE ${symbols.length > 0} AND c.repo_id = ${repoId}::uuid AND c.path = ${path} AND c.workspace_id <> ${holder.workspaceId}::uuid
         AND (c.symbol IN (SELECT s FROM wanted) OR c.symbol = '' OR ${fileLevel})),
+    cur AS (SELECT sha256 FROM overlay_files WHERE ${key}),
+    ch AS (${change}),
     ins AS (
       INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at)
       SELECT ${repoId}::uuid, ${path}, s, ${holder.workspaceId}::uuid, ${holder.sessionId}::uuid, ${holder.agentId}, ${holder.agentName}, ${at}::timestamptz
-      FROM wanted WHERE ${none}
+      FROM wanted WHERE ${applied}
       ON CONFLICT (repo_id, path, symbol) DO NOTHING
       RETURNING *),
-    ch AS (${change}),
-    ev AS (${insertEventsFrom(sql`SELECT * FROM (${eventValues([event])}) AS v WHERE ${none}`)})
-    SELECT 'ins' AS k, * FROM ins UNION ALL SELECT 'blocked' AS k, * FROM blocked`.execute(trx);
+    ver AS (UPDATE workspaces SET overlay_version = overlay_version + 1 WHERE id = ${workspaceId}::uuid AND ${applied} RETURNING overlay_version),
+    ev AS (${insertEventsFrom(sql`SELECT * FROM (${eventValues([event])}) AS v WHERE ${applied}`)})
+    SELECT 'ins' AS k, ins.*, NULL::boolean AS believed, NULL::int8 AS version, NULL::text[] AS row_symbols FROM ins
+    UNION ALL SELECT 'blocked' AS k, blocked.*, NULL, NULL, NULL FROM blocked
+    UNION ALL SELECT 'state' AS k, c.*, ${isBelieved}, (SELECT overlay_version FROM ver), (SELECT symbols FROM ch)
+      FROM (SELECT 1) AS one LEFT JOIN claims c ON false`.execute(trx);
   const inserted: string[] = [];
   const blocked: ClaimRow[] = [];
+  let state: (typeof r.rows)[number] | undefined;
   for (const x of r.rows) {
-    const { k, ...c } = x;
+    const { k, believed: _b, version: _v, row_symbols: _s, ...c } = x;
     if (k === "ins") inserted.push(c.symbol);
-    else blocked.push(c);
+    else if (k === "blocked") blocked.push(c);
+    else state = x;
   }
-  return { inserted, blocked };
+  const version = state?.version ?? null;
+  return {
+    inserted,
+    blocked,
+    believed: state?.believed === true,
+    applied: version !== null,
+    version: version === null ? undefined : versionOf(version),
+    symbols: state?.row_symbols ?? null,
+  };
 }
 
 // ---- the modifiers index ------------------------------------------------------------------

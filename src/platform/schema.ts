@@ -1,5 +1,5 @@
 /**
- * Row types of every table the migrations create (migrations/0001–0006), as Kysely sees them,
+ * Row types of every table the migrations create (migrations/0001–0007), as Kysely sees them,
  * and TABLE_COLUMNS, the column names of each: test/platform/schema.test.ts compares those
  * against the migrated database, so a migration that adds a column nobody typed fails the tests.
  */
@@ -60,6 +60,8 @@ export interface WorkspaceTable {
   resumed_from: string | null;
   /** The instance whose memory holds it while active (migrations/0002_lifecycle.ts). */
   owner_instance: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Bumped by every change of the workspace's overlay rows (migrations/0007_overlay_version.ts); read it through toSeq(). */
+  overlay_version: Generated<Int8>;
 }
 
 export interface SessionRedirectTable {
@@ -206,6 +208,7 @@ const COLUMNS = {
   workspaces: [
     "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",
     "created_at", "last_active_at", "lifecycle", "lifecycle_reason", "stranded_at", "ended_at", "resumed_from", "owner_instance",
+    "overlay_version",
   ],
   session_redirects: ["dead_session_id", "new_session_id", "workspace_id", "created_at"],
   events: ["staged", "seq", "id", "kind", "repo_id", "session_id", "workspace_id", "agent_id", "changeset_id", "occurred_at", "reason", "payload"],

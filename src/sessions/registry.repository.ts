@@ -72,7 +72,7 @@ export function casChangesetState(
 }
 
 /** Every column a new workspace row is given (lifecycle and the rest take their defaults). */
-export type NewWorkspaceRow = Omit<Selectable<WorkspaceTable>, "lifecycle" | "lifecycle_reason" | "stranded_at" | "ended_at" | "resumed_from">;
+export type NewWorkspaceRow = Omit<Selectable<WorkspaceTable>, "lifecycle" | "lifecycle_reason" | "stranded_at" | "ended_at" | "resumed_from" | "overlay_version">;
 
 /**
  * The common CreateWorkspace — a new DRAFT changeset and the next agent-N — as ONE statement in
