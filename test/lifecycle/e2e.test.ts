@@ -104,7 +104,6 @@ describe(`lifecycle over gRPC (${PRIMARY_KIND})`, () => {
 
   it("an attached session stays connected past the lease; after the stream closes, GC strands it", async () => {
     const ws = await create();
-    const lifecycle = berth.server.lifecycle;
     const controller = new AbortController();
     const first = new Promise<void>((resolve, reject) => {
       void (async () => {
@@ -118,15 +117,20 @@ describe(`lifecycle over gRPC (${PRIMARY_KIND})`, () => {
       })().catch(reject);
     });
     await first;
-    const live = berth.server.registry.liveWorkspace(ws.sessionId)!;
+    // The instance that owns the session decides; the stream may be held by another (several instances).
+    const owner = berth.servers.find((s) => s.registry.liveWorkspace(ws.sessionId) !== undefined)!;
+    const lifecycle = owner.lifecycle;
+    const live = owner.registry.liveWorkspace(ws.sessionId)!;
+    const flushAll = () => Promise.all(berth.servers.map((s) => s.lifecycle.flushActivity()));
     // As if the lease had lapsed long ago: in memory and in the row (the GC reads both, the later wins).
     const lapse = async () => {
-      await lifecycle.flushActivity();
+      await flushAll();
       live.lastActiveAt -= 60_000;
       await sql`UPDATE workspaces SET last_active_at = ${new Date(live.lastActiveAt)} WHERE id = ${ws.workspaceId}::uuid`.execute(berth.server.database.db);
     };
     await lapse();
-    expect((await lifecycle.tick()).disconnected).toBe(0); // the open stream keeps it (and renews the row at the tick's flush)
+    await flushAll(); // the instance holding the open stream renews the row at its flush
+    expect((await lifecycle.tick()).disconnected).toBe(0);
     controller.abort();
     await new Promise((r) => setTimeout(r, 200));
     await lapse();
