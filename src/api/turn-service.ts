@@ -1,5 +1,5 @@
 /** berth.v1.TurnService: the wire in front of the turn scheduler (src/turns/, docs/turns.md). */
-import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { MapStatus, OnBusy, TurnService, TurnState, type TurnSchema, type WorkspaceMapSchema } from "../../gen/berth/v1/turn_service_pb.js";
 import { TurnOutcome } from "../../gen/berth/v1/types_pb.js";
@@ -8,7 +8,7 @@ import type { EventHub } from "../delivery/hub.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { MapResult } from "../turns/map/index.js";
 import { outcomeEnum, outcomeName } from "../platform/proto-enums.js";
-import { TurnRaceLost, type Turn, type TurnScheduler } from "../turns/scheduler.js";
+import { TurnRaceLost, type Placement, type Turn, type TurnScheduler } from "../turns/scheduler.js";
 import type { TurnStateName } from "../turns/store.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { actsFor, ownedSession } from "./session-access.js";
@@ -79,6 +79,29 @@ export function mapToWire(r: MapResult): MessageInitShape<typeof WorkspaceMapSch
 export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof TurnService> {
   const { registry, turns, forwarder } = deps;
   const methods = TurnService.method;
+  /**
+   * Whether a failed forward means the holder is gone: it could not be reached and PostgreSQL
+   * confirms its process ended (turns/ownership.ts confirmGone marks it stopped). The next
+   * placement then fails its running turn (owner_lost) and serves here, at once rather than once
+   * its heartbeat goes stale.
+   */
+  const holderGone = async (err: unknown): Promise<boolean> =>
+    err instanceof BerthError && err.reason === "TURN_OWNER_UNREACHABLE" && (await turns.ownership.confirmGone(err.metadata.owner_instance ?? ""));
+  /** serveOrForward, placed again once if the holder turned out to be gone. */
+  async function routed<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodUnary<I, O>,
+    ctx: CallContext,
+    req: MessageShape<I>,
+    place: (fresh: boolean) => Promise<Placement>,
+    local: () => Promise<MessageInitShape<O>>,
+  ): Promise<MessageInitShape<O>> {
+    try {
+      return await serveOrForward(forwarder, method, ctx, req, await place(false), local);
+    } catch (err) {
+      if (!(await holderGone(err))) throw err;
+      return serveOrForward(forwarder, method, ctx, req, await place(true), local);
+    }
+  }
   /** The check the scheduler runs on a turn's session (which may since have been resumed). */
   const owner = (ctx: CallContext) => (sessionId: string) => ownedSession(registry, ctx, sessionId, "turns");
   /** A turn by id and its session's workspace, the caller's ownership checked (once: the scheduler is handed the result). */
@@ -114,9 +137,9 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
         try {
           return await serveOrForward(forwarder, methods.beginTurn, ctx, req, place, local);
         } catch (err) {
-          // Another instance's turn won the database (turns_one_running): ask again who holds the
-          // session now, and go there (or, if nobody does any more, try here once more).
-          if (!(err instanceof TurnRaceLost) || attempt > 0) throw err;
+          // Another instance's turn won the database (turns_one_running), or the holder is gone:
+          // ask again who holds the session now, and go there (or, if nobody does, try here).
+          if (attempt > 0 || !(err instanceof TurnRaceLost || (await holderGone(err)))) throw err;
           place = await turns.ownership.ofSession(ws, { fresh: true });
         }
       }
@@ -129,7 +152,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       c.done();
       ctx.logFields.turnId = turnId;
       const { turn, ws } = await turnAndSession(ctx, turnId!);
-      return serveOrForward(forwarder, methods.endTurn, ctx, req, await turns.ownership.ofTurn(turn, ws), async () => {
+      return routed(methods.endTurn, ctx, req, () => turns.ownership.ofTurn(turn, ws), async () => {
         const r = await turns.endTurn(turnId!, outcomeName(outcome!)!, () => Promise.resolve(ws));
         return { turn: turnToWire(r.turn), capturedPaths: r.captured };
       });
@@ -141,7 +164,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       c.done();
       ctx.logFields.turnId = turnId;
       const { turn, ws } = await turnAndSession(ctx, turnId!);
-      return serveOrForward(forwarder, methods.cancelTurn, ctx, req, await turns.ownership.ofTurn(turn, ws), () => turns.cancelTurn(turnId!, () => Promise.resolve(ws)));
+      return routed(methods.cancelTurn, ctx, req, () => turns.ownership.ofTurn(turn, ws), () => turns.cancelTurn(turnId!, () => Promise.resolve(ws)));
     },
 
     async turnHeartbeat(req, ctx) {
@@ -151,7 +174,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const { turn, ws } = await turnAndSession(ctx, turnId!);
       // A TurnHeartbeat is activity of the session the turn runs in: it keeps the session connected.
       if (ws.lifecycle === "active") registry.touch(ws);
-      return serveOrForward(forwarder, methods.turnHeartbeat, ctx, req, await turns.ownership.ofTurn(turn, ws), async () => ({ current: (await turns.heartbeat(turnId!)).current }));
+      return routed(methods.turnHeartbeat, ctx, req, () => turns.ownership.ofTurn(turn, ws), async () => ({ current: (await turns.heartbeat(turnId!)).current }));
     },
 
     // ListTurns, WatchTurns and GetPoolStats are answered here, never forwarded: turns are rows
@@ -206,7 +229,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const sessionId = c.uuid("session_id", req.sessionId);
       c.done();
       const ws = await ownedSession(registry, ctx, sessionId!, "active");
-      return serveOrForward(forwarder, methods.getWorkspaceMap, ctx, req, await turns.ownership.ofSession(ws), async () => {
+      return routed(methods.getWorkspaceMap, ctx, req, (fresh) => turns.ownership.ofSession(ws, { fresh }), async () => {
         const map = await deps.turns.workspaceMap(ws, ctx.signal);
         return { workspaceMap: mapToWire(map) };
       });

@@ -7,7 +7,9 @@
  * restart after a crash proceeds at once, while a second server under a running one's name is
  * refused. A heartbeat age could not tell "crashed a second ago" from "alive".
  */
+import { sql } from "kysely";
 import pg from "pg";
+import type { Db } from "./database.js";
 
 export interface InstanceNameLock {
   release(): Promise<void>;
@@ -18,7 +20,7 @@ export async function lockInstanceName(url: string, name: string, onLost: (err: 
   const client = new pg.Client({ connectionString: url, application_name: `berth instance ${name}`.slice(0, 63) });
   await client.connect();
   try {
-    const r = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok", [`berth-instance:${name}`]);
+    const r = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok", [lockKey(name)]);
     if (!r.rows[0]?.ok) {
       await client.end();
       return undefined;
@@ -30,4 +32,22 @@ export async function lockInstanceName(url: string, name: string, onLost: (err: 
   // A lost lock connection means another process may now take the name: say so loudly.
   client.on("error", onLost);
   return { release: () => client.end() };
+}
+
+/**
+ * Whether no live process holds `name`'s lock: probed by taking and at once releasing it on one
+ * pinned connection. A free lock means the process that held it is gone (its connection ended),
+ * which is immediate evidence — unlike a heartbeat, which only goes stale after a while.
+ */
+export async function instanceNameFree(db: Db, name: string): Promise<boolean> {
+  return db.connection().execute(async (conn) => {
+    const r = await sql<{ got: boolean }>`SELECT pg_try_advisory_lock(hashtextextended(${lockKey(name)}, 0)) AS got`.execute(conn);
+    if (r.rows[0]?.got !== true) return false;
+    await sql`SELECT pg_advisory_unlock(hashtextextended(${lockKey(name)}, 0))`.execute(conn);
+    return true;
+  });
+}
+
+function lockKey(name: string): string {
+  return `berth-instance:${name}`;
 }

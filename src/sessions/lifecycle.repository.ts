@@ -202,6 +202,12 @@ export async function heartbeatInstance(db: Executor, id: string): Promise<void>
   await sql`UPDATE instances SET heartbeat_at = now() WHERE id = ${id}::uuid AND stopped_at IS NULL`.execute(db);
 }
 
+/** The stable name of an instance that has not stopped; undefined when it has (or has no row). */
+export async function runningInstanceName(db: Executor, id: string): Promise<string | undefined> {
+  const r = await sql<{ name: string }>`SELECT name FROM instances WHERE id = ${id}::uuid AND stopped_at IS NULL`.execute(db);
+  return r.rows[0]?.name;
+}
+
 export async function stopInstance(db: Executor, id: string): Promise<void> {
   await sql`UPDATE instances SET stopped_at = now() WHERE id = ${id}::uuid`.execute(db);
 }

@@ -101,6 +101,11 @@ export class EnvironmentOwnership {
     return HERE;
   }
 
+  /** After a forward found the holder unreachable: whether PostgreSQL confirms it is gone (then marked stopped). */
+  confirmGone(instanceId: string): Promise<boolean> {
+    return this.deps.records.confirmGone(instanceId);
+  }
+
   private async lookUp(ws: Workspace): Promise<Placement> {
     const me = this.me;
     const rows = await this.deps.records.holders(ws.workspaceId);

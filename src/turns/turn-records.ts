@@ -16,6 +16,8 @@ import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { EvictReason } from "./pool.js";
 import * as store from "./store.js";
 import type { Turn } from "./turn.js";
+import { instanceNameFree } from "../platform/instance-lock.js";
+import { runningInstanceName, stopInstance } from "../sessions/lifecycle.repository.js";
 
 export interface TurnRecordsDeps {
   readonly registry: WorkspaceRegistry;
@@ -69,6 +71,21 @@ export class TurnRecords {
     const me = this.deps.registry.instanceId;
     if (me === undefined) return [];
     return (await store.liveInstances(this.deps.registry.db, this.staleAfterMs)).filter((i) => i.id !== me);
+  }
+
+  /**
+   * An instance that could not be reached is gone if PostgreSQL says its process is: its
+   * instance-name lock is free. It is then marked stopped, so that every instance treats it as
+   * dead at once (its turns owner_lost, its sessions reconciled) instead of after its heartbeat
+   * goes stale. False when it still holds its lock (unreachable from here, but alive) or stopped.
+   */
+  async confirmGone(instanceId: string): Promise<boolean> {
+    const db = this.deps.registry.db;
+    const name = await runningInstanceName(db, instanceId);
+    if (name === undefined || !(await instanceNameFree(db, name))) return false;
+    await stopInstance(db, instanceId);
+    this.deps.logger.warn({ instance: instanceId, instanceName: name }, "turns: the instance holding an environment is gone (its name lock is free); marked stopped");
+    return true;
   }
 
   instanceState(instanceId: string): Promise<{ advertise_addr: string | null; alive: boolean } | undefined> {

@@ -32,17 +32,12 @@
  * A summary line (`[chaos] …`) gives the figures. BERTH_CHAOS_SEED=<n> replays the random choices
  * (the timing of three processes is not replayable; what is checked does not depend on it).
  *
- * Run it: `npm run test:chaos` (PostgreSQL required; ~30 s). It is kept OUT of the default
- * `npm test` run (vitest.config.ts excludes this file unless BERTH_CHAOS=1) while assertions fail;
- * once it passes, drop the exclude. On the tree it was written against (347710f), every run:
- *   1, 1b, 1c fail: another instance's overlay cache answers stale content or FILE_NOT_FOUND for
- *      files written through another instance (or captured by a turn there); HASH_MISMATCH against
- *      the acknowledged hash; and ~15 files a run whose acknowledged write is not in the database
- *      at all (a write the stale cache took for a no-op, acknowledged unstored);
- *   2a fails: a few sessions a run stranded "disconnected" by their owner while their agent
- *      heartbeated through the other instances (liveness read from memory, not the database);
- *   4 fails: EndTurn on another instance than BeginTurn's answers TURN_NOT_ON_THIS_SERVER;
- *   2b and 3 pass.
+ * Run it alone: `npm run test:chaos` (PostgreSQL required; ~30 s); it is part of `npm test`.
+ * On the tree it was written against (347710f), checks 1, 1b, 1c (stale overlay caches, refused
+ * compare-and-set, acknowledged writes not stored), 2a (liveness read from one instance's
+ * memory) and 4 (EndTurn on another instance) failed every run; 4 failed again, after the fixes,
+ * for turns whose holder had just been killed (TURN_OWNER_UNREACHABLE until its heartbeat went
+ * stale), until an unreachable holder whose name lock is free is taken for gone at once.
  */
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
