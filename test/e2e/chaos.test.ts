@@ -47,7 +47,7 @@ import path from "node:path";
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { TurnService } from "../../gen/berth/v1/turn_service_pb.js";
-import { TurnOutcome, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import { LifecycleState, TurnOutcome, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { createGrpcClient, GrpcCallError, type GrpcClient } from "../support/grpc-client.js";
@@ -407,6 +407,19 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
     }
   }
 
+  /** Whether the session is stranded (or already resumed) now, asked of a survivor. */
+  async function strandedNow(sessionId: string): Promise<boolean> {
+    const inst = survivors()[0]!;
+    try {
+      stats.calls++;
+      const { workspace } = await inst.ws.getWorkspace({ sessionId }, { deadlineMs: UNARY_DEADLINE_MS });
+      stats.answered++;
+      return workspace?.lifecycleState === LifecycleState.STRANDED;
+    } catch (err) {
+      return reasonOf(err) === "SESSION_RESUMED";
+    }
+  }
+
   async function turnOp(agent: Agent): Promise<void> {
     const k = agent.turns++;
     const sessionId = agent.sessionId;
@@ -436,9 +449,12 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
         stats.turnsLostToKill++;
         return;
       }
-      if (agent.sessionId !== sessionId) {
-        // Stranded during the turn (the stranding is what 2a or 2b judges) and resumed since.
+      if (agent.sessionId !== sessionId || (await strandedNow(sessionId))) {
+        // Stranded during the turn (the stranding is what 2a or 2b judges): the turn's answer is
+        // a stranded session's, as one instance gives it (cancelled; or CAPTURE_INCOMPLETE, the
+        // environment kept). Its agent resumes the session.
         stats.turnsOfMovedSessions++;
+        if (agent.sessionId === sessionId) await resume(agent, sessionId);
         return;
       }
       unexpected(`EndTurn of ${agent.id} (begun on ${begun.on.name})`, err);
