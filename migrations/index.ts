@@ -7,6 +7,7 @@ import * as m0005 from "./0005_turns.js";
 import * as m0006 from "./0006_claims_released_by_berth.js";
 import * as m0007 from "./0007_overlay_version.js";
 import * as m0008 from "./0008_turns_scale_out.js";
+import * as m0009 from "./0009_overlay_reads.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
 export const migrations: Readonly<Record<string, Migration>> = {
@@ -18,4 +19,5 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0006_claims_released_by_berth": m0006,
   "0007_overlay_version": m0007,
   "0008_turns_scale_out": m0008,
+  "0009_overlay_reads": m0009,
 };

@@ -3,7 +3,10 @@
  * transaction; apart from the write path, neither has to be read to understand the other. Both
  * answer from the cache once it is checked against the workspace's overlay_version (one
  * primary-key lookup: another instance's writes are in it). A ReadFile is remembered in the
- * cache: it is what STALE_OVERLAY compares a later write against.
+ * cache, and in PostgreSQL (overlay_reads) when another session had touched the path: it is what
+ * STALE_OVERLAY compares a later write against, on any instance. ListFiles' modified_by_other
+ * and the read's "touched by another" come from the modifiers index, its entries of the paths
+ * concerned checked against PostgreSQL first (one query).
  */
 import type { Clock } from "../platform/clock.js";
 import type { Workspace } from "../sessions/workspace.js";
@@ -13,6 +16,7 @@ import type { ModifiersIndex } from "./modifiers-index.js";
 import type { OverlayCache } from "./overlay-cache.js";
 import type { OverlayContext } from "./overlay-context.js";
 import { fileNotFound } from "./refusals.js";
+import * as sqlRepo from "./overlay.repository.js";
 
 export interface ReadResult {
   readonly content: Uint8Array;
@@ -47,7 +51,10 @@ export class FileReads {
     // Checked against the workspace's overlay_version: another instance's acknowledged write is in it.
     const ov = await this.cache.current(ws);
     (ov.reads ??= new Map()).set(path, now);
-    const v = await this.cache.view(ws, ov, path);
+    // The read is shared with every instance only where it can matter to STALE_OVERLAY: when
+    // another session has touched the path (checked against PostgreSQL). If nobody has, any
+    // competing change is after this read, which could never excuse it.
+    const [v] = await Promise.all([this.cache.view(ws, ov, path), this.shareRead(ws, path, now)]);
     if (v) {
       if (v.content === null || v.file.hash === null) throw fileNotFound(path);
       return { content: v.content, hash: v.file.hash, source: "overlay" };
@@ -58,11 +65,16 @@ export class FileReads {
     return { content: base.content, hash: base.hash, source: "base" };
   }
 
+  private async shareRead(ws: Workspace, path: string, at: number): Promise<void> {
+    const idx = await this.index.refreshed(ws.repoId, [path]);
+    if (this.index.touchedByOther(idx, path, ws.workspaceId)) await sqlRepo.recordRead(this.registry.db, ws.workspaceId, path, new Date(at));
+  }
+
   /** The merged view in path order, from after `after` (exclusive), at most `limit` entries (and whether more follow). */
   async listFiles(ws: Workspace, prefix: string, after: string, limit: number): Promise<{ files: ListedFile[]; more: boolean }> {
     const ov = await this.cache.current(ws);
     const repo = await this.registry.repository(ws.repoId);
-    const [tree, idx] = await Promise.all([this.git.tree(repo.sourcePath, ws.baseCommit), this.index.repo(ws.repoId)]);
+    const tree = await this.git.tree(repo.sourcePath, ws.baseCommit);
     const start = after > prefix ? after : prefix;
     const inclusive = after <= prefix;
     const base = tree.paths;
@@ -74,7 +86,7 @@ export class FileReads {
     for (;;) {
       const b = i < base.length && base[i]!.startsWith(prefix) ? base[i]! : undefined;
       const o = j < extra.length ? extra[j]! : undefined;
-      if (b === undefined && o === undefined) return { files, more: false };
+      if (b === undefined && o === undefined) return { files: await this.markOthers(ws, files), more: false };
       let path: string;
       if (o !== undefined && (b === undefined || o <= b)) {
         path = o;
@@ -86,14 +98,20 @@ export class FileReads {
       }
       const f = ov.files.get(path);
       if (f?.change === "deleted") continue;
-      if (files.length === limit) return { files, more: true };
+      if (files.length === limit) return { files: await this.markOthers(ws, files), more: true };
       files.push({
         path,
         source: f ? "overlay" : "base",
         change: f ? (f.change === "added" ? "added" : "modified") : undefined,
-        modifiedByOther: this.index.touchedByOther(idx, path, ws.workspaceId),
+        modifiedByOther: false,
       });
     }
+  }
+
+  /** modified_by_other of a page, the page's paths checked against PostgreSQL first (one query). */
+  private async markOthers(ws: Workspace, files: ListedFile[]): Promise<ListedFile[]> {
+    const idx = await this.index.refreshed(ws.repoId, files.map((f) => f.path));
+    return files.map((f) => ({ ...f, modifiedByOther: this.index.touchedByOther(idx, f.path, ws.workspaceId) }));
   }
 }
 

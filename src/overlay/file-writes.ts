@@ -24,6 +24,9 @@ import * as sqlRepo from "./overlay.repository.js";
 import { changesetTerminal, checkRow, fileNotFound } from "./refusals.js";
 import { diffSymbolsOrFile } from "./symbols/index.js";
 
+/** The pool, or the write's transaction when deciding again under its locks (never a second connection then). */
+type SqlExecutor = Parameters<typeof sqlRepo.lastRead>[0];
+
 /** Changeset states after which another session's change makes a blind write stale. */
 const REVIEW_STATES: ReadonlySet<ChangesetStateName> = new Set(["submitted", "verifying", "approved"]);
 
@@ -150,7 +153,8 @@ export class FileWrites {
       // Every write acknowledged before this call (on any instance) is in the cache we decide on.
       await this.cache.validate(ws, ov, since);
       const repo = await this.registry.repository(ws.repoId);
-      const idx = await this.index.repo(ws.repoId);
+      // The path's entries checked against PostgreSQL: another instance's write or transition counts at once.
+      const idx = await this.index.refreshed(ws.repoId, [path]);
       const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, idx };
       const first = await this.decide(ask, ov, await this.cachedState(ask, ov));
       if (first.kind === "unchanged") return first.result;
@@ -167,7 +171,7 @@ export class FileWrites {
         const row = await sqlRepo.readOverlayRow(trx, ws.workspaceId, path);
         const file = row ? cachedFileOf(row, row.content) : undefined;
         this.cache.takeRow(ov, path, file);
-        return this.decide(ask, ov, row && file ? { existing: file, current: row.content ?? undefined } : await this.baseState(ask));
+        return this.decide(ask, ov, row && file ? { existing: file, current: row.content ?? undefined } : await this.baseState(ask), trx);
       });
     });
   }
@@ -188,7 +192,7 @@ export class FileWrites {
    * Every rule a change must pass, on one view of the path: expected_hash, FILE_NOT_FOUND,
    * "nothing changes", STALE_OVERLAY; then the symbol diff and what to store.
    */
-  private async decide(ask: Ask, ov: WorkspaceOverlay, state: PathState): Promise<Decision> {
+  private async decide(ask: Ask, ov: WorkspaceOverlay, state: PathState, db: SqlExecutor = this.registry.db): Promise<Decision> {
     const { ws, path, content, expectedHash, declared, idx } = ask;
     const { existing, current } = state;
     const currentHash = existing ? existing.hash : (state.baseHash ?? null);
@@ -207,7 +211,7 @@ export class FileWrites {
       // Nothing changes: nothing is stored, claimed or announced.
       return { kind: "unchanged", result: { hash: newHash, change: baseHash === null ? "added" : "modified", symbols: [], conflicts: publicOthers(others) } };
     }
-    this.checkStale(ws, ov, path, existing, others);
+    await this.checkStale(db, ws, ov, path, existing, others);
 
     const diff = await diffSymbolsOrFile(path, textOf(current), content === null ? undefined : textOf(content));
     const symbols: SymbolChangeInfo[] = diff.map((d) => ({ name: d.name, kind: d.kind, change: d.change }));
@@ -326,14 +330,22 @@ export class FileWrites {
    * STALE_OVERLAY: another session's change of this path went up for review (its changeset
    * entered SUBMITTED, VERIFYING or APPROVED, or it wrote the path while there) after this
    * session last saw the path. Seen: its last ReadFile of the path, its own last write of it,
-   * or — never read nor written — the session's start (reads are kept in memory: after a
-   * restart a session re-reads what went up for review meanwhile).
+   * or — never read nor written — the session's start. A read is kept in this instance's memory,
+   * and in PostgreSQL (overlay_reads) when another session had touched the path at read time
+   * (file-reads.ts): a ReadFile on any instance counts. The stored read is looked up (one
+   * primary-key lookup) only when the memory alone would refuse.
    */
-  private checkStale(ws: Workspace, ov: WorkspaceOverlay, path: string, existing: CachedFile | undefined, others: readonly OtherTouch[]): void {
+  private async checkStale(db: SqlExecutor, ws: Workspace, ov: WorkspaceOverlay, path: string, existing: CachedFile | undefined, others: readonly OtherTouch[]): Promise<void> {
     if (others.length === 0) return;
-    const seen = Math.max(ov.reads?.get(path) ?? 0, existing?.updatedAt ?? 0, ws.createdAt);
+    let seen = Math.max(ov.reads?.get(path) ?? 0, existing?.updatedAt ?? 0, ws.createdAt);
+    let looked = false;
     for (const o of others) {
       if (o.changesetId === ws.changeset.id || !REVIEW_STATES.has(o.changesetState as ChangesetStateName)) continue;
+      if (o.changedAt > seen && !looked) {
+        looked = true;
+        const stored = await sqlRepo.lastRead(db, ws.workspaceId, path);
+        if (stored) seen = Math.max(seen, stored.getTime());
+      }
       if (o.changedAt > seen) {
         throw failedPrecondition("STALE_OVERLAY", `${path} was changed by ${o.agentName}, whose changeset is ${o.changesetState.toUpperCase()}, after this session last read it; read it again before writing`, {
           path,

@@ -7,7 +7,9 @@
  * events: this instance's commits at once (WorkspaceRegistry.onCommitted), every instance's
  * through the event hub (a few hundred ms later). Events of a repository whose load is in
  * flight are queued and applied after it, so nothing between the load's snapshot and its end
- * is lost; applying an event twice is harmless.
+ * is lost; applying an event twice is harmless. Events arrive late, so every answer that must
+ * hold across instances (DescribeOtherModifiers, a ListFiles page, a ReadFile, a write's checks)
+ * first refreshes the entries of its paths from PostgreSQL (refreshed(): one indexed query).
  *
  * Counted: active and stranded sessions (stranded work is pending work: it comes back on
  * resume) whose changeset is not terminal. Abandoned, destroyed and expired sessions leave.
@@ -102,6 +104,48 @@ export class ModifiersIndex {
     })();
     this.loading.set(repoId, entry);
     return entry.promise;
+  }
+
+  /**
+   * The repository's index with the given paths' entries checked against PostgreSQL first (one
+   * indexed query): another instance's write or changeset transition is in the answer even
+   * before its event arrives. Those paths' entries are replaced by the rows of live workspaces;
+   * an entry this instance changed while the query ran (a local commit: newer than the query's
+   * snapshot may be) is kept as it is.
+   */
+  async refreshed(repoId: string, paths: readonly string[]): Promise<RepoIndex> {
+    const idx = await this.repo(repoId);
+    if (paths.length === 0) return idx;
+    const before = new Map<string, Map<string, { touch: Touch; at: number }>>();
+    for (const p of new Set(paths)) {
+      const touches = idx.paths.get(p);
+      before.set(p, new Map([...(touches ?? [])].map(([w, t]) => [w, { touch: t, at: t.updatedAt }])));
+    }
+    const rows = await sqlRepo.modifiersOfPaths(this.db, repoId, [...before.keys()]);
+    const now = this.repos.get(repoId);
+    if (now !== idx) return now ?? this.repo(repoId); // reset meanwhile: loaded afresh
+    const found = new Set<string>();
+    for (const row of rows) {
+      found.add(`${row.workspace_id}\0${row.path}`);
+      const t = idx.paths.get(row.path)?.get(row.workspace_id);
+      const was = before.get(row.path)?.get(row.workspace_id);
+      // A local touch since the snapshot is at least as new as the row.
+      if (t && (!was || was.touch !== t || was.at !== t.updatedAt)) {
+        const at = row.cs_updated_at.getTime();
+        const cs = idx.changesets.get(row.changeset_id);
+        if (!cs || cs.at <= at) idx.changesets.set(row.changeset_id, { state: row.cs_state, at });
+        continue;
+      }
+      applyRow(idx, row);
+    }
+    for (const [p, olds] of before) {
+      for (const [w, was] of olds) {
+        if (found.has(`${w}\0${p}`)) continue;
+        const t = idx.paths.get(p)?.get(w);
+        if (t === was.touch && t.updatedAt === was.at) removePath(idx, w, p);
+      }
+    }
+    return idx;
   }
 
   /** Runs `fn` on the repository's index now if loaded, after its load if loading; not at all otherwise. */

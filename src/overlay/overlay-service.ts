@@ -167,7 +167,8 @@ export class OverlayService implements OverlayPort {
 
   async describeOtherModifiers(repoId: string, path: string, excludeSessionId: string | undefined): Promise<{ text: string; modifiers: OtherModifierInfo[] }> {
     await this.registry.repository(repoId);
-    const idx = await this.index.repo(repoId);
+    // The path's entries checked against PostgreSQL: another instance's write is named at once.
+    const idx = await this.index.refreshed(repoId, [path]);
     const modifiers = publicOthers(this.index.others(idx, path, { sessionId: excludeSessionId }));
     return { text: describeText(modifiers), modifiers };
   }

@@ -106,12 +106,13 @@ export interface OverlayUpsert {
  */
 export type BelievedRow = { readonly exists: false } | { readonly exists: true; readonly sha256: string | null };
 
-/** Deletes every overlay row of the workspaces (abandon, destroy), bumping their overlay_version. */
+/** Deletes every overlay row and recorded read of the workspaces (abandon, destroy), bumping their overlay_version. */
 export async function deleteOverlaysOf(db: Executor, workspaceIds: readonly string[]): Promise<number> {
   if (workspaceIds.length === 0) return 0;
   const r = await sql<{ n: string | number | bigint }>`
     WITH d AS (DELETE FROM overlay_files WHERE workspace_id = ANY(${uuids(workspaceIds)}) RETURNING workspace_id),
-    v AS (UPDATE workspaces SET overlay_version = overlay_version + 1 WHERE id IN (SELECT workspace_id FROM d))
+    v AS (UPDATE workspaces SET overlay_version = overlay_version + 1 WHERE id IN (SELECT workspace_id FROM d)),
+    r AS (DELETE FROM overlay_reads WHERE workspace_id = ANY(${uuids(workspaceIds)}))
     SELECT count(*) AS n FROM d`.execute(db);
   return Number(r.rows[0]?.n ?? 0);
 }
@@ -252,3 +253,33 @@ export async function modifiersOfWorkspacePath(db: Executor, workspaceId: string
   return r.rows[0];
 }
 
+
+/**
+ * The overlay rows of the live (active or stranded) workspaces of a repository for the given
+ * paths: what the index has of those paths, checked against PostgreSQL (overlay_files_repo_path).
+ */
+export async function modifiersOfPaths(db: Executor, repoId: string, paths: readonly string[]): Promise<ModifierRow[]> {
+  if (paths.length === 0) return [];
+  const where = paths.length === 1 ? sql`o.path = ${paths[0]}` : sql`o.path = ANY(${textList(paths)})`;
+  const r = await sql<ModifierRow>`
+    SELECT ${MODIFIER_COLUMNS}
+    FROM overlay_files o JOIN workspaces w ON w.id = o.workspace_id JOIN changesets c ON c.id = w.changeset_id
+    WHERE o.repo_id = ${repoId}::uuid AND ${where} AND w.lifecycle IN ('active','stranded')`.execute(db);
+  return r.rows;
+}
+
+// ---- recorded reads (STALE_OVERLAY across instances) ---------------------------------------
+
+/** Records a ReadFile of a path (the later of the stored and this one). */
+export async function recordRead(db: Executor, workspaceId: string, path: string, at: Date): Promise<void> {
+  await sql`
+    INSERT INTO overlay_reads (workspace_id, path, read_at) VALUES (${workspaceId}::uuid, ${path}, ${at}::timestamptz)
+    ON CONFLICT (workspace_id, path) DO UPDATE SET read_at = GREATEST(overlay_reads.read_at, EXCLUDED.read_at)`.execute(db);
+}
+
+/** The recorded last ReadFile of a path by a workspace (any instance), if any. */
+export async function lastRead(db: Executor, workspaceId: string, path: string): Promise<Date | undefined> {
+  const r = await sql<{ read_at: Date }>`
+    SELECT read_at FROM overlay_reads WHERE workspace_id = ${workspaceId}::uuid AND path = ${path}`.execute(db);
+  return r.rows[0]?.read_at;
+}

@@ -185,6 +185,15 @@ export interface TurnTable {
   environment_released: Generated<boolean>;
 }
 
+// ---- 0009_overlay_reads -------------------------------------------------------------------
+
+/** The last ReadFile of a path by a workspace, kept when another session had touched the path then. */
+export interface OverlayReadTable {
+  workspace_id: string;
+  path: string;
+  read_at: Timestamp;
+}
+
 // ---- every table --------------------------------------------------------------------------
 
 export interface Database {
@@ -200,6 +209,7 @@ export interface Database {
   overlay_files: OverlayFileTable;
   claims: ClaimTable;
   turns: TurnTable;
+  overlay_reads: OverlayReadTable;
 }
 
 const COLUMNS = {
@@ -222,6 +232,7 @@ const COLUMNS = {
     "id", "seq", "session_id", "workspace_id", "repo_id", "client_turn_id", "state", "outcome", "environment_path", "warm",
     "superseded_by", "end_reason", "instance_id", "started_at", "ended_at", "environment_released",
   ],
+  overlay_reads: ["workspace_id", "path", "read_at"],
 } as const;
 
 /** The columns of `Table` a list lacks, and the names it has that `Table` does not: never when it is exact. */

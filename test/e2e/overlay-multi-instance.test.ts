@@ -8,13 +8,13 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
-import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { sha256Hex } from "../../src/overlay/git-base.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { failure, rpcFailure } from "../support/rpc-error.js";
 import { needs } from "../support/services.js";
-import { gitRepo, text, tsModule, utf8 } from "../overlay/helpers.js";
+import { gitRepo, PY, text, tsModule, utf8 } from "../overlay/helpers.js";
 
 const LONG_POLL = { BERTH_EVENT_POLL_MS: "60000" };
 
@@ -218,6 +218,54 @@ needs({ postgres: true })("the overlay on two instances of one database", () => 
     expect(await claimed(fresh)).toBe("0");
     expect(await fileEvents(ws.workspaceId, fresh)).toEqual([]);
     expect(await version()).toBe(2);
+  });
+
+  it("DescribeOtherModifiers and ListFiles on B right after a write on A name it (the index is checked against PostgreSQL)", async () => {
+    const writer = await session();
+    const other = await session();
+    const path = "notes/named-at-once.txt";
+    // B's index of the repository is loaded before the write (a first use reads PostgreSQL anyway).
+    expect((await b.grpc.describeOtherModifiers({ repoId, path })).text).toBe("");
+    await a.grpc.writeFile({ sessionId: writer.sessionId, path, content: utf8("from a\n") });
+    // No event has reached B yet (the write returned on A a moment ago; the poll is 60 s).
+    expect((await b.grpc.describeOtherModifiers({ repoId, path })).text).toBe(`modified by ${writer.agentName}`);
+    expect((await b.grpc.describeOtherModifiers({ repoId, path, excludeSessionId: writer.sessionId })).text).toBe("");
+    // A base file the writer changes on A is modified_by_other in the other session's page on B at once.
+    await a.grpc.writeFile({ sessionId: writer.sessionId, path: "src/f07.txt", content: utf8("changed on a\n") });
+    const page = await b.grpc.listFiles({ sessionId: other.sessionId, prefix: "src/f0" });
+    expect(page.entries.filter((f) => f.modifiedByOther).map((f) => f.path)).toEqual(["src/f07.txt"]);
+    // Gone from B's answer as soon as the writer's session ends on A.
+    await a.grpc.abandonSession({ sessionId: writer.sessionId, reason: "t" });
+    expect((await b.grpc.describeOtherModifiers({ repoId, path })).text).toBe("");
+  });
+
+  it("a ReadFile on A excuses a write on B after another session's change of the path went up for review", async () => {
+    const writer = await session();
+    const late = await session();
+    const path = "py/tasks.py";
+    const db = database.opened.db;
+    const reads = async (workspaceId: string) =>
+      (await sql<{ path: string }>`SELECT path FROM overlay_reads WHERE workspace_id = ${workspaceId}::uuid`.execute(db)).rows.map((r) => r.path);
+    // B's index of the repository is loaded before (a first use reads PostgreSQL anyway).
+    expect((await b.grpc.describeOtherModifiers({ repoId, path })).text).toBe("");
+    // A read of a path nobody else touched is not stored: it could never excuse anything.
+    await a.grpc.readFile({ sessionId: late.sessionId, path });
+    expect(await reads(late.workspaceId)).toEqual([]);
+    await a.grpc.writeFile({ sessionId: writer.sessionId, path, content: utf8(PY.replace("return 1", "return 2")) });
+    await a.grpc.transitionChangeset({ changesetId: writer.changesetId, toState: ChangesetState.SUBMITTED });
+    // B knows of the submit at once, without the event.
+    const blind = utf8(PY.replace("return None", "return 0"));
+    const f = await failure(b.grpc.writeFile({ sessionId: late.sessionId, path, content: blind }));
+    expect(f).toMatchObject({ code: "FAILED_PRECONDITION", reason: "STALE_OVERLAY" });
+    expect(f.metadata).toMatchObject({ other_session_id: writer.sessionId, other_changeset_state: "SUBMITTED" });
+    // The read on A counts for the write on B.
+    await a.grpc.readFile({ sessionId: late.sessionId, path });
+    const ok = await b.grpc.writeFile({ sessionId: late.sessionId, path, content: blind });
+    expect(ok.symbols.map((s) => s.name)).toEqual(["TaskService.delete_task"]);
+    expect(await reads(late.workspaceId)).toEqual([path]);
+    // The stored reads leave with the session.
+    await b.grpc.abandonSession({ sessionId: late.sessionId, reason: "t" });
+    expect(await reads(late.workspaceId)).toEqual([]);
   });
 
   it("[measure] ReadFile and WriteFile through one instance, p50 over 500 calls each", async () => {
