@@ -51,6 +51,9 @@ export interface CommitFollower {
 /** Ids of local events handed over at commit, awaiting their echo from the feed (bounded). */
 const ECHOES_KEPT = 50_000;
 
+/** How often a change aborted by a deadlock or serialization conflict is tried in all. */
+const CONFLICT_ATTEMPTS = 3;
+
 export class UnitOfWork {
   private readonly followers: { name: string; follower: CommitFollower }[] = [];
   private readonly echoes = new Set<string>();
@@ -68,7 +71,7 @@ export class UnitOfWork {
     let prepared: PreparedEvent[] = [];
     let embedded: PreparedEvent[] = [];
     let storedByStatement = false;
-    const result = await this.db.transaction().execute(async (trx) => {
+    const result = await this.retryingConflicts(() => this.db.transaction().execute(async (trx) => {
       // A retried callback (none today) must not carry the events of an attempt that rolled back.
       prepared = [];
       embedded = [];
@@ -89,7 +92,7 @@ export class UnitOfWork {
       });
       if (prepared.length > 0) await insertEvents(prepared.map((p) => p.row)).execute(trx);
       return r;
-    });
+    }));
     this.afterCommit([...embedded, ...prepared], storedByStatement);
     return result;
   }
@@ -105,9 +108,27 @@ export class UnitOfWork {
     stored: (result: T) => boolean = () => true,
   ): Promise<T> {
     const prepared = events.map(prepareEvent);
-    const result = await statement(this.db, prepared.map((p) => p.row));
+    const result = await this.retryingConflicts(() => statement(this.db, prepared.map((p) => p.row)));
     if (stored(result)) this.afterCommit(prepared, false);
     return result;
+  }
+
+  /**
+   * Runs a transaction (or statement) again when PostgreSQL aborted it for a deadlock or a
+   * serialization conflict: nothing of it was committed, and the change is re-decided on the
+   * new state. Multi-row writers lock in a fixed order (sessions/lifecycle.repository.ts), so this
+   * is the safety net, not the rule.
+   */
+  private async retryingConflicts<T>(attempt: () => Promise<T>): Promise<T> {
+    for (let n = 1; ; n++) {
+      try {
+        return await attempt();
+      } catch (err) {
+        const code = (err as { code?: unknown } | null)?.code;
+        if (n >= CONFLICT_ATTEMPTS || (code !== "40P01" && code !== "40001")) throw err;
+        this.logger.warn({ err, attempt: n }, "transaction aborted by a conflict (deadlock or serialization); running it again");
+      }
+    }
   }
 
   /** Registers an in-process follower of every commit (local, and other instances' once `follow` runs). */

@@ -22,6 +22,17 @@ export type LifecycleRow = Pick<Selectable<WorkspaceTable>, "id" | "session_id" 
 
 const RETURNING = sql.raw(`w.id, w.session_id, w.repo_id, w.agent_id, w.changeset_id, w.mode`);
 
+/**
+ * The workspaces rows a multi-row UPDATE is about to change, locked in id order first. Every
+ * multi-row writer of workspaces locks through this (the activity flush of every instance, GC,
+ * every instance's orphan reconcile), so two of them may wait for each other but never in a
+ * cycle: without it, their UPDATEs locked rows in whatever order their plans met them, and
+ * deadlocked under load (the chaos test). `from` is a FROM list that names the rows `w`.
+ */
+function lockedInOrder(from: RawBuilder<unknown>, where: RawBuilder<unknown>, columns: RawBuilder<unknown> = sql`w.id`): RawBuilder<unknown> {
+  return sql`(SELECT ${columns} FROM ${from} WHERE ${where} ORDER BY w.id FOR NO KEY UPDATE OF w)`;
+}
+
 function uuids(ids: readonly string[]): RawBuilder<unknown> {
   return sql`${`{${ids.join(",")}}`}::uuid[]`;
 }
@@ -31,7 +42,8 @@ export async function strandWorkspaces(db: Executor, workspaceIds: readonly stri
   if (workspaceIds.length === 0) return [];
   const r = await sql<LifecycleRow>`
     UPDATE workspaces AS w SET lifecycle = 'stranded', stranded_at = ${at}, lifecycle_reason = ${reason}
-    WHERE w.id = ANY(${uuids(workspaceIds)}) AND w.lifecycle = 'active'
+    FROM ${lockedInOrder(sql`workspaces w`, sql`w.id = ANY(${uuids(workspaceIds)}) AND w.lifecycle = 'active'`)} AS l
+    WHERE w.id = l.id AND w.lifecycle = 'active'
     RETURNING ${RETURNING}`.execute(db);
   return r.rows;
 }
@@ -41,7 +53,8 @@ export async function destroyWorkspaces(db: Executor, workspaceIds: readonly str
   if (workspaceIds.length === 0) return [];
   const r = await sql<LifecycleRow>`
     UPDATE workspaces AS w SET lifecycle = 'destroyed', lifecycle_reason = ${reason}, ended_at = ${at}
-    WHERE w.id = ANY(${uuids(workspaceIds)}) AND w.lifecycle = 'active'
+    FROM ${lockedInOrder(sql`workspaces w`, sql`w.id = ANY(${uuids(workspaceIds)}) AND w.lifecycle = 'active'`)} AS l
+    WHERE w.id = l.id AND w.lifecycle = 'active'
     RETURNING ${RETURNING}`.execute(db);
   return r.rows;
 }
@@ -163,9 +176,9 @@ export async function flushLastActive(db: Executor, entries: readonly (readonly 
   const ids = `{${entries.map(([id]) => id).join(",")}}`;
   const times = `{${entries.map(([, t]) => `"${t.toISOString()}"`).join(",")}}`;
   const r = await sql`
-    UPDATE workspaces AS w SET last_active_at = v.t
-    FROM unnest(${ids}::uuid[], ${times}::timestamptz[]) AS v(id, t)
-    WHERE w.id = v.id AND w.last_active_at < v.t AND w.lifecycle = 'active'`.execute(db);
+    UPDATE workspaces AS w SET last_active_at = l.t
+    FROM ${lockedInOrder(sql`workspaces w JOIN unnest(${ids}::uuid[], ${times}::timestamptz[]) AS v(id, t) ON v.id = w.id`, sql`w.last_active_at < v.t AND w.lifecycle = 'active'`, sql`w.id, v.t`)} AS l
+    WHERE w.id = l.id AND w.last_active_at < l.t AND w.lifecycle = 'active'`.execute(db);
   return Number(r.numAffectedRows ?? 0n);
 }
 
@@ -266,8 +279,8 @@ async function updateWithEvents(trx: Transaction<Database>, update: RawBuilder<u
 export function strandOrphans(trx: Transaction<Database>, scope: OrphanScope, ev: SetEvent): Promise<string[]> {
   return updateWithEvents(trx, sql`
     UPDATE workspaces AS w SET lifecycle = 'stranded', stranded_at = ${ev.at}, lifecycle_reason = ${ev.reason}
-    FROM changesets c
-    WHERE c.id = w.changeset_id AND c.state NOT IN ${TERMINAL} AND w.lifecycle = 'active' AND ${orphaned(scope)}
+    FROM ${lockedInOrder(sql`workspaces w JOIN changesets c ON c.id = w.changeset_id`, sql`c.state NOT IN ${TERMINAL} AND w.lifecycle = 'active' AND ${orphaned(scope)}`)} AS l
+    WHERE w.id = l.id AND w.lifecycle = 'active'
     RETURNING ${RETURNING}`, ev);
 }
 
@@ -275,8 +288,8 @@ export function strandOrphans(trx: Transaction<Database>, scope: OrphanScope, ev
 export function destroyOrphans(trx: Transaction<Database>, scope: OrphanScope, ev: SetEvent): Promise<string[]> {
   return updateWithEvents(trx, sql`
     UPDATE workspaces AS w SET lifecycle = 'destroyed', lifecycle_reason = ${ev.reason}, ended_at = ${ev.at}
-    FROM changesets c
-    WHERE c.id = w.changeset_id AND c.state IN ${TERMINAL} AND w.mode = 'ephemeral' AND w.lifecycle = 'active' AND ${orphaned(scope)}
+    FROM ${lockedInOrder(sql`workspaces w JOIN changesets c ON c.id = w.changeset_id`, sql`c.state IN ${TERMINAL} AND w.mode = 'ephemeral' AND w.lifecycle = 'active' AND ${orphaned(scope)}`)} AS l
+    WHERE w.id = l.id AND w.lifecycle = 'active'
     RETURNING ${RETURNING}`, ev);
 }
 
@@ -284,8 +297,8 @@ export function destroyOrphans(trx: Transaction<Database>, scope: OrphanScope, e
 export async function adoptOrphans(trx: Transaction<Database>, scope: OrphanScope): Promise<string[]> {
   const r = await sql<{ id: string }>`
     UPDATE workspaces AS w SET owner_instance = ${scope.instanceId}::uuid
-    FROM changesets c
-    WHERE c.id = w.changeset_id AND c.state IN ${TERMINAL} AND w.mode = 'persistent' AND w.lifecycle = 'active' AND ${orphaned(scope)}
+    FROM ${lockedInOrder(sql`workspaces w JOIN changesets c ON c.id = w.changeset_id`, sql`c.state IN ${TERMINAL} AND w.mode = 'persistent' AND w.lifecycle = 'active' AND ${orphaned(scope)}`)} AS l
+    WHERE w.id = l.id AND w.lifecycle = 'active'
     RETURNING w.id`.execute(trx);
   return r.rows.map((x) => x.id);
 }
