@@ -37,7 +37,9 @@
  * quiet machine it passed 5 runs of 5; under CI's load (two suites beside it) one run had 5
  * INTERNAL answers from PostgreSQL deadlocks (one a capture: CAPTURE_INCOMPLETE "deadlock
  * detected"), 3 DEADLINE_EXCEEDED and 4 acknowledged writes whose content the database no
- * longer held — the worklist.
+ * longer held. The deadlocks are fixed (multi-row writers of workspaces lock in id order); the
+ * same seed under load still shows, rarely, an EndTurn acknowledged without its capture and a
+ * BeginTurn answered TURN_CANCELLED — the worklist.
  * On the tree it was written against (347710f), checks 1, 1b, 1c (stale overlay caches, refused
  * compare-and-set, acknowledged writes not stored), 2a (liveness read from one instance's
  * memory) and 4 (EndTurn on another instance) failed every run; 4 failed again, after the fixes,
