@@ -205,7 +205,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
     /**
      * The pool of every live instance, summed: a client behind a load balancer sees one pool.
      * A forwarded call (or a single process) answers for this instance alone. An instance that
-     * cannot be reached is left out and named in the call's log line.
+     * cannot be reached is left out and named in the call's log line (`poolStatsUnreachable`).
      */
     async getPoolStats(req, ctx) {
       const local = turns.stats();
@@ -216,7 +216,10 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
         if (o.advertise_addr === null) return void unreachable.push(o.id);
         try {
           return await forwarder.forward(methods.getPoolStats, { instanceId: o.id, address: o.advertise_addr }, ctx, req);
-        } catch {
+        } catch (err) {
+          // Only an instance that cannot be reached (dying, or gone) is left out; any other answer
+          // (a refusal, a failure) is this call's answer: a silently partial sum would be wrong.
+          if (!(err instanceof BerthError && err.reason === "TURN_OWNER_UNREACHABLE")) throw err;
           return void unreachable.push(o.id);
         }
       }));

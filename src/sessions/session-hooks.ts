@@ -13,7 +13,7 @@ export type ExitLifecycle = Exclude<LifecycleName, "active">;
  * The events that end a session, with the lifecycle each ends it in: the one list that followers
  * (registry coherence, overlay caches, the turn scheduler, AttachSession) consult.
  */
-export const SESSION_ENDING_EVENTS: Readonly<Record<string, ExitLifecycle>> = {
+const SESSION_ENDING_EVENTS: Readonly<Record<string, ExitLifecycle>> = {
   "session.stranded": "stranded",
   "session.abandoned": "abandoned",
   "session.destroyed": "destroyed",
