@@ -16,8 +16,9 @@ import { scenario as jetstream } from "./jetstream.js";
 import { scenario as beginTurn } from "./begin-turn.js";
 import { scenario as mapWalk } from "./map-walk.js";
 import { scenario as gcTick } from "./gc-tick.js";
+import { scenario as twoInstances } from "./two-instances.js";
 
-export const SCENARIOS: readonly Scenario[] = [health, h2load, getWorkspace, connectGetWorkspace, createWorkspace, idleRss, startupReconcile, writeFile, watchEvents, jetstream, beginTurn, mapWalk, gcTick];
+export const SCENARIOS: readonly Scenario[] = [health, h2load, getWorkspace, connectGetWorkspace, createWorkspace, idleRss, startupReconcile, writeFile, watchEvents, jetstream, beginTurn, mapWalk, gcTick, twoInstances];
 
 /** Measured once their issues land; each gets a file here (see bench/README.md, "Adding a scenario"). */
 export const PENDING: readonly PendingScenario[] = [

@@ -25,7 +25,7 @@ export function lifecycleHandlers(
       const c = new Check();
       const sessionId = c.uuid("session_id", req.sessionId);
       c.done();
-      await ownedSession(registry, ctx, sessionId!, "active");
+      await registry.renewLease(await ownedSession(registry, ctx, sessionId!, "active"));
       return { leaseMs: deps.lifecycle.settings.leaseMs };
     },
 

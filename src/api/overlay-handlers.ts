@@ -67,7 +67,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
       overlay().checkSize(path!, req.content.byteLength);
       const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
       ctx.logFields.path = path;
-      const r = await overlay().writeFile({ workspace: ws, path: path!, content: req.content, expectedHash, declaredSymbols: req.declaredSymbols });
+      const r = await overlay().writeFile({ workspace: ws, path: path!, content: req.content, expectedHash, declaredSymbols: req.declaredSymbols, signal: ctx.signal });
       return {
         newHash: r.newHash,
         change: r.change === "added" ? FileChange.ADDED : FileChange.MODIFIED,
@@ -85,7 +85,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
       c.done();
       const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
       ctx.logFields.path = path;
-      const r = await overlay().deleteFile({ workspace: ws, path: path!, expectedHash });
+      const r = await overlay().deleteFile({ workspace: ws, path: path!, expectedHash, signal: ctx.signal });
       return { symbols: r.symbols.map(symbolToWire), conflicts: r.conflicts.map(modifierToWire) };
     },
 

@@ -119,7 +119,13 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       c.done();
       const ws = await ownedSession(registry, ctx, sessionId!, "active");
       const local = async () => {
-        const r = await turns.beginTurn(ws, clientTurnId, onBusy === OnBusy.REJECT ? "reject" : "supersede", ctx.signal);
+        const r = await turns.beginTurn(ws, clientTurnId, onBusy === OnBusy.REJECT ? "reject" : "supersede", ctx.signal).catch(async (err: unknown) => {
+          // Cancelled before it started because its session just left `active` (stranded while
+          // the environment was being prepared): the agent is told what it can act on — the
+          // session's state (SESSION_STRANDED: resume it), not a bare TURN_CANCELLED.
+          if (err instanceof BerthError && err.reason === "TURN_CANCELLED") await ownedSession(registry, ctx, sessionId!, "active");
+          throw err;
+        });
         // A cold acquire may take long: the lease runs from the answer (and the running turn renews it).
         if (ws.lifecycle === "active") registry.touch(ws);
         ctx.logFields.turnId = r.turn.id;

@@ -47,6 +47,7 @@ interface Ask {
   readonly declared: readonly string[];
   readonly sourcePath: string | null;
   readonly idx: RepoIndex;
+  readonly signal: AbortSignal | undefined;
 }
 
 /** The path a decision is made on: the overlay's row, or (none) the base commit's file. */
@@ -114,6 +115,13 @@ function textOf(content: Uint8Array | undefined): string | undefined {
  * binary) is claimed as a whole: the claim's symbol is "" and it conflicts with every claim of
  * another session on that path (and any symbol claim conflicts with another's "" claim).
  */
+/** The call's own abort reason (CANCELLED / DEADLINE_EXCEEDED) when it is a BerthError; else CANCELLED. */
+function abandonedWrite(path: string, signal: AbortSignal): BerthError {
+  const reason: unknown = signal.reason;
+  if (reason instanceof BerthError) return reason;
+  return new BerthError("cancelled", "CANCELLED", `the call was cancelled before its change of ${path} was stored; nothing was written`, { path });
+}
+
 export class FileWrites {
   private readonly registry: WorkspaceRegistry;
   private readonly clock: Clock;
@@ -144,7 +152,7 @@ export class FileWrites {
   }
 
   /** A write (content) or a delete (null) of one path. */
-  async change(ws: Workspace, path: string, content: Uint8Array | null, expectedHash: string | undefined, declared: readonly string[]): Promise<ChangeResult> {
+  async change(ws: Workspace, path: string, content: Uint8Array | null, expectedHash: string | undefined, declared: readonly string[], signal?: AbortSignal): Promise<ChangeResult> {
     assertActive(ws);
     if (isTerminal(ws.changeset.state)) throw changesetTerminal(ws.changeset.id, ws.changeset.state);
     const since = performance.now();
@@ -155,7 +163,7 @@ export class FileWrites {
       const repo = await this.registry.repository(ws.repoId);
       // The path's entries checked against PostgreSQL: another instance's write or transition counts at once.
       const idx = await this.index.refreshed(ws.repoId, [path]);
-      const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, idx };
+      const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, idx, signal };
       const first = await this.decide(ask, ov, await this.cachedState(ask, ov));
       if (first.kind === "unchanged") return first.result;
       try {
@@ -254,6 +262,9 @@ export class FileWrites {
     try {
       committed = await this.registry.uow.run(async ({ trx, prepare, record }) => {
         const row = await claimsRepo.lockForWrite(trx, ws.workspaceId, [claimsRepo.claimLockKey(ws.repoId, path)], "overlay");
+        // Under the workspace's lock: a caller that gave up (cancel, deadline) may already have
+        // sent its next write, which must not be overwritten by this late one. Nothing is stored.
+        if (ask.signal?.aborted) throw abandonedWrite(path, ask.signal);
         const state = checkRow(ws, row);
         const d = await decision(trx);
         if (d.kind === "unchanged") return { unchanged: d.result };

@@ -30,6 +30,8 @@ export interface WriteInput {
   /** sha256 hex of the current content; "" = the file must not exist; undefined = unconditional. */
   readonly expectedHash?: string | undefined;
   readonly declaredSymbols?: readonly string[];
+  /** The call's: a write whose caller gave up (cancel, deadline) before it commits is not stored. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface WriteResult {
@@ -43,6 +45,8 @@ export interface DeleteInput {
   readonly workspace: Workspace;
   readonly path: string;
   readonly expectedHash?: string | undefined;
+  /** As WriteInput.signal. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface DeleteResult {

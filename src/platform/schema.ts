@@ -183,6 +183,8 @@ export interface TurnTable {
   ended_at: NullableTimestamp;
   /** The instance that ran it no longer holds the workspace's environment (migrations/0008). */
   environment_released: Generated<boolean>;
+  /** What EndTurn captured, answered again to a retried EndTurn (migrations/0010); NULL otherwise. */
+  captured_paths: string[] | null;
 }
 
 // ---- 0009_overlay_reads -------------------------------------------------------------------
@@ -230,7 +232,7 @@ const COLUMNS = {
   claims: ["repo_id", "path", "symbol", "workspace_id", "session_id", "agent_id", "agent_name", "acquired_at"],
   turns: [
     "id", "seq", "session_id", "workspace_id", "repo_id", "client_turn_id", "state", "outcome", "environment_path", "warm",
-    "superseded_by", "end_reason", "instance_id", "started_at", "ended_at", "environment_released",
+    "superseded_by", "end_reason", "instance_id", "started_at", "ended_at", "environment_released", "captured_paths",
   ],
   overlay_reads: ["workspace_id", "path", "read_at"],
 } as const;

@@ -182,8 +182,10 @@ export class GarbageCollector {
         else if (!lookupFailed) add(destroy, "disconnected", () => ({ kind: "session.destroyed" as const, list: [] })).list.push(ws);
       }
     }
+    // A disconnection holds only while no activity was written since the lookup (checked in SQL).
+    const leaseCutoff = now - this.settings.leaseMs;
     for (const [reason, list] of strand) {
-      const rows = await this.uow.run((change) => this.transitions.stranded(change, list.map((w) => w.workspaceId), reason, now));
+      const rows = await this.uow.run((change) => this.transitions.stranded(change, list.map((w) => w.workspaceId), reason, now, reason === "disconnected" ? leaseCutoff : undefined));
       const byId = new Map(list.map((w) => [w.workspaceId, w]));
       for (const r of rows) this.transitions.markStranded(byId.get(r.id)!, now, reason);
       report.stranded += rows.length;
@@ -191,7 +193,7 @@ export class GarbageCollector {
       else report.disconnected += rows.length;
     }
     for (const [cause, { kind, list }] of destroy) {
-      const rows = await this.uow.run((change) => this.transitions.destroyed(change, list.map((w) => w.workspaceId), cause, kind, now));
+      const rows = await this.uow.run((change) => this.transitions.destroyed(change, list.map((w) => w.workspaceId), cause, kind, now, cause === "disconnected" ? leaseCutoff : undefined));
       const byId = new Map(list.map((w) => [w.workspaceId, w]));
       for (const r of rows) this.transitions.markDestroyed(byId.get(r.id)!, cause);
       if (cause === "gc_idle") report.idle += rows.length;

@@ -20,7 +20,7 @@ export interface LifecycleSettings {
   readonly maxTtlSeconds: number;
   /** BERTH_STRANDED_TTL_S */
   readonly strandedTtlSeconds: number;
-  /** How often touched sessions' last_active_at is written (default 2 s). */
+  /** How often touched sessions' last_active_at is written (default lease / 8, between 100 ms and 2 s). */
   readonly activityFlushMs?: number;
   /** How often this instance heartbeats its `instances` row (default 5 s); dead after 3 × this. */
   readonly instanceHeartbeatMs?: number;

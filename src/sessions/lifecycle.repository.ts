@@ -38,23 +38,32 @@ function uuids(ids: readonly string[]): RawBuilder<unknown> {
 }
 
 /** Active → stranded for the given workspaces (those still active). */
-export async function strandWorkspaces(db: Executor, workspaceIds: readonly string[], reason: string, at: Date): Promise<LifecycleRow[]> {
+export async function strandWorkspaces(db: Executor, workspaceIds: readonly string[], reason: string, at: Date, inactiveBefore?: Date): Promise<LifecycleRow[]> {
   if (workspaceIds.length === 0) return [];
   const r = await sql<LifecycleRow>`
     UPDATE workspaces AS w SET lifecycle = 'stranded', stranded_at = ${at}, lifecycle_reason = ${reason}
     FROM ${lockedInOrder(sql`workspaces w`, sql`w.id = ANY(${uuids(workspaceIds)}) AND w.lifecycle = 'active'`)} AS l
-    WHERE w.id = l.id AND w.lifecycle = 'active'
+    WHERE w.id = l.id AND w.lifecycle = 'active' ${stillInactive(inactiveBefore)}
     RETURNING ${RETURNING}`.execute(db);
   return r.rows;
 }
 
+/**
+ * A disconnection decided on activity read a moment earlier holds only if no activity was
+ * written since (a Heartbeat through another instance writes at once): checked under the row
+ * lock, in the statement that ends the session.
+ */
+function stillInactive(before: Date | undefined) {
+  return before === undefined ? sql`` : sql`AND w.last_active_at < ${before}`;
+}
+
 /** Active → destroyed for the given workspaces (those still active). */
-export async function destroyWorkspaces(db: Executor, workspaceIds: readonly string[], reason: string, at: Date): Promise<LifecycleRow[]> {
+export async function destroyWorkspaces(db: Executor, workspaceIds: readonly string[], reason: string, at: Date, inactiveBefore?: Date): Promise<LifecycleRow[]> {
   if (workspaceIds.length === 0) return [];
   const r = await sql<LifecycleRow>`
     UPDATE workspaces AS w SET lifecycle = 'destroyed', lifecycle_reason = ${reason}, ended_at = ${at}
     FROM ${lockedInOrder(sql`workspaces w`, sql`w.id = ANY(${uuids(workspaceIds)}) AND w.lifecycle = 'active'`)} AS l
-    WHERE w.id = l.id AND w.lifecycle = 'active'
+    WHERE w.id = l.id AND w.lifecycle = 'active' ${stillInactive(inactiveBefore)}
     RETURNING ${RETURNING}`.execute(db);
   return r.rows;
 }

@@ -30,6 +30,15 @@ export {
 } from "./lifecycle-types.js";
 export { defaultInstanceName } from "./reconcile.js";
 
+/**
+ * The activity flush's period: activity served by another instance counts once flushed, so the
+ * window must stay far below the lease — an eighth of it, at most 2 s (the default 30 s lease),
+ * at least 100 ms (a 4 s lease flushes every 500 ms).
+ */
+export function activityFlushFor(leaseMs: number): number {
+  return Math.max(100, Math.min(2000, Math.floor(leaseMs / 8)));
+}
+
 export class LifecycleManager {
   private readonly registry: WorkspaceRegistry;
   private readonly logger: Logger;
@@ -44,7 +53,7 @@ export class LifecycleManager {
     this.registry = deps.registry;
     this.logger = deps.logger;
     this.settings = {
-      activityFlushMs: 2000,
+      activityFlushMs: activityFlushFor(deps.settings.leaseMs),
       instanceHeartbeatMs: 5000,
       chunkSize: 250,
       ...deps.settings,

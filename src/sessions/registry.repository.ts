@@ -149,6 +149,16 @@ export function listActiveWorkspacesOfInstance(db: Executor, instanceId: string)
     .execute();
 }
 
+/**
+ * A Heartbeat served by an instance that does not hold the session: its last_active_at, now,
+ * never moved backwards; false when the session is no longer active.
+ */
+export async function renewActivity(db: Executor, workspaceId: string, at: Date): Promise<boolean> {
+  const r = await sql`UPDATE workspaces SET last_active_at = greatest(last_active_at, ${at})
+    WHERE id = ${workspaceId}::uuid AND lifecycle = 'active'`.execute(db);
+  return Number(r.numAffectedRows ?? 0n) > 0;
+}
+
 export async function agentsOfChangeset(db: Executor, changesetId: string): Promise<string[]> {
   const rows = await db.selectFrom("workspaces").select("agent_id").distinct().where("changeset_id", "=", changesetId).execute();
   return rows.map((r) => r.agent_id);

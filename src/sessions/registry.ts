@@ -186,6 +186,21 @@ export class WorkspaceRegistry {
     if (ws.lifecycle === "active") this.markDirty(ws.workspaceId, now);
   }
 
+  /**
+   * A Heartbeat: the lease is renewed where the owner's GC reads it before the call answers. The
+   * owner holds the session live and its GC reads its own memory, so there `touch` is enough;
+   * anywhere else the renewal is written at once (one single-row UPDATE) rather than at the next
+   * activity flush — a flush delayed on a starved instance must not strand a session whose
+   * heartbeats were acknowledged. Other calls' activity stays batched (docs/lifecycle.md).
+   * SESSION_STRANDED (…) when the session left `active` meanwhile.
+   */
+  async renewLease(ws: Workspace): Promise<void> {
+    this.touch(ws);
+    if (this.live.get(ws.sessionId) === ws) return;
+    if (await sqlRepo.renewActivity(this.db, ws.workspaceId, new Date(ws.lastActiveAt))) return;
+    assertActive(await this.getWorkspace(ws.sessionId));
+  }
+
   /** Marks a workspace's activity at `at` for the next flush (a failed flush puts its batch back). */
   markDirty(workspaceId: string, at: number): void {
     const had = this.dirty.get(workspaceId);

@@ -70,16 +70,16 @@ export class Transitions {
    * Active → stranded for the given workspaces, in `change`: claims are released (issue 3 defect
    * 5, by the exit hooks); the overlay rows stay for the resume. The rows that changed.
    */
-  async stranded(change: Change, workspaceIds: readonly string[], reason: string, now: number): Promise<repo.LifecycleRow[]> {
-    const rows = await repo.strandWorkspaces(change.trx, workspaceIds, reason, new Date(now));
+  async stranded(change: Change, workspaceIds: readonly string[], reason: string, now: number, inactiveBefore?: number): Promise<repo.LifecycleRow[]> {
+    const rows = await repo.strandWorkspaces(change.trx, workspaceIds, reason, new Date(now), inactiveBefore === undefined ? undefined : new Date(inactiveBefore));
     await this.exited(change, rows.map((r) => r.id), "stranded", reason, now);
     change.record(...rows.map((r) => strandedEvent(r, now, reason)));
     return rows;
   }
 
   /** Active → destroyed, in `change`: claims and overlay go with it (exit hooks). The rows that changed. */
-  async destroyed(change: Change, workspaceIds: readonly string[], cause: string, kind: "session.destroyed" | "session.expired", now: number): Promise<repo.LifecycleRow[]> {
-    const rows = await repo.destroyWorkspaces(change.trx, workspaceIds, cause, new Date(now));
+  async destroyed(change: Change, workspaceIds: readonly string[], cause: string, kind: "session.destroyed" | "session.expired", now: number, inactiveBefore?: number): Promise<repo.LifecycleRow[]> {
+    const rows = await repo.destroyWorkspaces(change.trx, workspaceIds, cause, new Date(now), inactiveBefore === undefined ? undefined : new Date(inactiveBefore));
     await this.exited(change, rows.map((r) => r.id), "destroyed", cause, now);
     change.record(...rows.map((r) => endedEvent(r, kind, now, cause)));
     return rows;

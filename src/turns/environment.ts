@@ -11,6 +11,7 @@
  */
 import { spawn } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
+import { constants } from "node:fs";
 import { lstat, mkdir, open, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 
@@ -429,13 +430,7 @@ export async function diff(env: Environment): Promise<DirectoryDiff> {
 /** Liveness: the directory exists, is readable and its marker holds this environment's token. */
 export async function probe(env: Environment, timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const read = readMarker(path.join(env.path, MARKER)).then(
-    (t) => t === env.token,
-    (err: NodeJS.ErrnoException) => {
-      if (err.code === "ENOENT" || err.code === "ENOTDIR") return false;
-      throw err;
-    },
-  );
+  const read = readMarker(path.join(env.path, MARKER)).then((t) => t === env.token);
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`liveness probe of ${env.path} took longer than ${timeoutMs} ms`)), timeoutMs);
     timer.unref();
@@ -448,13 +443,25 @@ export async function probe(env: Environment, timeoutMs: number): Promise<boolea
 }
 
 /**
- * The marker's content in three thread-pool calls (open, one read, close) instead of
- * readFile's five (it also fstats and reads again for EOF): a token is 36 bytes, so anything
- * longer than the buffer is not a token of ours, and its truncation cannot match one.
+ * The marker's content, or undefined when the path is not a marker of ours: opened without
+ * following a symlink and without blocking (the directory is the agent's: a FIFO or a link put
+ * in the marker's place must neither hang the probe or a teardown nor be read through). One read: a token is 36 bytes, so anything longer than the
+ * buffer is not a token of ours, and its truncation cannot match one.
  */
-async function readMarker(file: string): Promise<string> {
-  const fh = await open(file, "r");
+async function readMarker(file: string): Promise<string | undefined> {
+  let fh;
   try {
+    fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP" || code === "ENXIO") return undefined;
+    throw err;
+  }
+  try {
+    // A FIFO, socket or device is not a marker (opened non-blocking, never read). A directory
+    // goes on to fail the read (EISDIR): an error, on which the probe fails open.
+    const st = await fh.stat();
+    if (!st.isFile() && !st.isDirectory()) return undefined;
     const buf = Buffer.allocUnsafe(128);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
     return buf.toString("utf8", 0, bytesRead);
@@ -463,13 +470,13 @@ async function readMarker(file: string): Promise<string> {
   }
 }
 
-/** The token in the marker at `dir`, or undefined when there is none. */
+/**
+ * The token in the marker at `dir`, or undefined when there is none, it is not a regular file,
+ * or it cannot be read: a directory whose marker cannot be read is not provably ours, so it is
+ * never removed as ours (its removal answers "foreign" and the directory is kept).
+ */
 export async function markerToken(dir: string): Promise<string | undefined> {
-  try {
-    return await readFile(path.join(dir, MARKER), "utf8");
-  } catch {
-    return undefined;
-  }
+  return readMarker(path.join(dir, MARKER)).catch(() => undefined);
 }
 
 /**

@@ -281,9 +281,10 @@ export class TurnScheduler {
       const park = outcome === "failed" ? undefined : outcome === "completed" ? "idle" : "approval";
       const events = [this.records.turnEvent(state.ws, "turn.ended", turn, { outcome })];
       if (park) events.push(this.records.turnEvent(state.ws, "turn.parked", turn, { outcome }));
-      await this.records.finishEnded(turn, outcome, now, events);
+      await this.records.finishEnded(turn, outcome, now, captured, events);
       turn.state = "ended";
       turn.outcome = outcome;
+      turn.capturedPaths = captured;
       turn.endedAt = now;
       turn.abort.abort();
       turn.settledDone = true;
@@ -438,8 +439,9 @@ export class TurnScheduler {
   }
 }
 
+/** A retried EndTurn with the same outcome gets the first one's answer, whichever instance ended it. */
 function alreadyFinished(turn: Turn, outcome: store.OutcomeName): { turn: Turn; captured: string[] } {
-  if (turn.state === "ended" && turn.outcome === outcome) return { turn, captured: [] };
+  if (turn.state === "ended" && turn.outcome === outcome) return { turn, captured: [...(turn.capturedPaths ?? [])] };
   throw failedPrecondition("TURN_NOT_RUNNING", `turn ${turn.id} is ${turn.state.toUpperCase()}${turn.endReason ? ` (${turn.endReason})` : ""}`, {
     turn_id: turn.id,
     state: turn.state.toUpperCase(),

@@ -10,7 +10,7 @@ import { instanceAlive } from "../sessions/lifecycle.repository.js";
 export type { OutcomeName, TurnStateName };
 
 /** A turn row as read (SELECT *) and as written; seq is the database's (insertion order), never read. */
-export type TurnRow = Omit<Selectable<TurnTable>, "seq" | "environment_released"> & { environment_released?: boolean };
+export type TurnRow = Omit<Selectable<TurnTable>, "seq" | "environment_released" | "captured_paths"> & { environment_released?: boolean; captured_paths?: string[] | null };
 
 type Q = Db | Transaction<Database>;
 
@@ -34,9 +34,9 @@ export async function insertTurnWithEvents(q: Q, r: TurnRow, events: readonly Ev
 }
 
 /** Moves a running turn to a final state; false when it was not running. */
-export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; at: Date }): Promise<boolean> {
+export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; captured?: readonly string[]; at: Date }): Promise<boolean> {
   const r = await sql`UPDATE turns SET state = ${state}, outcome = ${fields.outcome ?? null}, superseded_by = ${fields.supersededBy ?? null},
-      end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}
+      end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}, captured_paths = ${fields.captured ? [...fields.captured] : null}::text[]
     WHERE id = ${id} AND state = 'running'`.execute(q);
   return Number(r.numAffectedRows ?? 0n) > 0;
 }
@@ -45,11 +45,11 @@ export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName,
  * finishTurn and the events it reports in one statement (one round trip in autocommit); the
  * events are stored only when the turn was running. The caller wakes event delivery.
  */
-export async function finishTurnWithEvents(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; at: Date }, events: readonly EventRow[]): Promise<boolean> {
+export async function finishTurnWithEvents(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; captured?: readonly string[]; at: Date }, events: readonly EventRow[]): Promise<boolean> {
   if (events.length === 0) return finishTurn(q, id, state, fields);
   const r = await sql<{ n: number | string }>`WITH u AS (
       UPDATE turns SET state = ${state}, outcome = ${fields.outcome ?? null}, superseded_by = ${fields.supersededBy ?? null},
-        end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}
+        end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}, captured_paths = ${fields.captured ? [...fields.captured] : null}::text[]
       WHERE id = ${id} AND state = 'running' RETURNING 1
     ), ev AS (${insertEventsFrom(sql`SELECT * FROM (${eventValues(events)}) AS v WHERE EXISTS (SELECT 1 FROM u)`)})
     SELECT count(*) AS n FROM u`.execute(q);

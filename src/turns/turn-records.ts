@@ -142,9 +142,9 @@ export class TurnRecords {
   }
 
   /** EndTurn's update of a running turn to ENDED with its outcome, and the events reporting it. */
-  async finishEnded(turn: Turn, outcome: store.OutcomeName, now: number, events: EventInput[]): Promise<void> {
+  async finishEnded(turn: Turn, outcome: store.OutcomeName, now: number, captured: readonly string[], events: EventInput[]): Promise<void> {
     await turn.rowWritten;
-    await this.deps.registry.uow.statement(events, (db, rows) => store.finishTurnWithEvents(db, turn.id, "ended", { outcome, at: new Date(now) }, rows), (finished) => finished);
+    await this.deps.registry.uow.statement(events, (db, rows) => store.finishTurnWithEvents(db, turn.id, "ended", { outcome, captured, at: new Date(now) }, rows), (finished) => finished);
   }
 
   async finishInDb(turn: Turn, to: "superseded" | "cancelled", fields: { supersededBy?: string; reason?: string }, events: EventInput[]): Promise<void> {
@@ -238,6 +238,7 @@ export function turnFromRow(r: store.TurnRow): Turn {
     endedAt: r.ended_at?.getTime() ?? null,
     supersededBy: r.superseded_by,
     endReason: r.end_reason,
+    capturedPaths: r.captured_paths ?? null,
     abort: new AbortController(),
     instanceId: r.instance_id,
     env: undefined,

@@ -27,6 +27,8 @@ export interface Turn {
   endedAt: number | null;
   supersededBy: string | null;
   endReason: string;
+  /** What EndTurn captured (answered again to a retried EndTurn); null until then. */
+  capturedPaths: readonly string[] | null;
   readonly abort: AbortController;
   /** The instance that runs (ran) it, for a turn read from the database; absent on this process's own. */
   readonly instanceId?: string | null;
@@ -64,6 +66,7 @@ export function newTurn(ws: Workspace, clientTurnId: string | undefined, environ
     endedAt: null,
     supersededBy: null,
     endReason: "",
+    capturedPaths: null,
     abort: new AbortController(),
     env: undefined,
     rowWritten: undefined,

@@ -13,6 +13,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { LifecycleState, TurnOutcome, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { ManualClock } from "../../src/platform/clock.js";
+import { activityFlushFor } from "../../src/sessions/lifecycle.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { failure } from "../support/rpc-error.js";
 import { needs } from "../support/services.js";
@@ -20,8 +21,8 @@ import { makeGitRepo, startTurnBerth, type TurnBerth } from "../turns/helpers.js
 
 const LEASE_MS = 4000;
 const GC_MS = 1000;
-/** The activity flush period (LifecycleSettings.activityFlushMs' default). */
-const FLUSH_MS = 2000;
+/** The activity flush period (LifecycleSettings.activityFlushMs' default for this lease). */
+const FLUSH_MS = activityFlushFor(LEASE_MS);
 const LIVENESS_ENV = { BERTH_SESSION_LEASE_MS: String(LEASE_MS), BERTH_GC_INTERVAL_MS: String(GC_MS) };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -85,6 +86,18 @@ needs({ postgres: true })("liveness across two instances on one database (lease 
     expect(a.logs.filter((l) => l.msg === "lifecycle GC tick").map((l) => l.disconnected)).toContain(1);
     a.logs.length = 0;
   };
+
+  it("a Heartbeat through B, which does not hold the session, renews its lease in PostgreSQL before it answers", async () => {
+    const ws = await createOnA();
+    const stored = async () =>
+      (await sql<{ t: Date }>`SELECT last_active_at AS t FROM workspaces WHERE session_id = ${ws.sessionId}::uuid`.execute(database.opened.db)).rows[0]!.t.getTime();
+    const created = await stored();
+    while (Date.now() <= created + 20) await sleep(5); // the heartbeat's time must differ from the creation's
+    const before = Date.now();
+    await b.ws.heartbeat({ sessionId: ws.sessionId });
+    // Not at B's next activity flush: now (same host, same clock as the servers in this process).
+    expect(await stored()).toBeGreaterThanOrEqual(before);
+  });
 
   it("a session created on A, kept alive by Heartbeats through B every second for 10 s, is never stranded; once they stop, A strands it within lease + GC + flush", async () => {
     const ws = await createOnA();
