@@ -137,9 +137,10 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       },
     });
     // The overlay: caches made on first use; the modifiers index follows every instance's events.
-    const overlay = new OverlayService({ registry, clock, logger, settings: { maxFileBytes: config.maxFileBytes } });
+    const overlay = new OverlayService({ registry, clock, logger, settings: { maxFileBytes: config.maxFileBytes, maxOverlayFiles: config.maxOverlayFiles, maxOverlayBytes: config.maxOverlayBytes } });
     closers.push(async () => overlay.close());
-    const authenticator = createAuthenticator(config.auth);
+    const authenticator = createAuthenticator(config.auth, (message, err) => logger.warn({ err }, message));
+    closers.push(async () => authenticator.close?.());
     // `events` is read by src/api/event-handlers.ts (EventServiceDeps).
     const serviceDeps = { registry, lifecycle, events, overlay };
     // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).
@@ -180,6 +181,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       health,
       observer: observers(metrics, new RpcTracer(spanExporter?.tracer)),
       startClosed: true,
+      limits: { maxCallsPerAgent: config.maxCallsPerAgent, maxStreamsPerAgent: config.maxStreamsPerAgent },
     });
     closers.push(() => transports.shutdown(config.shutdownGraceMs));
     let metricsServer: MetricsServer | undefined;

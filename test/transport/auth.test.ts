@@ -21,7 +21,7 @@ const sha = (t: string) => createHash("sha256").update(t).digest("hex");
 const SECRET = "s".repeat(40);
 
 function authConfig(over: Partial<Config["auth"]>): Config["auth"] {
-  return { mode: "none", tokensFile: undefined, jwtSecret: undefined, jwksFile: undefined, jwtIssuer: undefined, jwtAudience: undefined, ...over };
+  return { mode: "none", tokensFile: undefined, jwtSecret: undefined, jwksFile: undefined, jwtIssuer: undefined, jwtAudience: undefined, jwtMaxLifetimeSeconds: 86_400, jwtClockSkewSeconds: 30, ...over };
 }
 
 function hdr(h: Record<string, string>) {
@@ -82,13 +82,13 @@ describe("authenticators", () => {
     const p = await a.authenticate(hdr({ authorization: `Bearer ${good}` }));
     expect(p.agentId).toBe("agent-j");
     expect([...p.roles].sort()).toEqual(["admin", "agent"]);
-    const noRoles = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("iss").setAudience("aud").sign(key);
+    const noRoles = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("iss").setAudience("aud").setExpirationTime("5m").sign(key);
     expect([...(await a.authenticate(hdr({ authorization: `Bearer ${noRoles}` }))).roles]).toEqual(["agent"]);
     const expired = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("iss").setAudience("aud").setExpirationTime(Math.floor(Date.now() / 1000) - 120).sign(key);
     expect((await rejection(() => a.authenticate(hdr({ authorization: `Bearer ${expired}` })))).reason).toBe("TOKEN_EXPIRED");
-    const wrongIss = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("other").setAudience("aud").sign(key);
+    const wrongIss = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("other").setAudience("aud").setExpirationTime("5m").sign(key);
     expect((await rejection(() => a.authenticate(hdr({ authorization: `Bearer ${wrongIss}` })))).reason).toBe("TOKEN_INVALID");
-    const wrongKey = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("iss").setAudience("aud").sign(new TextEncoder().encode("t".repeat(40)));
+    const wrongKey = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("iss").setAudience("aud").setExpirationTime("5m").sign(new TextEncoder().encode("t".repeat(40)));
     expect((await rejection(() => a.authenticate(hdr({ authorization: `Bearer ${wrongKey}` })))).reason).toBe("TOKEN_INVALID");
     expect((await rejection(() => a.authenticate(hdr({ authorization: "Bearer not.a.jwt" })))).reason).toBe("TOKEN_INVALID");
     expect((await rejection(() => a.authenticate(hdr({})))).reason).toBe("TOKEN_MISSING");
@@ -100,7 +100,7 @@ describe("authenticators", () => {
     const file = path.join(dir, "jwks.json");
     writeFileSync(file, JSON.stringify({ keys: [jwk] }));
     const a = createAuthenticator(authConfig({ mode: "jwt", jwksFile: file }));
-    const t = await new SignJWT({ roles: ["admin"] }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setSubject("agent-r").sign(privateKey);
+    const t = await new SignJWT({ roles: ["admin"] }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setSubject("agent-r").setExpirationTime("5m").sign(privateKey);
     const p = await a.authenticate(hdr({ authorization: `Bearer ${t}` }));
     expect(p.agentId).toBe("agent-r");
     expect([...p.roles]).toEqual(["admin"]);
@@ -189,7 +189,7 @@ describe("auth over the transports (jwt)", () => {
     await h.close();
   });
   it("valid JWT principal reaches the handler; a bad one is UNAUTHENTICATED", async () => {
-    const t = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("agent-j").sign(new TextEncoder().encode(SECRET));
+    const t = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("agent-j").setExpirationTime("5m").sign(new TextEncoder().encode(SECRET));
     const res = await h.grpcClient({ metadata: { authorization: `Bearer ${t}` } }).getWorkspace({ sessionId: "j" });
     expect(res.workspace?.agentId).toBe("agent-j");
     const e = await grpcErr(h.grpcClient({ metadata: { authorization: "Bearer x.y.z" } }).getWorkspace({ sessionId: "j" }));
