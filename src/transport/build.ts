@@ -4,6 +4,7 @@
  */
 import type { Logger } from "pino";
 import { createAuthenticator } from "../auth/authenticator.js";
+import type { CallLimits } from "./call-limits.js";
 import { advertiseAddress, type Config } from "../config.js";
 import { systemClock, type Clock } from "../platform/clock.js";
 import { createLogger } from "../platform/logger.js";
@@ -82,6 +83,8 @@ export interface BerthServer {
   readonly metricsUrl: string | undefined;
   /** Span export (this server's OpenTelemetry tracer provider and OTLP exporter), when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
   readonly spanExporter: SpanExport | undefined;
+  /** Per-agent calls and streams in flight on this instance (BERTH_MAX_CALLS_PER_AGENT, src/transport/call-limits.ts). */
+  readonly callLimits: CallLimits;
   /** Graceful shutdown: stop accepting, let unary calls finish, end streams, close the database. */
   close(graceMs?: number): Promise<void>;
 }
@@ -294,6 +297,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       metrics,
       metricsUrl: metricsServer?.url,
       spanExporter,
+      callLimits: transports.pipeline.limits,
       async close(graceMs = config.shutdownGraceMs) {
         clearInterval(probe);
         setServing(health, false);
