@@ -174,12 +174,13 @@ function refusal(e: unknown, opts: JwtOptions): BerthError {
 export function jwtAuthenticator(opts: JwtOptions): Authenticator {
   const onWarning = opts.onWarning ?? (() => {});
   let algorithms: readonly string[];
-  let keys: () => Promise<Uint8Array | JWTVerifyGetKey> | Uint8Array;
+  let keys: () => JWTVerifyGetKey | Promise<JWTVerifyGetKey>;
   let jwks: JwksFile | undefined;
   if (opts.secret) {
     algorithms = SECRET_ALGORITHMS;
     const secret = new TextEncoder().encode(opts.secret);
-    keys = () => secret;
+    const getSecret: JWTVerifyGetKey = () => secret;
+    keys = () => getSecret;
   } else if (opts.jwksFile) {
     algorithms = JWKS_ALGORITHMS;
     const file = new JwksFile(opts.jwksFile, onWarning);
@@ -197,9 +198,8 @@ export function jwtAuthenticator(opts: JwtOptions): Authenticator {
   };
 
   const verify = async (token: string): Promise<JWTPayload> => {
-    const key = await keys();
     try {
-      return (await (key instanceof Uint8Array ? jwtVerify(token, key, verifyOptions) : jwtVerify(token, key, verifyOptions))).payload;
+      return (await jwtVerify(token, await keys(), verifyOptions)).payload;
     } catch (e) {
       // A token signed with a key we do not hold (yet): the file may have just been rotated.
       const unknownKey = e instanceof joseErrors.JWKSNoMatchingKey || e instanceof joseErrors.JWSSignatureVerificationFailed;

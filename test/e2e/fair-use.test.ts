@@ -18,7 +18,7 @@ import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { createGrpcClient } from "../support/grpc-client.js";
-import { failure } from "../support/rpc-error.js";
+import { failure, rpcFailure } from "../support/rpc-error.js";
 import { needs } from "../support/services.js";
 import { eventKinds, gitRepo, overlayRows, utf8 } from "../overlay/helpers.js";
 
@@ -210,10 +210,10 @@ needs({ postgres: true })("overlay quota across instances", () => {
     const outcomes = await Promise.allSettled(
       Array.from({ length: 12 }, (_, i) => clients[i % 2]!.writeFile({ sessionId: ws.sessionId, path: `f${i}.txt`, content: utf8(`file ${i}`) })),
     );
-    const refused = outcomes.filter((o) => o.status === "rejected");
     expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(5);
-    for (const r of refused) {
-      const f = await failure(Promise.reject((r as PromiseRejectedResult).reason));
+    for (const r of outcomes) {
+      if (r.status === "fulfilled") continue;
+      const f = rpcFailure(r.reason);
       expect(f).toMatchObject({ code: "RESOURCE_EXHAUSTED", reason: "OVERLAY_QUOTA_EXCEEDED" });
       expect(f.metadata).toMatchObject({ quota: "BERTH_MAX_OVERLAY_FILES", limit: "5", used: "5", workspace_id: ws.workspaceId });
     }
