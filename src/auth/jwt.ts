@@ -52,6 +52,8 @@ export interface JwtOptions {
   readonly clockSkewSeconds: number;
   /** Told when a changed JWKS file cannot be used (the previous keys stay in force). */
   readonly onWarning?: (message: string, err: unknown) => void;
+  /** Watch the JWKS file's directory for changes (default true); false leaves the once-a-second stat alone, as where notifications never arrive. */
+  readonly watchJwks?: boolean;
 }
 
 /**
@@ -73,6 +75,7 @@ class JwksFile {
   constructor(
     private readonly file: string,
     private readonly onWarning: (message: string, err: unknown) => void,
+    watchDirectory: boolean,
   ) {
     let text: string;
     try {
@@ -86,6 +89,7 @@ class JwksFile {
     } catch (e) {
       throw new ConfigError("BERTH_JWKS_FILE", `not a JSON Web Key Set: ${(e as Error).message}`);
     }
+    if (!watchDirectory) return;
     try {
       const name = path.basename(file);
       this.watcher = watch(path.dirname(file), { persistent: false }, (_event, changed) => {
@@ -183,7 +187,7 @@ export function jwtAuthenticator(opts: JwtOptions): Authenticator {
     keys = () => getSecret;
   } else if (opts.jwksFile) {
     algorithms = JWKS_ALGORITHMS;
-    const file = new JwksFile(opts.jwksFile, onWarning);
+    const file = new JwksFile(opts.jwksFile, onWarning, opts.watchJwks ?? true);
     jwks = file;
     keys = () => file.current();
   } else {

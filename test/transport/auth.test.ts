@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createHash, generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -6,6 +6,7 @@ import path from "node:path";
 import { SignJWT, exportJWK } from "jose";
 import { Code, type ConnectError } from "@connectrpc/connect";
 import { createAuthenticator } from "../../src/auth/authenticator.js";
+import { JWKS_CHECK_MS, jwtAuthenticator } from "../../src/auth/jwt.js";
 import { effectiveAgentId, requireRole } from "../../src/api/authorize.js";
 import { ANONYMOUS_PRINCIPAL, principalOf } from "../../src/auth/principal.js";
 import { BerthError } from "../../src/platform/errors.js";
@@ -104,6 +105,26 @@ describe("authenticators", () => {
     const p = await a.authenticate(hdr({ authorization: `Bearer ${t}` }));
     expect(p.agentId).toBe("agent-r");
     expect([...p.roles]).toEqual(["admin"]);
+  });
+
+  it("jwt JWKS file: without change notifications, the once-a-second stat picks up a rotation", async () => {
+    const k1 = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const k2 = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const file = path.join(dir, "jwks-poll.json");
+    const publish = async (key: typeof k1.publicKey) => writeFileSync(file, JSON.stringify({ keys: [{ ...(await exportJWK(key)), kid: "k", alg: "RS256", use: "sig" }] }));
+    await publish(k1.publicKey);
+    const a = jwtAuthenticator({ jwksFile: file, maxLifetimeSeconds: 3600, clockSkewSeconds: 0, watchJwks: false });
+    try {
+      const sign = (key: typeof k1.privateKey) => new SignJWT({}).setProtectedHeader({ alg: "RS256", kid: "k" }).setSubject("agent-r").setExpirationTime("5m").sign(key);
+      const old = await sign(k1.privateKey);
+      expect((await a.authenticate(hdr({ authorization: `Bearer ${old}` }))).agentId).toBe("agent-r");
+      await publish(k2.publicKey);
+      // Only old-key tokens are sent, which the cached keys accept: nothing but the periodic look at the file can refuse them.
+      await vi.waitFor(async () => expect((await rejection(() => a.authenticate(hdr({ authorization: `Bearer ${old}` })))).reason).toBe("TOKEN_INVALID"), { timeout: JWKS_CHECK_MS * 5, interval: 100 });
+      expect((await a.authenticate(hdr({ authorization: `Bearer ${await sign(k2.privateKey)}` }))).agentId).toBe("agent-r");
+    } finally {
+      a.close?.();
+    }
   });
 });
 
