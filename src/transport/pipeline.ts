@@ -82,6 +82,8 @@ export class Pipeline implements StreamHost {
   }
 
   private admit(call: Call): void {
+    // Aborted while authenticating (its end may already be logged): it runs no further, so it takes no slot.
+    if (call.abortReason !== undefined) throw call.abortReason;
     call.slot = this.limits.acquire(call.principal, call.entry.method.methodKind === "unary" ? "call" : "stream");
   }
 
@@ -120,12 +122,13 @@ export class Pipeline implements StreamHost {
 
   /** Writes the one log line of the call and forgets it. */
   end(call: Call, request: unknown, code: number, internalError: unknown): void {
-    if (!call.finish()) return;
-    this.inflight.delete(call);
+    // Before the once-only guard: a slot is given back whichever end() sees it.
     if (call.slot !== undefined) {
       this.limits.release(call.slot);
       call.slot = undefined;
     }
+    if (!call.finish()) return;
+    this.inflight.delete(call);
     const elapsedMs = performance.now() - call.start;
     const line = {
       method: call.entry.path,
