@@ -31,6 +31,10 @@ export interface Config {
     readonly jwksFile: string | undefined;
     readonly jwtIssuer: string | undefined;
     readonly jwtAudience: string | undefined;
+    /** BERTH_JWT_MAX_LIFETIME_S: exp − iat (or exp − now) above it is refused. */
+    readonly jwtMaxLifetimeSeconds: number;
+    /** BERTH_JWT_CLOCK_SKEW_S: leeway on exp, nbf and iat. */
+    readonly jwtClockSkewSeconds: number;
   };
   /** Allow listening on a non-loopback address without auth. */
   readonly insecure: boolean;
@@ -45,6 +49,12 @@ export interface Config {
   readonly maxTtlSeconds: number;
   readonly strandedTtlSeconds: number;
   readonly maxFileBytes: number;
+  /** BERTH_MAX_OVERLAY_FILES / BERTH_MAX_OVERLAY_BYTES per workspace; 0 = no limit. */
+  readonly maxOverlayFiles: number;
+  readonly maxOverlayBytes: number;
+  /** BERTH_MAX_CALLS_PER_AGENT / BERTH_MAX_STREAMS_PER_AGENT per instance; 0 = no limit. */
+  readonly maxCallsPerAgent: number;
+  readonly maxStreamsPerAgent: number;
   readonly releaseClaimsOnSubmit: boolean;
   readonly natsUrl: string | undefined;
   readonly natsEncoding: NatsEncoding;
@@ -89,6 +99,8 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_JWKS_FILE", default: "(unset)", meaning: "jwt auth: JSON Web Key Set file (instead of a secret)" },
   { name: "BERTH_JWT_ISSUER", default: "(unset)", meaning: "jwt auth: required `iss`, when set" },
   { name: "BERTH_JWT_AUDIENCE", default: "(unset)", meaning: "jwt auth: required `aud`, when set" },
+  { name: "BERTH_JWT_MAX_LIFETIME_S", default: "86400", meaning: "jwt auth: longest token accepted: exp − iat (exp − now without iat) above it is refused; every token needs exp" },
+  { name: "BERTH_JWT_CLOCK_SKEW_S", default: "30", meaning: "jwt auth: leeway on exp, nbf and iat for clocks that disagree" },
   { name: "BERTH_INSECURE", default: "0", meaning: "1 allows a non-loopback address without auth (same as --insecure)" },
   { name: "BERTH_LOG_FORMAT", default: "(terminal: pretty)", meaning: "json forces JSON logs on a terminal too" },
   { name: "BERTH_LOG_LEVEL", default: "info", meaning: "pino level: trace, debug, info, warn, error, fatal, silent" },
@@ -101,6 +113,10 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_MAX_TTL_S", default: "86400", meaning: "a workspace alive this long is collected (pin-aware)" },
   { name: "BERTH_STRANDED_TTL_S", default: "14400", meaning: "a stranded workspace is abandoned (reason session_abandoned:auto_ttl) after this long" },
   { name: "BERTH_MAX_FILE_BYTES", default: "8388608", meaning: "largest file WriteFile accepts (8 MiB); larger content is RESOURCE_EXHAUSTED FILE_TOO_LARGE" },
+  { name: "BERTH_MAX_OVERLAY_FILES", default: "10000", meaning: "overlay rows (written or deleted paths) a workspace may hold; a write beyond is RESOURCE_EXHAUSTED OVERLAY_QUOTA_EXCEEDED; 0: no limit" },
+  { name: "BERTH_MAX_OVERLAY_BYTES", default: "268435456", meaning: "bytes of content a workspace's overlay may hold (256 MiB); a write beyond is RESOURCE_EXHAUSTED OVERLAY_QUOTA_EXCEEDED; 0: no limit" },
+  { name: "BERTH_MAX_CALLS_PER_AGENT", default: "32", meaning: "unary calls one authenticated agent may have in flight on an instance; more are RESOURCE_EXHAUSTED TOO_MANY_CALLS with RetryInfo; 0: no limit" },
+  { name: "BERTH_MAX_STREAMS_PER_AGENT", default: "16", meaning: "streams (WatchEvents, AttachSession, WatchTurns, …) one authenticated agent may hold open on an instance, counted apart from unary calls; 0: no limit" },
   { name: "BERTH_RELEASE_CLAIMS_ON_SUBMIT", default: "1", meaning: "1: a changeset entering SUBMITTED releases its sessions' symbol claims; 0: they are held until merged, rejected or closed" },
   { name: "NATS_URL", default: "(unset)", meaning: "NATS server with JetStream; when set, stored events are relayed to it" },
   { name: "BERTH_NATS_ENCODING", default: "binary", meaning: "payload of relayed events: binary (protobuf) or json (proto3 JSON)" },
@@ -223,6 +239,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     jwksFile: get(env, "BERTH_JWKS_FILE"),
     jwtIssuer: get(env, "BERTH_JWT_ISSUER"),
     jwtAudience: get(env, "BERTH_JWT_AUDIENCE"),
+    jwtMaxLifetimeSeconds: integer(env, "BERTH_JWT_MAX_LIFETIME_S", 86_400, 1, 31_536_000),
+    jwtClockSkewSeconds: integer(env, "BERTH_JWT_CLOCK_SKEW_S", 30, 0, 600),
   };
   if (mode === "token" && !auth.tokensFile) throw new ConfigError("BERTH_AUTH_TOKENS_FILE", "required when BERTH_AUTH=token");
   if (mode === "jwt" && !auth.jwtSecret && !auth.jwksFile) throw new ConfigError("BERTH_JWT_SECRET", "BERTH_AUTH=jwt needs BERTH_JWT_SECRET or BERTH_JWKS_FILE");
@@ -286,6 +304,10 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     maxTtlSeconds: integer(env, "BERTH_MAX_TTL_S", 86_400, 1),
     strandedTtlSeconds: integer(env, "BERTH_STRANDED_TTL_S", 14_400, 1),
     maxFileBytes: integer(env, "BERTH_MAX_FILE_BYTES", 8 * 1024 * 1024, 1, 256 * 1024 * 1024),
+    maxOverlayFiles: integer(env, "BERTH_MAX_OVERLAY_FILES", 10_000, 0),
+    maxOverlayBytes: integer(env, "BERTH_MAX_OVERLAY_BYTES", 256 * 1024 * 1024, 0),
+    maxCallsPerAgent: integer(env, "BERTH_MAX_CALLS_PER_AGENT", 32, 0, 1_000_000),
+    maxStreamsPerAgent: integer(env, "BERTH_MAX_STREAMS_PER_AGENT", 16, 0, 1_000_000),
     releaseClaimsOnSubmit: flag(env, "BERTH_RELEASE_CLAIMS_ON_SUBMIT", true),
     natsUrl,
     natsEncoding: oneOf<NatsEncoding>(env, "BERTH_NATS_ENCODING", ["binary", "json"], "binary"),

@@ -3,7 +3,7 @@
  * - none:  every call gets the anonymous principal (roles agent+admin, no agent id).
  * - token: BERTH_AUTH_TOKENS_FILE, see ./token-file.ts for the format.
  * - jwt:   BERTH_JWT_SECRET (HS256) or BERTH_JWKS_FILE, see ./jwt.ts.
- * Failures throw BerthError "unauthenticated" with reason TOKEN_MISSING, TOKEN_INVALID or TOKEN_EXPIRED.
+ * Failures throw BerthError "unauthenticated" with reason TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or TOKEN_NOT_YET_VALID.
  */
 import type { Config } from "../config.js";
 import { ConfigError } from "../config.js";
@@ -19,8 +19,8 @@ export const noAuthenticator: Authenticator = Object.freeze({
   authenticate: () => ANONYMOUS_PRINCIPAL,
 });
 
-/** Reads key/token files synchronously (at start); throws ConfigError on a bad file. */
-export function createAuthenticator(auth: Config["auth"]): Authenticator {
+/** Reads key/token files synchronously (at start); throws ConfigError on a bad file. `onWarning` hears of a JWKS file that cannot be reloaded. */
+export function createAuthenticator(auth: Config["auth"], onWarning?: (message: string, err: unknown) => void): Authenticator {
   switch (auth.mode) {
     case "none":
       return noAuthenticator;
@@ -33,6 +33,9 @@ export function createAuthenticator(auth: Config["auth"]): Authenticator {
         jwksFile: auth.jwksFile,
         issuer: auth.jwtIssuer,
         audience: auth.jwtAudience,
+        maxLifetimeSeconds: auth.jwtMaxLifetimeSeconds,
+        clockSkewSeconds: auth.jwtClockSkewSeconds,
+        ...(onWarning ? { onWarning } : {}),
       });
   }
 }

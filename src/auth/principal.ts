@@ -22,6 +22,8 @@ export interface Authenticator {
   authenticate(header: HeaderReader): Promise<Principal> | Principal;
   /** When set, every call gets this principal without reading headers (BERTH_AUTH=none). */
   readonly fixedPrincipal?: Principal;
+  /** Releases what it watches (the JWKS file), at shutdown. */
+  close?(): void;
 }
 
 const ROLES: ReadonlySet<string> = new Set<Role>(["agent", "admin"]);

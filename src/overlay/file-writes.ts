@@ -7,7 +7,7 @@
 import type { Logger } from "pino";
 import { isTerminal } from "../sessions/changeset-states.js";
 import type { Clock } from "../platform/clock.js";
-import { BerthError, failedPrecondition } from "../platform/errors.js";
+import { BerthError, failedPrecondition, QuotaExceeded } from "../platform/errors.js";
 import { assertActive, type Workspace } from "../sessions/workspace.js";
 import { insertEvents, type EventInput } from "../platform/outbox.js";
 import { fileChangeEnum, symbolChangeEnum } from "../platform/proto-enums.js";
@@ -268,6 +268,7 @@ export class FileWrites {
         const state = checkRow(ws, row);
         const d = await decision(trx);
         if (d.kind === "unchanged") return { unchanged: d.result };
+        await this.checkQuota(trx, ws, path, content, d.dropRow);
         const fileEvent: EventInput = {
           kind: content === null ? "file.deleted" : "file.written",
           ...this.eventBase(ws, now),
@@ -331,6 +332,45 @@ export class FileWrites {
       changesetAt: ws.changeset.updatedAt,
     });
     return { hash: d.newHash, change: d.change, symbols: d.symbols, conflicts: publicOthers(d.others) };
+  }
+
+  /**
+   * OVERLAY_QUOTA_EXCEEDED: the overlay after this change would hold more rows than
+   * BERTH_MAX_OVERLAY_FILES or more content bytes than BERTH_MAX_OVERLAY_BYTES. Counted from
+   * PostgreSQL inside the write's transaction, after the workspace row lock every overlay change
+   * takes, so writes on any number of instances see each other's commits and the sum cannot be
+   * overrun by two writes deciding at once. A change that grows neither measure (a smaller
+   * rewrite, a delete of an added file) always passes, so an overlay over a lowered limit can
+   * still shrink. Rows count deletions of base files too (tombstones): they are stored paths.
+   */
+  private async checkQuota(trx: Tx, ws: Workspace, path: string, content: Uint8Array | null, dropRow: boolean): Promise<void> {
+    const maxFiles = this.settings.maxOverlayFiles ?? 0;
+    const maxBytes = this.settings.maxOverlayBytes ?? 0;
+    if (maxFiles <= 0 && maxBytes <= 0) return;
+    const use = await sqlRepo.overlayUsage(trx, ws.workspaceId, path);
+    const files = use.files - use.pathFiles + (dropRow ? 0 : 1);
+    const bytes = use.bytes - use.pathBytes + (content?.byteLength ?? 0);
+    const over: { limit: string; max: number; now: number; after: number; unit: string }[] = [];
+    if (maxFiles > 0 && files > maxFiles && files > use.files) over.push({ limit: "BERTH_MAX_OVERLAY_FILES", max: maxFiles, now: use.files, after: files, unit: "files" });
+    if (maxBytes > 0 && bytes > maxBytes && bytes > use.bytes) over.push({ limit: "BERTH_MAX_OVERLAY_BYTES", max: maxBytes, now: use.bytes, after: bytes, unit: "bytes" });
+    const first = over[0];
+    if (first === undefined) return;
+    throw new QuotaExceeded(
+      "OVERLAY_QUOTA_EXCEEDED",
+      `${path}: workspace ${ws.workspaceId}'s overlay holds ${first.now} ${first.unit}; this change would make it ${first.after}, over the limit of ${first.max} (${first.limit})`,
+      {
+        path,
+        workspace_id: ws.workspaceId,
+        session_id: ws.sessionId,
+        quota: first.limit,
+        limit: String(first.max),
+        used: String(first.now),
+        requested: String(first.after),
+        overlay_files: String(use.files),
+        overlay_bytes: String(use.bytes),
+      },
+      over.map((o) => ({ subject: `workspace:${ws.workspaceId}`, description: `${o.now} of ${o.max} ${o.unit} used; this change would make ${o.after} (${o.limit})` })),
+    );
   }
 
   private eventBase(ws: Workspace, at: number) {

@@ -13,6 +13,9 @@ import type { OverlayCache } from "./overlay-cache.js";
 export interface OverlaySettings {
   /** BERTH_MAX_FILE_BYTES */
   readonly maxFileBytes: number;
+  /** BERTH_MAX_OVERLAY_FILES, BERTH_MAX_OVERLAY_BYTES: per workspace; 0 = no limit. */
+  readonly maxOverlayFiles?: number;
+  readonly maxOverlayBytes?: number;
 }
 
 export interface OverlayDeps {

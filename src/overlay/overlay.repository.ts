@@ -88,6 +88,30 @@ export async function readOverlayContent(db: Executor, workspaceId: string, path
   return row.content === null ? null : toBytes(row.content);
 }
 
+/** What a workspace's overlay holds: rows and content bytes, in all and for one path. */
+export interface OverlayUsage {
+  readonly files: number;
+  readonly bytes: number;
+  readonly pathFiles: number;
+  readonly pathBytes: number;
+}
+
+/**
+ * The overlay's size as committed (the quota check, run by a write under its workspace row lock,
+ * which every overlay change of the workspace takes: nothing can change it until the write
+ * commits). One index range scan of the workspace's rows; octet_length of a bytea reads its
+ * stored length without fetching or decompressing the content.
+ */
+export async function overlayUsage(db: Executor, workspaceId: string, path: string): Promise<OverlayUsage> {
+  const r = await sql<{ files: string | number; bytes: string | number; path_files: string | number; path_bytes: string | number }>`
+    SELECT count(*) AS files, coalesce(sum(octet_length(content)), 0) AS bytes,
+           count(*) FILTER (WHERE path = ${path}) AS path_files,
+           coalesce(sum(octet_length(content)) FILTER (WHERE path = ${path}), 0) AS path_bytes
+    FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid`.execute(db);
+  const row = r.rows[0]!;
+  return { files: Number(row.files), bytes: Number(row.bytes), pathFiles: Number(row.path_files), pathBytes: Number(row.path_bytes) };
+}
+
 export interface OverlayUpsert {
   workspaceId: string;
   repoId: string;

@@ -40,6 +40,32 @@ export class BerthError extends Error {
   }
 }
 
+/** The quota a refused request ran into: what it is counted on, in words, and when to retry. */
+export interface QuotaViolation {
+  /** What the quota is counted on, e.g. "agent:claude-7" or "workspace:<id>". */
+  readonly subject: string;
+  /** The limit and the current use, in words. */
+  readonly description: string;
+}
+
+/**
+ * RESOURCE_EXHAUSTED because a fair-use limit was reached: besides the ErrorInfo (reason, metadata
+ * naming the limit and the use), the transport attaches a google.rpc.QuotaFailure and, when a
+ * retry may succeed after a while, a google.rpc.RetryInfo.
+ */
+export class QuotaExceeded extends BerthError {
+  constructor(
+    reason: string,
+    message: string,
+    metadata: Readonly<Record<string, string>>,
+    readonly quota: readonly QuotaViolation[],
+    /** When a retry may succeed; undefined: not by waiting alone. */
+    readonly retryAfterMs?: number,
+  ) {
+    super("resource_exhausted", reason, message, metadata);
+  }
+}
+
 export function invalidArgument(violations: readonly FieldViolation[]): BerthError {
   const first = violations[0];
   const message = first
@@ -60,6 +86,6 @@ export function permissionDenied(reason: string, message: string, metadata: Reco
   return new BerthError("permission_denied", reason, message, metadata);
 }
 
-export function unauthenticated(reason: string, message: string): BerthError {
-  return new BerthError("unauthenticated", reason, message);
+export function unauthenticated(reason: string, message: string, metadata: Record<string, string> = {}): BerthError {
+  return new BerthError("unauthenticated", reason, message, metadata);
 }

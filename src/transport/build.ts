@@ -4,6 +4,7 @@
  */
 import type { Logger } from "pino";
 import { createAuthenticator } from "../auth/authenticator.js";
+import type { CallLimits } from "./call-limits.js";
 import { advertiseAddress, type Config } from "../config.js";
 import { systemClock, type Clock } from "../platform/clock.js";
 import { createLogger } from "../platform/logger.js";
@@ -82,6 +83,8 @@ export interface BerthServer {
   readonly metricsUrl: string | undefined;
   /** Span export (this server's OpenTelemetry tracer provider and OTLP exporter), when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
   readonly spanExporter: SpanExport | undefined;
+  /** Per-agent calls and streams in flight on this instance (BERTH_MAX_CALLS_PER_AGENT, src/transport/call-limits.ts). */
+  readonly callLimits: CallLimits;
   /** Graceful shutdown: stop accepting, let unary calls finish, end streams, close the database. */
   close(graceMs?: number): Promise<void>;
 }
@@ -137,9 +140,10 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       },
     });
     // The overlay: caches made on first use; the modifiers index follows every instance's events.
-    const overlay = new OverlayService({ registry, clock, logger, settings: { maxFileBytes: config.maxFileBytes } });
+    const overlay = new OverlayService({ registry, clock, logger, settings: { maxFileBytes: config.maxFileBytes, maxOverlayFiles: config.maxOverlayFiles, maxOverlayBytes: config.maxOverlayBytes } });
     closers.push(async () => overlay.close());
-    const authenticator = createAuthenticator(config.auth);
+    const authenticator = createAuthenticator(config.auth, (message, err) => logger.warn({ err }, message));
+    closers.push(async () => authenticator.close?.());
     // `events` is read by src/api/event-handlers.ts (EventServiceDeps).
     const serviceDeps = { registry, lifecycle, events, overlay };
     // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).
@@ -180,6 +184,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       health,
       observer: observers(metrics, new RpcTracer(spanExporter?.tracer)),
       startClosed: true,
+      limits: { maxCallsPerAgent: config.maxCallsPerAgent, maxStreamsPerAgent: config.maxStreamsPerAgent },
     });
     closers.push(() => transports.shutdown(config.shutdownGraceMs));
     let metricsServer: MetricsServer | undefined;
@@ -292,6 +297,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       metrics,
       metricsUrl: metricsServer?.url,
       spanExporter,
+      callLimits: transports.pipeline.limits,
       async close(graceMs = config.shutdownGraceMs) {
         clearInterval(probe);
         setServing(health, false);

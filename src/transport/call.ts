@@ -11,6 +11,7 @@ import type { BerthError } from "../platform/errors.js";
 import { UNAUTHENTICATED_PRINCIPAL, type Principal } from "../auth/principal.js";
 import type { ObservedCall } from "../observability/rpc-observer.js";
 import type { CallContext } from "../api/handler.js";
+import type { Slot } from "./call-limits.js";
 import { ABORT_CANCELLED, ABORT_DEADLINE, GrpcCode } from "./status.js";
 
 export type Protocol = CallContext["protocol"];
@@ -67,6 +68,8 @@ export class Call implements CallContext, ObservedCall {
   observer: AbortObserver | undefined = undefined;
   /** Resolver of a transport waiting for 'drain'; woken on abort. */
   drainWaiter: (() => void) | undefined = undefined;
+  /** The caller's fair-use slot (./call-limits.ts), given back when the call ends. */
+  slot: Slot | undefined = undefined;
   /** The request as received (gRPC, methods that keep it): a forwarded call sends these bytes on. */
   requestBytes: Uint8Array | undefined = undefined;
   /** performance.now() at start. */

@@ -10,6 +10,7 @@ import type { BerthError } from "../platform/errors.js";
 import type { Authenticator, Principal } from "../auth/principal.js";
 import type { RpcObserver } from "../observability/rpc-observer.js";
 import type { Call } from "./call.js";
+import { CallLimits, type CallLimitSettings } from "./call-limits.js";
 import { identity, isThenable, toMessage, type ErrorMapper } from "./outcome.js";
 import { PipelineStream, type StreamHost } from "./pipeline-stream.js";
 import { ABORT_SHUTDOWN, GrpcCode, NOT_READY, type RpcStatus, toRpcStatus, codeName } from "./status.js";
@@ -20,12 +21,15 @@ export interface PipelineOptions {
   readonly observer?: RpcObserver;
   /** Start closed: every call but public ones fails UNAVAILABLE SERVER_STARTING until open(). */
   readonly startClosed?: boolean;
+  /** Per-agent fair use (./call-limits.ts); none when absent. */
+  readonly limits?: CallLimitSettings;
 }
 
 export class Pipeline implements StreamHost {
   readonly authenticator: Authenticator;
   readonly logger: Logger;
   readonly observer: RpcObserver | undefined;
+  readonly limits: CallLimits;
   /** Calls in flight, for shutdown. */
   readonly inflight = new Set<Call>();
   /** True once shutdown started: new calls fail with UNAVAILABLE. */
@@ -38,6 +42,7 @@ export class Pipeline implements StreamHost {
     this.authenticator = opts.authenticator;
     this.logger = opts.logger;
     this.observer = opts.observer;
+    this.limits = new CallLimits(opts.limits ?? { maxCallsPerAgent: 0, maxStreamsPerAgent: 0 });
     this.ready = !(opts.startClosed ?? false);
   }
 
@@ -52,7 +57,10 @@ export class Pipeline implements StreamHost {
     return call;
   }
 
-  /** Authenticates synchronously when possible; returns a promise only for real auth. */
+  /**
+   * Authenticates synchronously when possible; returns a promise only for real auth. Then takes
+   * the caller's fair-use slot (given back in end()), so both ports count against one limit.
+   */
   authenticate(call: Call): void | Promise<void> {
     if (this.closing) throw ABORT_SHUTDOWN;
     if (call.entry.public) return;
@@ -66,9 +74,17 @@ export class Pipeline implements StreamHost {
     if (isThenable<Principal>(r)) {
       return Promise.resolve(r).then((p) => {
         call.principal = p;
+        this.admit(call);
       });
     }
     call.principal = r;
+    this.admit(call);
+  }
+
+  private admit(call: Call): void {
+    // Aborted while authenticating (its end may already be logged): it runs no further, so it takes no slot.
+    if (call.abortReason !== undefined) throw call.abortReason;
+    call.slot = this.limits.acquire(call.principal, call.entry.method.methodKind === "unary" ? "call" : "stream");
   }
 
   /** Runs a unary call; resolves with the response message or rejects with mapError(status). */
@@ -106,6 +122,11 @@ export class Pipeline implements StreamHost {
 
   /** Writes the one log line of the call and forgets it. */
   end(call: Call, request: unknown, code: number, internalError: unknown): void {
+    // Before the once-only guard: a slot is given back whichever end() sees it.
+    if (call.slot !== undefined) {
+      this.limits.release(call.slot);
+      call.slot = undefined;
+    }
     if (!call.finish()) return;
     this.inflight.delete(call);
     const elapsedMs = performance.now() - call.start;

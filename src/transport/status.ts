@@ -10,8 +10,8 @@
  * Code numbers are gRPC's, which equal the numbers of @connectrpc/connect's `Code` enum.
  */
 import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
-import { BerthError, type ErrorKind } from "../platform/errors.js";
-import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BerthError, QuotaExceeded, type ErrorKind } from "../platform/errors.js";
+import { BadRequestSchema, ErrorInfoSchema, QuotaFailureSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 
 /** gRPC status codes (identical to Connect's `Code` numbers). */
 export const GrpcCode = {
@@ -95,7 +95,7 @@ export const ABORT_SHUTDOWN = new BerthError("unavailable", "SERVER_SHUTTING_DOW
 /** Before the server is ready (ports bound, start-up reconcile still running): retry shortly. */
 export const NOT_READY = new BerthError("unavailable", "SERVER_STARTING", "server starting; retry shortly");
 
-/** The status of a BerthError: code, message, ErrorInfo and (with violations) BadRequest. */
+/** The status of a BerthError: code, message, ErrorInfo, (with violations) BadRequest and (a quota) QuotaFailure and RetryInfo. */
 export function statusFromBerthError(err: BerthError): RpcStatus {
   const details: StatusDetail[] = [
     {
@@ -110,6 +110,13 @@ export function statusFromBerthError(err: BerthError): RpcStatus {
         fieldViolations: err.violations.map((v) => ({ field: v.field, reason: v.reason, description: v.description })),
       }),
     });
+  }
+  if (err instanceof QuotaExceeded) {
+    details.push({ desc: QuotaFailureSchema, value: create(QuotaFailureSchema, { violations: err.quota.map((q) => ({ subject: q.subject, description: q.description })) }) });
+    if (err.retryAfterMs !== undefined) {
+      const ms = Math.max(0, Math.round(err.retryAfterMs));
+      details.push({ desc: RetryInfoSchema, value: create(RetryInfoSchema, { retryDelay: { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1_000_000 } }) });
+    }
   }
   return new RpcStatus(KIND_TO_CODE[err.kind] ?? GrpcCode.INTERNAL, err.message, details);
 }

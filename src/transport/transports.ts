@@ -17,6 +17,7 @@ import type { ServiceRegistration } from "../api/handler.js";
 import type { Authenticator } from "../auth/principal.js";
 import type { RpcObserver } from "../observability/rpc-observer.js";
 import { Pipeline } from "./pipeline.js";
+import type { CallLimitSettings } from "./call-limits.js";
 import { ABORT_SHUTDOWN } from "./status.js";
 import { addToGrpcServer } from "./grpc-bridge.js";
 import { connectHandler } from "./connect-routes.js";
@@ -37,6 +38,8 @@ export interface TransportOptions {
   readonly observer?: RpcObserver;
   /** Bind now, serve later: calls fail UNAVAILABLE SERVER_STARTING until `open()` (build's start-up). */
   readonly startClosed?: boolean;
+  /** Per-agent fair use (./call-limits.ts). */
+  readonly limits?: CallLimitSettings;
 }
 
 export interface Transports {
@@ -106,7 +109,7 @@ export async function startTransports(opts: TransportOptions): Promise<Transport
   const { logger } = opts;
   const base = [...opts.services, healthRegistration(opts.health)];
   const registrations = [...base, ...reflectionRegistrations(base.map((r) => r.service))];
-  const pipeline = new Pipeline({ authenticator: opts.authenticator, logger, startClosed: opts.startClosed ?? false, ...(opts.observer ? { observer: opts.observer } : {}) });
+  const pipeline = new Pipeline({ authenticator: opts.authenticator, logger, startClosed: opts.startClosed ?? false, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.observer ? { observer: opts.observer } : {}) });
 
   // gRPC (grpc-js)
   const grpcServer = new grpc.Server({

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createHash, generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -6,6 +6,7 @@ import path from "node:path";
 import { SignJWT, exportJWK } from "jose";
 import { Code, type ConnectError } from "@connectrpc/connect";
 import { createAuthenticator } from "../../src/auth/authenticator.js";
+import { JWKS_CHECK_MS, jwtAuthenticator } from "../../src/auth/jwt.js";
 import { effectiveAgentId, requireRole } from "../../src/api/authorize.js";
 import { ANONYMOUS_PRINCIPAL, principalOf } from "../../src/auth/principal.js";
 import { BerthError } from "../../src/platform/errors.js";
@@ -21,7 +22,7 @@ const sha = (t: string) => createHash("sha256").update(t).digest("hex");
 const SECRET = "s".repeat(40);
 
 function authConfig(over: Partial<Config["auth"]>): Config["auth"] {
-  return { mode: "none", tokensFile: undefined, jwtSecret: undefined, jwksFile: undefined, jwtIssuer: undefined, jwtAudience: undefined, ...over };
+  return { mode: "none", tokensFile: undefined, jwtSecret: undefined, jwksFile: undefined, jwtIssuer: undefined, jwtAudience: undefined, jwtMaxLifetimeSeconds: 86_400, jwtClockSkewSeconds: 30, ...over };
 }
 
 function hdr(h: Record<string, string>) {
@@ -82,13 +83,13 @@ describe("authenticators", () => {
     const p = await a.authenticate(hdr({ authorization: `Bearer ${good}` }));
     expect(p.agentId).toBe("agent-j");
     expect([...p.roles].sort()).toEqual(["admin", "agent"]);
-    const noRoles = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("iss").setAudience("aud").sign(key);
+    const noRoles = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("iss").setAudience("aud").setExpirationTime("5m").sign(key);
     expect([...(await a.authenticate(hdr({ authorization: `Bearer ${noRoles}` }))).roles]).toEqual(["agent"]);
     const expired = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("iss").setAudience("aud").setExpirationTime(Math.floor(Date.now() / 1000) - 120).sign(key);
     expect((await rejection(() => a.authenticate(hdr({ authorization: `Bearer ${expired}` })))).reason).toBe("TOKEN_EXPIRED");
-    const wrongIss = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("other").setAudience("aud").sign(key);
+    const wrongIss = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("other").setAudience("aud").setExpirationTime("5m").sign(key);
     expect((await rejection(() => a.authenticate(hdr({ authorization: `Bearer ${wrongIss}` })))).reason).toBe("TOKEN_INVALID");
-    const wrongKey = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("iss").setAudience("aud").sign(new TextEncoder().encode("t".repeat(40)));
+    const wrongKey = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("x").setIssuer("iss").setAudience("aud").setExpirationTime("5m").sign(new TextEncoder().encode("t".repeat(40)));
     expect((await rejection(() => a.authenticate(hdr({ authorization: `Bearer ${wrongKey}` })))).reason).toBe("TOKEN_INVALID");
     expect((await rejection(() => a.authenticate(hdr({ authorization: "Bearer not.a.jwt" })))).reason).toBe("TOKEN_INVALID");
     expect((await rejection(() => a.authenticate(hdr({})))).reason).toBe("TOKEN_MISSING");
@@ -100,10 +101,30 @@ describe("authenticators", () => {
     const file = path.join(dir, "jwks.json");
     writeFileSync(file, JSON.stringify({ keys: [jwk] }));
     const a = createAuthenticator(authConfig({ mode: "jwt", jwksFile: file }));
-    const t = await new SignJWT({ roles: ["admin"] }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setSubject("agent-r").sign(privateKey);
+    const t = await new SignJWT({ roles: ["admin"] }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setSubject("agent-r").setExpirationTime("5m").sign(privateKey);
     const p = await a.authenticate(hdr({ authorization: `Bearer ${t}` }));
     expect(p.agentId).toBe("agent-r");
     expect([...p.roles]).toEqual(["admin"]);
+  });
+
+  it("jwt JWKS file: without change notifications, the once-a-second stat picks up a rotation", async () => {
+    const k1 = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const k2 = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const file = path.join(dir, "jwks-poll.json");
+    const publish = async (key: typeof k1.publicKey) => writeFileSync(file, JSON.stringify({ keys: [{ ...(await exportJWK(key)), kid: "k", alg: "RS256", use: "sig" }] }));
+    await publish(k1.publicKey);
+    const a = jwtAuthenticator({ jwksFile: file, maxLifetimeSeconds: 3600, clockSkewSeconds: 0, watchJwks: false });
+    try {
+      const sign = (key: typeof k1.privateKey) => new SignJWT({}).setProtectedHeader({ alg: "RS256", kid: "k" }).setSubject("agent-r").setExpirationTime("5m").sign(key);
+      const old = await sign(k1.privateKey);
+      expect((await a.authenticate(hdr({ authorization: `Bearer ${old}` }))).agentId).toBe("agent-r");
+      await publish(k2.publicKey);
+      // Only old-key tokens are sent, which the cached keys accept: nothing but the periodic look at the file can refuse them.
+      await vi.waitFor(async () => expect((await rejection(() => a.authenticate(hdr({ authorization: `Bearer ${old}` })))).reason).toBe("TOKEN_INVALID"), { timeout: JWKS_CHECK_MS * 5, interval: 100 });
+      expect((await a.authenticate(hdr({ authorization: `Bearer ${await sign(k2.privateKey)}` }))).agentId).toBe("agent-r");
+    } finally {
+      a.close?.();
+    }
   });
 });
 
@@ -189,7 +210,7 @@ describe("auth over the transports (jwt)", () => {
     await h.close();
   });
   it("valid JWT principal reaches the handler; a bad one is UNAUTHENTICATED", async () => {
-    const t = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("agent-j").sign(new TextEncoder().encode(SECRET));
+    const t = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("agent-j").setExpirationTime("5m").sign(new TextEncoder().encode(SECRET));
     const res = await h.grpcClient({ metadata: { authorization: `Bearer ${t}` } }).getWorkspace({ sessionId: "j" });
     expect(res.workspace?.agentId).toBe("agent-j");
     const e = await grpcErr(h.grpcClient({ metadata: { authorization: "Bearer x.y.z" } }).getWorkspace({ sessionId: "j" }));

@@ -33,6 +33,12 @@ describe("configuration", () => {
     [{ BERTH_ADVERTISE_ADDR: "nonsense" }, "BERTH_ADVERTISE_ADDR"],
     [{ BERTH_ADVERTISE_ADDR: "berth-1.internal:0" }, "BERTH_ADVERTISE_ADDR"],
     [{ BERTH_ADVERTISE_ADDR: "0.0.0.0:50051" }, "BERTH_ADVERTISE_ADDR"],
+    [{ BERTH_JWT_MAX_LIFETIME_S: "0" }, "BERTH_JWT_MAX_LIFETIME_S"],
+    [{ BERTH_JWT_CLOCK_SKEW_S: "-1" }, "BERTH_JWT_CLOCK_SKEW_S"],
+    [{ BERTH_MAX_CALLS_PER_AGENT: "many" }, "BERTH_MAX_CALLS_PER_AGENT"],
+    [{ BERTH_MAX_STREAMS_PER_AGENT: "-1" }, "BERTH_MAX_STREAMS_PER_AGENT"],
+    [{ BERTH_MAX_OVERLAY_FILES: "1.5" }, "BERTH_MAX_OVERLAY_FILES"],
+    [{ BERTH_MAX_OVERLAY_BYTES: "-2" }, "BERTH_MAX_OVERLAY_BYTES"],
   ])("refuses %o naming %s", (env, variable) => {
     let error: unknown;
     try {

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file google/rpc/error_details.proto.
  */
 export const file_google_rpc_error_details: GenFile = /*@__PURE__*/
-  fileDesc("Ch5nb29nbGUvcnBjL2Vycm9yX2RldGFpbHMucHJvdG8SCmdvb2dsZS5ycGMikwEKCUVycm9ySW5mbxIOCgZyZWFzb24YASABKAkSDgoGZG9tYWluGAIgASgJEjUKCG1ldGFkYXRhGAMgAygLMiMuZ29vZ2xlLnJwYy5FcnJvckluZm8uTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiOwoJUmV0cnlJbmZvEi4KC3JldHJ5X2RlbGF5GAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIpMBCgpCYWRSZXF1ZXN0Ej8KEGZpZWxkX3Zpb2xhdGlvbnMYASADKAsyJS5nb29nbGUucnBjLkJhZFJlcXVlc3QuRmllbGRWaW9sYXRpb24aRAoORmllbGRWaW9sYXRpb24SDQoFZmllbGQYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSDgoGcmVhc29uGAMgASgJYgZwcm90bzM", [file_google_protobuf_duration]);
+  fileDesc("Ch5nb29nbGUvcnBjL2Vycm9yX2RldGFpbHMucHJvdG8SCmdvb2dsZS5ycGMikwEKCUVycm9ySW5mbxIOCgZyZWFzb24YASABKAkSDgoGZG9tYWluGAIgASgJEjUKCG1ldGFkYXRhGAMgAygLMiMuZ29vZ2xlLnJwYy5FcnJvckluZm8uTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiOwoJUmV0cnlJbmZvEi4KC3JldHJ5X2RlbGF5GAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uInkKDFF1b3RhRmFpbHVyZRI2Cgp2aW9sYXRpb25zGAEgAygLMiIuZ29vZ2xlLnJwYy5RdW90YUZhaWx1cmUuVmlvbGF0aW9uGjEKCVZpb2xhdGlvbhIPCgdzdWJqZWN0GAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIpMBCgpCYWRSZXF1ZXN0Ej8KEGZpZWxkX3Zpb2xhdGlvbnMYASADKAsyJS5nb29nbGUucnBjLkJhZFJlcXVlc3QuRmllbGRWaW9sYXRpb24aRAoORmllbGRWaW9sYXRpb24SDQoFZmllbGQYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSDgoGcmVhc29uGAMgASgJYgZwcm90bzM", [file_google_protobuf_duration]);
 
 /**
  * The reason of an error, machine-readable: `reason` is stable (e.g. SESSION_STRANDED),
@@ -75,6 +75,55 @@ export const RetryInfoSchema: GenMessage<RetryInfo> = /*@__PURE__*/
   messageDesc(file_google_rpc_error_details, 1);
 
 /**
+ * Which quota a request ran into (RESOURCE_EXHAUSTED): the subject it is counted on and how.
+ *
+ * @generated from message google.rpc.QuotaFailure
+ */
+export type QuotaFailure = Message<"google.rpc.QuotaFailure"> & {
+  /**
+   * Every quota exceeded.
+   *
+   * @generated from field: repeated google.rpc.QuotaFailure.Violation violations = 1;
+   */
+  violations: QuotaFailure_Violation[];
+};
+
+/**
+ * Describes the message google.rpc.QuotaFailure.
+ * Use `create(QuotaFailureSchema)` to create a new message.
+ */
+export const QuotaFailureSchema: GenMessage<QuotaFailure> = /*@__PURE__*/
+  messageDesc(file_google_rpc_error_details, 2);
+
+/**
+ * One quota that was exceeded.
+ *
+ * @generated from message google.rpc.QuotaFailure.Violation
+ */
+export type QuotaFailure_Violation = Message<"google.rpc.QuotaFailure.Violation"> & {
+  /**
+   * What the quota is counted on, e.g. "agent:claude-7" or "workspace:<id>".
+   *
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+
+  /**
+   * The limit and the current use, in words.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message google.rpc.QuotaFailure.Violation.
+ * Use `create(QuotaFailure_ViolationSchema)` to create a new message.
+ */
+export const QuotaFailure_ViolationSchema: GenMessage<QuotaFailure_Violation> = /*@__PURE__*/
+  messageDesc(file_google_rpc_error_details, 2, 0);
+
+/**
  * Which fields of a request were invalid and why.
  *
  * @generated from message google.rpc.BadRequest
@@ -93,7 +142,7 @@ export type BadRequest = Message<"google.rpc.BadRequest"> & {
  * Use `create(BadRequestSchema)` to create a new message.
  */
 export const BadRequestSchema: GenMessage<BadRequest> = /*@__PURE__*/
-  messageDesc(file_google_rpc_error_details, 2);
+  messageDesc(file_google_rpc_error_details, 3);
 
 /**
  * A violation of a single field.
@@ -128,5 +177,5 @@ export type BadRequest_FieldViolation = Message<"google.rpc.BadRequest.FieldViol
  * Use `create(BadRequest_FieldViolationSchema)` to create a new message.
  */
 export const BadRequest_FieldViolationSchema: GenMessage<BadRequest_FieldViolation> = /*@__PURE__*/
-  messageDesc(file_google_rpc_error_details, 2, 0);
+  messageDesc(file_google_rpc_error_details, 3, 0);
 
