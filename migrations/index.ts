@@ -8,6 +8,7 @@ import * as m0006 from "./0006_claims_released_by_berth.js";
 import * as m0007 from "./0007_overlay_version.js";
 import * as m0008 from "./0008_turns_scale_out.js";
 import * as m0009 from "./0009_overlay_reads.js";
+import * as m0010 from "./0010_capture_exclude_lostwork.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
 export const migrations: Readonly<Record<string, Migration>> = {
@@ -20,4 +21,5 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0007_overlay_version": m0007,
   "0008_turns_scale_out": m0008,
   "0009_overlay_reads": m0009,
+  "0010_capture_exclude_lostwork": m0010,
 };

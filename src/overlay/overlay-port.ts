@@ -30,6 +30,13 @@ export interface WriteInput {
   /** sha256 hex of the current content; "" = the file must not exist; undefined = unconditional. */
   readonly expectedHash?: string | undefined;
   readonly declaredSymbols?: readonly string[];
+  /**
+   * The turn scheduler's capture of a session that has just been stranded (the session-end
+   * watch, a restart's recovery): the write is allowed while the workspace is stranded under
+   * this session id, so the turn's edits reach the overlay ResumeSession restores. Claims are
+   * checked (SYMBOL_LOCKED) but not taken: a stranded session holds none.
+   */
+  readonly ending?: boolean;
 }
 
 export interface WriteResult {
@@ -43,6 +50,8 @@ export interface DeleteInput {
   readonly workspace: Workspace;
   readonly path: string;
   readonly expectedHash?: string | undefined;
+  /** As WriteInput.ending. */
+  readonly ending?: boolean;
 }
 
 export interface DeleteResult {

@@ -106,12 +106,12 @@ export class OverlayService implements OverlayPort {
   async writeFile(input: WriteInput): Promise<WriteResult> {
     const { workspace: ws, path, content } = input;
     this.checkSize(path, content.byteLength);
-    const r = await this.writes.change(ws, path, content, input.expectedHash, input.declaredSymbols ?? []);
+    const r = await this.writes.change(ws, path, content, input.expectedHash, input.declaredSymbols ?? [], input.ending === true);
     return { newHash: r.hash!, change: r.change === "added" ? "added" : "modified", symbols: r.symbols, conflicts: r.conflicts };
   }
 
   async deleteFile(input: DeleteInput): Promise<DeleteResult> {
-    const r = await this.writes.change(input.workspace, input.path, null, input.expectedHash, []);
+    const r = await this.writes.change(input.workspace, input.path, null, input.expectedHash, [], input.ending === true);
     return { symbols: r.symbols, conflicts: r.conflicts };
   }
 

@@ -24,6 +24,8 @@ export interface RepositoryTable {
   source_path: string | null;
   next_agent_number: Generated<number>;
   created_at: Timestamp;
+  /** Patterns a turn's capture leaves out (migrations/0010_capture_exclude_lostwork.ts). */
+  capture_exclude: Generated<string[]>;
 }
 
 export type ChangesetStateName = "draft" | "submitted" | "verifying" | "approved" | "rejected" | "merged" | "closed";
@@ -213,7 +215,7 @@ export interface Database {
 }
 
 const COLUMNS = {
-  repositories: ["id", "name", "source_path", "next_agent_number", "created_at"],
+  repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude"],
   changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at"],
   workspaces: [
     "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",

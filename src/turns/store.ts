@@ -133,6 +133,14 @@ export async function liveInstances(q: Q, staleAfterMs: number): Promise<{ id: s
   return r.rows;
 }
 
+/** The workspace's RUNNING turn whose instance is alive (by the database's now()), if any. */
+export async function runningTurnOnLiveInstance(q: Q, workspaceId: string, staleAfterMs: number): Promise<{ id: string; instance_id: string | null } | undefined> {
+  const r = await sql<{ id: string; instance_id: string | null }>`
+    SELECT t.id, t.instance_id FROM turns t JOIN instances i ON i.id = t.instance_id
+    WHERE t.workspace_id = ${workspaceId}::uuid AND t.state = 'running' AND ${instanceAlive("i", staleAfterMs)}`.execute(q);
+  return r.rows[0];
+}
+
 /** The workspace's RUNNING turn, if any. */
 export async function runningTurnOf(q: Q, workspaceId: string): Promise<TurnRow | undefined> {
   const r = await sql<TurnRow>`SELECT * FROM turns WHERE workspace_id = ${workspaceId}::uuid AND state = 'running'`.execute(q);

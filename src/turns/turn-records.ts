@@ -92,6 +92,11 @@ export class TurnRecords {
     return store.instanceState(this.deps.registry.db, instanceId, this.staleAfterMs);
   }
 
+  /** The workspace's RUNNING turn on a live instance (a capture may still be coming from there). */
+  runningOnLiveInstance(workspaceId: string): Promise<{ id: string; instance_id: string | null } | undefined> {
+    return store.runningTurnOnLiveInstance(this.deps.registry.db, workspaceId, this.staleAfterMs);
+  }
+
   runningTurnOf(workspaceId: string): Promise<store.TurnRow | undefined> {
     return store.runningTurnOf(this.deps.registry.db, workspaceId);
   }
@@ -193,6 +198,21 @@ export class TurnRecords {
       occurredAt: this.deps.clock.now(),
       reason,
       payload: { case: "environmentEvicted", value: { environmentPath: dir, reason } },
+    };
+  }
+
+  /** The turn.capture_failed event of a teardown whose capture could not complete (teardown.ts). */
+  captureFailedEvent(ws: Workspace, sessionId: string, dir: string, keptAt: string, cause: EvictReason, failed: readonly { path: string; reason: string }[], captured: number): EventInput {
+    return {
+      kind: "turn.capture_failed",
+      repoId: ws.repoId,
+      sessionId,
+      workspaceId: ws.workspaceId,
+      agentId: ws.agentId,
+      changesetId: ws.changeset.id,
+      occurredAt: this.deps.clock.now(),
+      reason: failed[0]?.reason ?? "",
+      payload: { case: "captureFailed", value: { environmentPath: dir, keptAt, cause, failed: failed.slice(0, 200).map((f) => ({ path: f.path, reason: f.reason })), captured } },
     };
   }
 
