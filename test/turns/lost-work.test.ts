@@ -19,6 +19,10 @@ import { needs } from "../support/services.js";
 import { makeGitRepo, newSession, startTurnBerth, type TurnBerth } from "./helpers.js";
 
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+function readdirNames(dir: string): string[] {
+  return existsSync(dir) ? readdirSync(dir) : [];
+}
 const utf8 = (s: string) => new TextEncoder().encode(s);
 
 async function eventsOf(b: TurnBerth, workspaceId: string, kind: string): Promise<{ reason: string; payload: Buffer }[]> {
@@ -82,6 +86,29 @@ describe("issue 14: a running turn's edits survive its session's strand", () => 
     const metrics = await (await fetch(b.server.metricsUrl!)).text();
     expect(metrics).toMatch(/berth_turn_capture_failures_total [1-9]/);
   });
+
+  /** Waits (bounded) until the turn's directory is gone and its row is no longer RUNNING. */
+  const settled = async (turnId: string, dir: string) => {
+    for (let i = 0; i < 500 && (existsSync(dir) || (await b.turns.listTurns({ sessionId: "" })).turns.some((t) => t.turnId === turnId)); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(existsSync(dir)).toBe(false);
+  };
+
+  for (const how of ["AbandonSession", "DestroyWorkspace"] as const) {
+    it(`${how} under a running turn: the turn is cancelled and its directory discarded with the overlay (asked for), nothing kept under .unsaved/ nor reported lost`, async () => {
+      const { sessionId, workspaceId } = await newSession(b, source);
+      const t = await b.turns.beginTurn({ sessionId });
+      writeFileSync(path.join(t.environmentPath, "discarded.txt"), "the session is ended on purpose\n");
+      if (how === "AbandonSession") await b.ws.abandonSession({ sessionId, reason: "test" });
+      else await b.ws.destroyWorkspace({ sessionId });
+      await settled(t.turnId, t.environmentPath);
+      expect(readdirNames(path.join(b.envRoot, ".unsaved")).filter((n) => n.startsWith(workspaceId))).toEqual([]);
+      expect(await eventsOf(b, workspaceId, "turn.capture_failed")).toEqual([]);
+      const cancelled = await eventsOf(b, workspaceId, "turn.cancelled");
+      expect(cancelled.map((e) => e.reason)).toEqual([how === "AbandonSession" ? "session.abandoned" : "session.destroyed"]);
+      const rows = await sql<{ n: number }>`SELECT count(*)::int AS n FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid`.execute(b.database.opened.db);
+      expect(rows.rows[0]!.n).toBe(0);
+    });
+  }
 });
 
 needs({ postgres: true })("issue 14: across instances, the instance running the turn captures a strand answered by another", () => {
@@ -122,7 +149,7 @@ describe("issue 14: pinning off strands unfinished work", () => {
   let b: TurnBerth;
   const clock = new ManualClock(Date.now());
   beforeAll(async () => {
-    b = await startTurnBerth({ clock, instances: 1, env: { BERTH_PIN_NONTERMINAL: "0", BERTH_IDLE_TTL_S: "60", BERTH_GC_INTERVAL_MS: "3600000" } });
+    b = await startTurnBerth({ clock, instances: 1, env: { BERTH_PIN_NONTERMINAL: "0", BERTH_IDLE_TTL_S: "60", BERTH_MAX_TTL_S: "600", BERTH_GC_INTERVAL_MS: "3600000" } });
   });
   afterAll(async () => {
     await b?.close();
@@ -148,6 +175,38 @@ describe("issue 14: pinning off strands unfinished work", () => {
     expect(rows.rows.map((r) => r.path)).toEqual(["work.txt"]);
     const { newSessionId } = await b.ws.resumeSession({ deadSessionId: sessionId, agentId: "agent-a" });
     expect(text((await b.ws.readFile({ sessionId: newSessionId, path: "work.txt" })).content)).toBe("unfinished work\n");
+  });
+
+  it("GC max lifetime under a running turn, pinning off: stranded (gc_max_lifetime), the turn's edit in the overlay at resume", async () => {
+    const source = makeGitRepo(4);
+    try {
+      const { sessionId } = await newSession(b, source);
+      const t = await b.turns.beginTurn({ sessionId });
+      writeFileSync(path.join(t.environmentPath, "long-turn.txt"), "a turn older than the max lifetime\n");
+      clock.advance(601_000);
+      await b.server.lifecycle.tick();
+      const { newSessionId } = await b.ws.resumeSession({ deadSessionId: sessionId, agentId: "agent-a" });
+      expect(text((await b.ws.readFile({ sessionId: newSessionId, path: "long-turn.txt" })).content)).toBe("a turn older than the max lifetime\n");
+    } finally {
+      rmSync(source, { recursive: true, force: true });
+    }
+  });
+
+  it("GC expiry of a persistent workspace under a running turn: stranded (expired), the turn's edit in the overlay at resume", async () => {
+    const source = makeGitRepo(4);
+    try {
+      const repo = await b.ws.registerRepository({ name: `expiry-${process.pid}`, sourcePath: source });
+      const created = (await b.ws.createWorkspace({ repoId: repo.repository!.id, agentId: "agent-e", mode: WorkspaceMode.PERSISTENT, ttlSeconds: 30 })).workspace!;
+      const t = await b.turns.beginTurn({ sessionId: created.sessionId });
+      writeFileSync(path.join(t.environmentPath, "expiring.txt"), "written before the expiry\n");
+      clock.advance(31_000);
+      const report = await b.server.lifecycle.tick();
+      expect(report.expired).toBe(1);
+      const { newSessionId } = await b.ws.resumeSession({ deadSessionId: created.sessionId, agentId: "agent-e" });
+      expect(text((await b.ws.readFile({ sessionId: newSessionId, path: "expiring.txt" })).content)).toBe("written before the expiry\n");
+    } finally {
+      rmSync(source, { recursive: true, force: true });
+    }
   });
 });
 
