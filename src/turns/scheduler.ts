@@ -519,7 +519,9 @@ export class TurnScheduler {
    * incarnation owned: "ending" writes) or still active (ordinary writes). A workspace that has
    * ended for good, or whose changeset is terminal, has no overlay to write into: discarded. A
    * directory without a matching manifest cannot be diffed: moved to .orphaned/ (kept) and
-   * reported as a turn.capture_failed event (NO_MANIFEST). Nothing is deleted unreported.
+   * reported as a turn.capture_failed event (NO_MANIFEST); so is one that is no longer the
+   * session's latest word: resumed since its turn ran here (SESSION_RESUMED), or a later turn
+   * ran on another instance (LATER_TURN_ELSEWHERE). Nothing is deleted unreported.
    */
   private async recoverLeftovers(): Promise<void> {
     let names: string[];
@@ -536,13 +538,22 @@ export class TurnScheduler {
       if (state.env || state.turn) continue;
       await this.pool.enqueue(state, async () => {
         const leftover = await loadLeftover(this.root, id);
-        if (!leftover) {
+        // Captured only while the directory is the session's latest word: its most recent turn
+        // ran here (an earlier incarnation of this name), for the session as it is now.
+        // Resumed since, or a later turn elsewhere: writing the old files now would overwrite,
+        // blindly, what was written meanwhile.
+        const last = leftover ? await this.records.lastTurnOf(id) : undefined;
+        const name = this.records.instanceName;
+        const why = !leftover ? "NO_MANIFEST" : !last ? "NO_TURN" : last.session_id !== ws.sessionId ? "SESSION_RESUMED" : name !== undefined && last.instance_name !== name ? "LATER_TURN_ELSEWHERE" : undefined;
+        const ranFor = last?.session_id;
+        if (why) {
           const aside = await moveAside(this.root, envPath(this.root, id), `${id}-${Date.now()}`);
           this.teardowns.captureFailures++;
-          this.deps.logger.error({ workspaceId: id, movedTo: aside }, "turns: a directory left by a previous process has no matching manifest; kept under .orphaned/");
-          await this.records.record([this.records.captureFailedEvent(ws, ws.sessionId, envPath(this.root, id), aside ?? "", "server-restart", [{ path: "*", reason: "NO_MANIFEST" }], 0)]);
+          this.deps.logger.error({ workspaceId: id, movedTo: aside, reason: why }, "turns: a directory left by a previous process cannot be captured; kept under .orphaned/");
+          await this.records.record([this.records.captureFailedEvent(ws, ranFor ?? ws.sessionId, envPath(this.root, id), aside ?? "", "server-restart", [{ path: "*", reason: why }], 0)]);
           return;
         }
+        if (!leftover) return;
         const live = ws.lifecycle === "active" || ws.lifecycle === "stranded";
         const mode: CaptureMode = !live || isTerminal(ws.changeset.state) ? "discard" : ws.lifecycle === "stranded" ? "ending" : "capture";
         const r = await this.teardowns.teardown(state, leftover, "server-restart", ws.sessionId, mode);

@@ -133,6 +133,14 @@ export async function liveInstances(q: Q, staleAfterMs: number): Promise<{ id: s
   return r.rows;
 }
 
+/** The workspace's most recent turn: its session and the name of the instance that ran it (NULL: row gone). */
+export async function lastTurnOf(q: Q, workspaceId: string): Promise<{ session_id: string; instance_name: string | null } | undefined> {
+  const r = await sql<{ session_id: string; instance_name: string | null }>`
+    SELECT t.session_id, i.name AS instance_name FROM turns t LEFT JOIN instances i ON i.id = t.instance_id
+    WHERE t.workspace_id = ${workspaceId}::uuid ORDER BY t.seq DESC LIMIT 1`.execute(q);
+  return r.rows[0];
+}
+
 /** The workspace's RUNNING turn whose instance is alive (by the database's now()), if any. */
 export async function runningTurnOnLiveInstance(q: Q, workspaceId: string, staleAfterMs: number): Promise<{ id: string; instance_id: string | null } | undefined> {
   const r = await sql<{ id: string; instance_id: string | null }>`

@@ -92,6 +92,16 @@ export class TurnRecords {
     return store.instanceState(this.deps.registry.db, instanceId, this.staleAfterMs);
   }
 
+  /** The workspace's most recent turn: its session and its instance's name. */
+  lastTurnOf(workspaceId: string): Promise<{ session_id: string; instance_name: string | null } | undefined> {
+    return store.lastTurnOf(this.deps.registry.db, workspaceId);
+  }
+
+  /** This instance's stable name, when known. */
+  get instanceName(): string | undefined {
+    return this.deps.instances?.name;
+  }
+
   /** The workspace's RUNNING turn on a live instance (a capture may still be coming from there). */
   runningOnLiveInstance(workspaceId: string): Promise<{ id: string; instance_id: string | null } | undefined> {
     return store.runningTurnOnLiveInstance(this.deps.registry.db, workspaceId, this.staleAfterMs);
