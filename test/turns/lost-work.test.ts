@@ -87,9 +87,9 @@ describe("issue 14: a running turn's edits survive its session's strand", () => 
     expect(metrics).toMatch(/berth_turn_capture_failures_total [1-9]/);
   });
 
-  /** Waits (bounded) until the turn's directory is gone and its row is no longer RUNNING. */
-  const settled = async (turnId: string, dir: string) => {
-    for (let i = 0; i < 500 && (existsSync(dir) || (await b.turns.listTurns({ sessionId: "" })).turns.some((t) => t.turnId === turnId)); i++) await new Promise((r) => setTimeout(r, 10));
+  /** Waits (bounded) until the turn's directory is gone and its row is finished (the turn.cancelled event stored after the teardown). */
+  const settled = async (workspaceId: string, dir: string) => {
+    for (let i = 0; i < 500 && (existsSync(dir) || (await eventsOf(b, workspaceId, "turn.cancelled")).length === 0); i++) await new Promise((r) => setTimeout(r, 10));
     expect(existsSync(dir)).toBe(false);
   };
 
@@ -100,7 +100,7 @@ describe("issue 14: a running turn's edits survive its session's strand", () => 
       writeFileSync(path.join(t.environmentPath, "discarded.txt"), "the session is ended on purpose\n");
       if (how === "AbandonSession") await b.ws.abandonSession({ sessionId, reason: "test" });
       else await b.ws.destroyWorkspace({ sessionId });
-      await settled(t.turnId, t.environmentPath);
+      await settled(workspaceId, t.environmentPath);
       expect(readdirNames(path.join(b.envRoot, ".unsaved")).filter((n) => n.startsWith(workspaceId))).toEqual([]);
       expect(await eventsOf(b, workspaceId, "turn.capture_failed")).toEqual([]);
       const cancelled = await eventsOf(b, workspaceId, "turn.cancelled");

@@ -232,9 +232,12 @@ needs({ postgres: true })("turns on several instances", () => {
     const { sessionId, workspaceId } = await newSession(b, source);
     const t1 = await doomed.turns.beginTurn({ sessionId });
     expect(t1.environmentPath.startsWith(doomed.envRoot)).toBe(true);
-    // The owner dies: its server stops, and its row looks like a crash (never stopped, silent for an hour).
+    // The owner dies: its server stops, and its rows look like a crash (never stopped, silent for
+    // an hour; the turn still RUNNING — a graceful stop captures and cancels it, a crash does not).
     await doomed.close();
     await sql`UPDATE instances SET stopped_at = NULL, heartbeat_at = now() - interval '1 hour' WHERE id = ${doomed.server.registry.instanceId}::uuid`.execute(db());
+    expect((await turnRow(t1.turnId))).toMatchObject({ state: "cancelled", end_reason: "server_shutdown" });
+    await sql`UPDATE turns SET state = 'running', end_reason = '', ended_at = NULL WHERE id = ${t1.turnId}::uuid`.execute(db());
     expect((await turnRow(t1.turnId))?.state).toBe("running");
 
     const t2 = await c.turns.beginTurn({ sessionId });
