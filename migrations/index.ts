@@ -9,6 +9,7 @@ import * as m0007 from "./0007_overlay_version.js";
 import * as m0008 from "./0008_turns_scale_out.js";
 import * as m0009 from "./0009_overlay_reads.js";
 import * as m0010 from "./0010_turns_captured_paths.js";
+import * as m0011 from "./0011_repository_capture_exclude.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
 export const migrations: Readonly<Record<string, Migration>> = {
@@ -22,4 +23,5 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0008_turns_scale_out": m0008,
   "0009_overlay_reads": m0009,
   "0010_turns_captured_paths": m0010,
+  "0011_repository_capture_exclude": m0011,
 };

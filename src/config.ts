@@ -107,7 +107,7 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_SHUTDOWN_GRACE_MS", default: "10000", meaning: "on SIGTERM/SIGINT, how long unary calls may finish before streams end with UNAVAILABLE" },
   { name: "BERTH_INSTANCE_NAME", default: "(hostname:grpc-port)", meaning: "this instance's stable name across restarts: a restart strands the sessions of its previous incarnation at once; a start is refused while an instance of the same name still heartbeats" },
   { name: "BERTH_SESSION_LEASE_MS", default: "30000", meaning: "a session stays connected this long after its last activity on any instance (a Heartbeat or any call naming it), and while an AttachSession stream of it is open or a turn of it runs" },
-  { name: "BERTH_PIN_NONTERMINAL", default: "1", meaning: "1: GC never evicts a workspace whose changeset is not terminal (DRAFT included); it strands it. 0: legacy eviction" },
+  { name: "BERTH_PIN_NONTERMINAL", default: "1", meaning: "1: GC never evicts a workspace whose changeset is not terminal (DRAFT included): idle and max lifetime keep it, disconnection and expiry strand it. 0: no pinning, but unfinished work is still never destroyed: idle and max lifetime strand it (resumable); only terminal work is evicted" },
   { name: "BERTH_GC_INTERVAL_MS", default: "60000", meaning: "period of the GC loop (expiry, idle and max-lifetime GC, disconnects, stranded sweep)" },
   { name: "BERTH_IDLE_TTL_S", default: "3600", meaning: "a workspace idle this long is collected (pin-aware)" },
   { name: "BERTH_MAX_TTL_S", default: "86400", meaning: "a workspace alive this long is collected (pin-aware)" },

@@ -74,6 +74,11 @@ export function lifecycleHandlers(
       ctx.logFields.sessionId = dead;
       // Auth on: the caller's own agent (an admin may name another); auth off: required.
       const agentId = effectiveAgentId(ctx.principal, requested, "agent_id");
+      // A turn that was running when the session was stranded is captured into the overlay by
+      // the instance that ran it; the resume waits for that, so the resumed session has it
+      // (docs/lifecycle.md). Any other state is the resume's own answer, given below.
+      const before = await registry.getWorkspace(dead!).catch(() => undefined);
+      if (before?.lifecycle === "stranded" && before.agentId === agentId) await deps.captures?.captureSettled(before.workspaceId);
       const ws = await deps.lifecycle.resume(dead!, agentId);
       ctx.logFields.newSessionId = ws.sessionId;
       return { newSessionId: ws.sessionId, workspace: workspaceToWire(ws) };

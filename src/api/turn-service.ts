@@ -160,7 +160,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const { turn, ws } = await turnAndSession(ctx, turnId!);
       return routed(methods.endTurn, ctx, req, () => turns.ownership.ofTurn(turn, ws), async () => {
         const r = await turns.endTurn(turnId!, outcomeName(outcome!)!, () => Promise.resolve(ws));
-        return { turn: turnToWire(r.turn), capturedPaths: r.captured };
+        return { turn: turnToWire(r.turn), capturedPaths: r.captured, leftOut: r.leftOut.map((l) => ({ path: l.path, reason: l.reason })) };
       });
     },
 

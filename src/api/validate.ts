@@ -21,6 +21,8 @@ export const LIMITS = {
   sourcePath: 4096,
   reason: 1024,
   symbol: 1024,
+  captureExcludePatterns: 100,
+  captureExcludePattern: 200,
 } as const;
 
 interface TextRule {

@@ -6,7 +6,7 @@ import { changesetStateEnum, lifecycleEnum, modeEnum } from "../platform/proto-e
 import type { ChangesetSchema, RepositorySchema, SessionInfoSchema, WorkspaceSchema } from "../../gen/berth/v1/types_pb.js";
 
 export function repositoryToWire(r: Repository): MessageInitShape<typeof RepositorySchema> {
-  return { id: r.id, name: r.name, sourcePath: r.sourcePath ?? "", createdAt: timestampFromMs(r.createdAt) };
+  return { id: r.id, name: r.name, sourcePath: r.sourcePath ?? "", createdAt: timestampFromMs(r.createdAt), captureExclude: [...r.captureExclude] };
 }
 
 export function changesetToWire(c: Changeset): MessageInitShape<typeof ChangesetSchema> {

@@ -18,4 +18,6 @@ export interface WorkspaceServiceDeps {
   readonly eventSubscriberOptions?: SubscriberOptions | undefined;
   /** The workspace overlay and claims (WriteFile, ReadFile, ClaimSymbols, …). */
   readonly overlay?: OverlayService | undefined;
+  /** The turn scheduler's capture of a stranded session's running turn (ResumeSession waits for it). */
+  readonly captures?: { captureSettled(workspaceId: string): Promise<void> } | undefined;
 }

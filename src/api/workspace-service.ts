@@ -33,9 +33,11 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       const c = new Check();
       const name = c.text("name", req.name, { max: LIMITS.repoName, required: true, pattern: /^[A-Za-z0-9][A-Za-z0-9._/-]*$/, patternDescription: "letters, digits and . _ / - (starting with a letter or digit)" });
       const sourcePath = c.text("source_path", req.sourcePath, { max: LIMITS.sourcePath });
+      if (req.captureExclude.length > LIMITS.captureExcludePatterns) c.add("capture_exclude", "TOO_MANY", `at most ${LIMITS.captureExcludePatterns} patterns, got ${req.captureExclude.length}`);
+      const exclude = req.captureExclude.map((p, i) => c.text(`capture_exclude[${i}]`, p, { max: LIMITS.captureExcludePattern, required: true }) ?? "");
       c.done();
       if (sourcePath) requireRole(ctx.principal, "admin");
-      const repo = await registry.registerRepository(name!, sourcePath);
+      const repo = await registry.registerRepository(name!, sourcePath, exclude);
       return { repository: repositoryToWire(repo) };
     },
 

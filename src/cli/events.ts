@@ -61,6 +61,8 @@ function detail(event: Event): string {
       return `turn ${shortId(p.value.turnId)}${p.value.outcome ? ` ${enumName(TurnOutcome, p.value.outcome, "").toLowerCase()}` : ""}`;
     case "environmentEvicted":
       return p.value.reason;
+    case "captureFailed":
+      return `${p.value.cause}: ${p.value.failed.length} path(s) not captured${p.value.keptAt ? `, kept at ${p.value.keptAt}` : ""}`;
     // Every case is named (no default), so a new payload kind is a compile error here until it
     // is given its detail. undefined: no payload, or one this CLI's protos do not know.
     case "sessionAbandoned":

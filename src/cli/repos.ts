@@ -12,12 +12,15 @@ export function registerRepos(program: Command): void {
     .description("register a repository (RegisterRepository)")
     .argument("<name>", "unique name, 1–200 characters")
     .option("--source <path>", "absolute path of a git repository on the server's disk (admin role when auth is on)")
-    .action(async (name: string, opts: { source?: string }, command: Command) => {
+    .option("--capture-exclude <pattern...>", "what a turn's capture leaves out besides .gitignore (gitignore syntax, from the repository root)")
+    .action(async (name: string, opts: { source?: string; captureExclude?: string[] }, command: Command) => {
       const cli = cliFor(command);
-      const res = await cli.call("registering", () => cli.workspaces.registerRepository({ name, sourcePath: opts.source ?? "" }));
+      const res = await cli.call("registering", () => cli.workspaces.registerRepository({ name, sourcePath: opts.source ?? "", captureExclude: opts.captureExclude ?? [] }));
       if (cli.json) return print(jsonLine(RegisterRepositoryResponseSchema, res));
       const r = res.repository!;
-      print(keyValues([["id", r.id], ["name", r.name], ["source", r.sourcePath], ["created", formatTime(r.createdAt)]]));
+      const rows: [string, string][] = [["id", r.id], ["name", r.name], ["source", r.sourcePath], ["created", formatTime(r.createdAt)]];
+      if (r.captureExclude.length > 0) rows.push(["capture exclude", r.captureExclude.join(" ")]);
+      print(keyValues(rows));
     });
 
   repos

@@ -48,6 +48,8 @@ interface Ask {
   readonly sourcePath: string | null;
   readonly idx: RepoIndex;
   readonly signal: AbortSignal | undefined;
+  /** A turn's capture as its session ends (overlay-port.ts WriteInput.ending). */
+  readonly ending: boolean;
 }
 
 /** The path a decision is made on: the overlay's row, or (none) the base commit's file. */
@@ -115,6 +117,12 @@ function textOf(content: Uint8Array | undefined): string | undefined {
  * binary) is claimed as a whole: the claim's symbol is "" and it conflicts with every claim of
  * another session on that path (and any symbol claim conflicts with another's "" claim).
  */
+/** How a change is made: a turn's capture as its session ends; the call's signal. */
+export interface ChangeOptions {
+  readonly ending?: boolean;
+  readonly signal?: AbortSignal | undefined;
+}
+
 /** The call's own abort reason (CANCELLED / DEADLINE_EXCEEDED) when it is a BerthError; else CANCELLED. */
 function abandonedWrite(path: string, signal: AbortSignal): BerthError {
   const reason: unknown = signal.reason;
@@ -152,8 +160,10 @@ export class FileWrites {
   }
 
   /** A write (content) or a delete (null) of one path. */
-  async change(ws: Workspace, path: string, content: Uint8Array | null, expectedHash: string | undefined, declared: readonly string[], signal?: AbortSignal): Promise<ChangeResult> {
-    assertActive(ws);
+  async change(ws: Workspace, path: string, content: Uint8Array | null, expectedHash: string | undefined, declared: readonly string[], opts: ChangeOptions = {}): Promise<ChangeResult> {
+    const ending = opts.ending === true;
+    // A turn's capture as its session is stranded: the locked row decides (checkRow), not memory.
+    if (!ending) assertActive(ws);
     if (isTerminal(ws.changeset.state)) throw changesetTerminal(ws.changeset.id, ws.changeset.state);
     const since = performance.now();
     const ov = await this.cache.overlay(ws);
@@ -163,7 +173,7 @@ export class FileWrites {
       const repo = await this.registry.repository(ws.repoId);
       // The path's entries checked against PostgreSQL: another instance's write or transition counts at once.
       const idx = await this.index.refreshed(ws.repoId, [path]);
-      const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, idx, signal };
+      const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, idx, signal: opts.signal, ending };
       const first = await this.decide(ask, ov, await this.cachedState(ask, ov));
       if (first.kind === "unchanged") return first.result;
       try {
@@ -219,7 +229,8 @@ export class FileWrites {
       // Nothing changes: nothing is stored, claimed or announced.
       return { kind: "unchanged", result: { hash: newHash, change: baseHash === null ? "added" : "modified", symbols: [], conflicts: publicOthers(others) } };
     }
-    await this.checkStale(db, ws, ov, path, existing, others);
+    // A write naming the current content's hash (checked above) overwrites knowingly: the explicit override.
+    if (expectedHash === undefined) await this.checkStale(db, ws, ov, path, existing, others);
 
     const diff = await diffSymbolsOrFile(path, textOf(current), content === null ? undefined : textOf(content));
     const symbols: SymbolChangeInfo[] = diff.map((d) => ({ name: d.name, kind: d.kind, change: d.change }));
@@ -265,7 +276,7 @@ export class FileWrites {
         // Under the workspace's lock: a caller that gave up (cancel, deadline) may already have
         // sent its next write, which must not be overwritten by this late one. Nothing is stored.
         if (ask.signal?.aborted) throw abandonedWrite(path, ask.signal);
-        const state = checkRow(ws, row);
+        const state = checkRow(ws, row, ask.ending);
         const d = await decision(trx);
         if (d.kind === "unchanged") return { unchanged: d.result };
         await this.checkQuota(trx, ws, path, content, d.dropRow);
@@ -290,6 +301,8 @@ export class FileWrites {
             : { workspaceId: ws.workspaceId, repoId: ws.repoId, path, content, sha256: d.newHash, change: d.change, baseHash: d.baseHash, symbols: d.cumulative, at: new Date(now) },
           d.believed,
           prepare(fileEvent),
+          // A stranded session holds no claims (its strand released them): checked, not taken.
+          !ask.ending,
         );
         // A stale belief first: claims blocked on a stale diff may not be the ones the fresh one wants.
         if (!out.believed || (!out.applied && out.blocked.length === 0)) throw new RowMoved(path);
@@ -324,7 +337,7 @@ export class FileWrites {
     this.index.touch({
       repoId: ws.repoId,
       workspaceId: ws.workspaceId,
-      meta: { sessionId: ws.sessionId, agentId: ws.agentId, agentName: ws.agentName, changesetId: ws.changeset.id, lifecycle: "active" },
+      meta: { sessionId: ws.sessionId, agentId: ws.agentId, agentName: ws.agentName, changesetId: ws.changeset.id, lifecycle: ask.ending ? "stranded" : "active" },
       path,
       symbols: d.dropRow ? undefined : symbols,
       at: now,
@@ -380,15 +393,17 @@ export class FileWrites {
   /**
    * STALE_OVERLAY: another session's change of this path went up for review (its changeset
    * entered SUBMITTED, VERIFYING or APPROVED, or it wrote the path while there) after this
-   * session last saw the path. Seen: its last ReadFile of the path, its own last write of it,
-   * or — never read nor written — the session's start. A read is kept in this instance's memory,
+   * session last saw the path. Seen: its last ReadFile of the path or its own last write of it;
+   * a path never read nor written was never seen, whatever the session's start (the reference's
+   * rule: the session's base does not hold the other's change, so a blind write would overwrite
+   * it). The override is explicit: expected_hash of the current content. A read is kept in this instance's memory,
    * and in PostgreSQL (overlay_reads) when another session had touched the path at read time
    * (file-reads.ts): a ReadFile on any instance counts. The stored read is looked up (one
    * primary-key lookup) only when the memory alone would refuse.
    */
   private async checkStale(db: SqlExecutor, ws: Workspace, ov: WorkspaceOverlay, path: string, existing: CachedFile | undefined, others: readonly OtherTouch[]): Promise<void> {
     if (others.length === 0) return;
-    let seen = Math.max(ov.reads?.get(path) ?? 0, existing?.updatedAt ?? 0, ws.createdAt);
+    let seen = Math.max(ov.reads?.get(path) ?? 0, existing?.updatedAt ?? 0);
     let looked = false;
     for (const o of others) {
       if (o.changesetId === ws.changeset.id || !REVIEW_STATES.has(o.changesetState as ChangesetStateName)) continue;

@@ -32,6 +32,13 @@ export interface WriteInput {
   readonly declaredSymbols?: readonly string[];
   /** The call's: a write whose caller gave up (cancel, deadline) before it commits is not stored. */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * The turn scheduler's capture of a session that has just been stranded (the session-end
+   * watch, a restart's recovery): the write is allowed while the workspace is stranded under
+   * this session id, so the turn's edits reach the overlay ResumeSession restores. Claims are
+   * checked (SYMBOL_LOCKED) but not taken: a stranded session holds none.
+   */
+  readonly ending?: boolean;
 }
 
 export interface WriteResult {
@@ -47,6 +54,8 @@ export interface DeleteInput {
   readonly expectedHash?: string | undefined;
   /** As WriteInput.signal. */
   readonly signal?: AbortSignal | undefined;
+  /** As WriteInput.ending. */
+  readonly ending?: boolean;
 }
 
 export interface DeleteResult {

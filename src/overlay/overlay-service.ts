@@ -106,12 +106,12 @@ export class OverlayService implements OverlayPort {
   async writeFile(input: WriteInput): Promise<WriteResult> {
     const { workspace: ws, path, content } = input;
     this.checkSize(path, content.byteLength);
-    const r = await this.writes.change(ws, path, content, input.expectedHash, input.declaredSymbols ?? [], input.signal);
+    const r = await this.writes.change(ws, path, content, input.expectedHash, input.declaredSymbols ?? [], { ending: input.ending === true, signal: input.signal });
     return { newHash: r.hash!, change: r.change === "added" ? "added" : "modified", symbols: r.symbols, conflicts: r.conflicts };
   }
 
   async deleteFile(input: DeleteInput): Promise<DeleteResult> {
-    const r = await this.writes.change(input.workspace, input.path, null, input.expectedHash, [], input.signal);
+    const r = await this.writes.change(input.workspace, input.path, null, input.expectedHash, [], { ending: input.ending === true, signal: input.signal });
     return { symbols: r.symbols, conflicts: r.conflicts };
   }
 

@@ -175,6 +175,8 @@ export async function writeWithClaims(
   row: OverlayUpsert | { drop: true; workspaceId: string; path: string },
   believed: BelievedRow,
   event: Insertable<EventTable>,
+  /** false: the claims are checked (blocked) but not inserted (a stranded session's capture). */
+  take = true,
 ): Promise<WriteOutcome> {
   const { repoId, path, symbols, holder, at } = claim;
   const workspaceId = row.workspaceId;
@@ -210,7 +212,7 @@ export async function writeWithClaims(
     ins AS (
       INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at)
       SELECT ${repoId}::uuid, ${path}, s, ${holder.workspaceId}::uuid, ${holder.sessionId}::uuid, ${holder.agentId}, ${holder.agentName}, ${at}::timestamptz
-      FROM wanted WHERE ${applied}
+      FROM wanted WHERE ${applied} AND ${take}
       ON CONFLICT (repo_id, path, symbol) DO NOTHING
       RETURNING *),
     ver AS (UPDATE workspaces SET overlay_version = overlay_version + 1 WHERE id = ${workspaceId}::uuid AND ${applied} RETURNING overlay_version),

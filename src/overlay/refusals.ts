@@ -8,10 +8,13 @@ import type { ChangesetStateName } from "../platform/schema.js";
 import { isTerminal } from "../sessions/changeset-states.js";
 import { assertActive, type Workspace } from "../sessions/workspace.js";
 
-/** The row a write locked must still be this session's, active, with a non-terminal changeset. */
-export function checkRow(ws: Workspace, row: { lifecycle: Workspace["lifecycle"]; session_id: string; state: ChangesetStateName } | undefined): ChangesetStateName {
+/**
+ * The row a write locked must still be this session's, active, with a non-terminal changeset.
+ * `ending`: a turn's capture as the session is stranded, which may also write while it is stranded.
+ */
+export function checkRow(ws: Workspace, row: { lifecycle: Workspace["lifecycle"]; session_id: string; state: ChangesetStateName } | undefined, ending = false): ChangesetStateName {
   if (!row) throw notFound("SESSION_NOT_FOUND", `session ${ws.sessionId} has no workspace`, { session_id: ws.sessionId });
-  if (row.lifecycle !== "active") assertActive({ ...ws, lifecycle: row.lifecycle, strandedAt: ws.strandedAt ?? Date.now() });
+  if (row.lifecycle !== "active" && !(ending && row.lifecycle === "stranded")) assertActive({ ...ws, lifecycle: row.lifecycle, strandedAt: ws.strandedAt ?? Date.now() });
   if (row.session_id !== ws.sessionId) {
     throw failedPrecondition("SESSION_RESUMED", `session ${ws.sessionId} was resumed as ${row.session_id}`, { session_id: ws.sessionId, new_session_id: row.session_id });
   }

@@ -24,6 +24,8 @@ export interface RepositoryTable {
   source_path: string | null;
   next_agent_number: Generated<number>;
   created_at: Timestamp;
+  /** Patterns a turn's capture leaves out (migrations/0011_repository_capture_exclude.ts). */
+  capture_exclude: Generated<string[]>;
 }
 
 export type ChangesetStateName = "draft" | "submitted" | "verifying" | "approved" | "rejected" | "merged" | "closed";
@@ -185,6 +187,14 @@ export interface TurnTable {
   environment_released: Generated<boolean>;
   /** What EndTurn captured, answered again to a retried EndTurn (migrations/0010); NULL otherwise. */
   captured_paths: string[] | null;
+  /** What that capture left out on purpose, answered again with captured_paths (migrations/0010). */
+  left_out: LeftOutRow[] | null;
+}
+
+/** turns.left_out entries (jsonb). */
+export interface LeftOutRow {
+  path: string;
+  reason: "gitignored" | "excluded" | "too_large";
 }
 
 // ---- 0009_overlay_reads -------------------------------------------------------------------
@@ -215,7 +225,7 @@ export interface Database {
 }
 
 const COLUMNS = {
-  repositories: ["id", "name", "source_path", "next_agent_number", "created_at"],
+  repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude"],
   changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at"],
   workspaces: [
     "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",
@@ -232,7 +242,7 @@ const COLUMNS = {
   claims: ["repo_id", "path", "symbol", "workspace_id", "session_id", "agent_id", "agent_name", "acquired_at"],
   turns: [
     "id", "seq", "session_id", "workspace_id", "repo_id", "client_turn_id", "state", "outcome", "environment_path", "warm",
-    "superseded_by", "end_reason", "instance_id", "started_at", "ended_at", "environment_released", "captured_paths",
+    "superseded_by", "end_reason", "instance_id", "started_at", "ended_at", "environment_released", "captured_paths", "left_out",
   ],
   overlay_reads: ["workspace_id", "path", "read_at"],
 } as const;

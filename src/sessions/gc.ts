@@ -129,12 +129,17 @@ export class GarbageCollector {
    * non-terminal and a failed lookup counting as pinned):
    *
    *   reason        pinning  changeset      → action
-   *   expired       on       non-terminal   → stranded ("expired"), resumable
-   *   expired       *        terminal / off → destroyed (session.expired, gc_expired)
-   *   disconnected  on       non-terminal   → stranded ("disconnected")
-   *   disconnected  *        terminal / off → destroyed (session.destroyed, disconnected)
+   *   expired       *        non-terminal   → stranded ("expired"), resumable
+   *   expired       *        terminal       → destroyed (session.expired, gc_expired)
+   *   disconnected  *        non-terminal   → stranded ("disconnected")
+   *   disconnected  *        terminal       → destroyed (session.destroyed, disconnected)
    *   idle / max    on       non-terminal   → kept (pinned)
-   *   idle / max    *        terminal / off → destroyed (session.expired, gc_idle / gc_max_lifetime)
+   *   idle / max    off      non-terminal   → stranded ("gc_idle" / "gc_max_lifetime"), resumable
+   *   idle / max    *        terminal       → destroyed (session.expired, gc_idle / gc_max_lifetime)
+   *
+   * Pinning off never destroys unfinished work: where the workspace would have been pinned it
+   * is stranded (the reference: "flag is off but the workspace would have been pinned:
+   * strand"), so its changeset can be recovered by ResumeSession; only terminal work is evicted.
    *
    * Liveness is a fact in the database: the same lookup reads last_active_at, where every
    * instance flushes the activity it served (Heartbeats and other RPCs, open AttachSession
@@ -172,14 +177,16 @@ export class GarbageCollector {
           continue;
         }
         if (lookupFailed) continue; // flag off but unknown state: leave it for the next tick
-        add(destroy, why === "idle" ? "gc_idle" : "gc_max_lifetime", () => ({ kind: "session.expired" as const, list: [] })).list.push(ws);
+        const cause = why === "idle" ? "gc_idle" : "gc_max_lifetime";
+        if (nonTerminal) add(strand, cause, () => []).push(ws);
+        else add(destroy, cause, () => ({ kind: "session.expired" as const, list: [] })).list.push(ws);
       } else if (why === "expired") {
-        if (pinned) add(strand, "expired", () => []).push(ws);
-        else if (!lookupFailed) add(destroy, "gc_expired", () => ({ kind: "session.expired" as const, list: [] })).list.push(ws);
+        if (nonTerminal) add(strand, "expired", () => []).push(ws);
+        else add(destroy, "gc_expired", () => ({ kind: "session.expired" as const, list: [] })).list.push(ws);
       } else {
         if (facts === undefined) continue; // its last activity elsewhere is unknown: the next tick decides
-        if (pinned) add(strand, "disconnected", () => []).push(ws);
-        else if (!lookupFailed) add(destroy, "disconnected", () => ({ kind: "session.destroyed" as const, list: [] })).list.push(ws);
+        if (nonTerminal) add(strand, "disconnected", () => []).push(ws);
+        else add(destroy, "disconnected", () => ({ kind: "session.destroyed" as const, list: [] })).list.push(ws);
       }
     }
     // A disconnection holds only while no activity was written since the lookup (checked in SQL).
@@ -190,6 +197,8 @@ export class GarbageCollector {
       for (const r of rows) this.transitions.markStranded(byId.get(r.id)!, now, reason);
       report.stranded += rows.length;
       if (reason === "expired") report.expired += rows.length;
+      else if (reason === "gc_idle") report.idle += rows.length;
+      else if (reason === "gc_max_lifetime") report.maxLifetime += rows.length;
       else report.disconnected += rows.length;
     }
     for (const [cause, { kind, list }] of destroy) {

@@ -6,6 +6,7 @@ import type { ChangesetStateName, ChangesetTable, Database, EventTable, Lifecycl
 type Executor = Kysely<Database> | Transaction<Database>;
 
 export type RepositoryRow = Omit<Selectable<RepositoryTable>, "next_agent_number">;
+export type RepositoryInsert = Omit<RepositoryRow, "capture_exclude"> & { capture_exclude: string[] };
 export type ChangesetRow = Selectable<ChangesetTable>;
 
 /** A workspace row with its changeset's columns, as every read of a workspace needs both. */
@@ -20,16 +21,16 @@ export function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === "23505";
 }
 
-export async function insertRepository(db: Executor, row: RepositoryRow): Promise<void> {
+export async function insertRepository(db: Executor, row: RepositoryInsert): Promise<void> {
   await db.insertInto("repositories").values(row).execute();
 }
 
 export function listRepositories(db: Executor): Promise<RepositoryRow[]> {
-  return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at"]).orderBy("name").execute();
+  return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at", "capture_exclude"]).orderBy("name").execute();
 }
 
 export function findRepository(db: Executor, id: string): Promise<RepositoryRow | undefined> {
-  return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at"]).where("id", "=", id).executeTakeFirst();
+  return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at", "capture_exclude"]).where("id", "=", id).executeTakeFirst();
 }
 
 /** Bumps the repository's agent counter under its row lock; undefined when the repository does not exist. */

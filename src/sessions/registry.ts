@@ -114,8 +114,8 @@ export class WorkspaceRegistry {
 
   // ---- repositories -------------------------------------------------------------------
 
-  registerRepository(name: string, sourcePath: string | undefined): Promise<Repository> {
-    return this.repositories.registerRepository(name, sourcePath);
+  registerRepository(name: string, sourcePath: string | undefined, captureExclude: readonly string[] = []): Promise<Repository> {
+    return this.repositories.registerRepository(name, sourcePath, captureExclude);
   }
 
   listRepositories(): Promise<Repository[]> {
@@ -295,6 +295,12 @@ export class WorkspaceRegistry {
   }
 
   /** The lifecycle of each workspace (by id) that exists. */
+  /** A workspace in any lifecycle by its (stable) id, from the database; undefined when there is none. */
+  async workspaceById(workspaceId: string): Promise<Workspace | undefined> {
+    const row = await sqlRepo.findWorkspaceById(this.db, workspaceId);
+    return row ? this.workspaceFromRow(row) : undefined;
+  }
+
   async lifecyclesOf(workspaceIds: readonly string[]): Promise<Map<string, LifecycleName>> {
     const rows = await this.db.selectFrom("workspaces").select(["id", "lifecycle"]).where("id", "in", workspaceIds).execute();
     return new Map(rows.map((r) => [r.id, r.lifecycle]));

@@ -24,15 +24,16 @@ export class Repositories {
     for (const row of await sqlRepo.listRepositories(this.db)) this.repos.set(row.id, repositoryFromRow(row));
   }
 
-  async registerRepository(name: string, sourcePath: string | undefined): Promise<Repository> {
+  async registerRepository(name: string, sourcePath: string | undefined, captureExclude: readonly string[] = []): Promise<Repository> {
     const resolved = sourcePath ? await checkGitRepository(sourcePath) : null;
-    const repo: Repository = { id: this.newId(), name, sourcePath: resolved, createdAt: this.clock.now() };
+    const repo: Repository = { id: this.newId(), name, sourcePath: resolved, createdAt: this.clock.now(), captureExclude: [...captureExclude] };
     try {
       await sqlRepo.insertRepository(this.db, {
         id: repo.id,
         name: repo.name,
         source_path: repo.sourcePath,
         created_at: new Date(repo.createdAt),
+        capture_exclude: [...repo.captureExclude],
       });
     } catch (err) {
       if (sqlRepo.isUniqueViolation(err)) {
@@ -66,5 +67,5 @@ export function repositoryNotFound(repoId: string): BerthError {
 }
 
 function repositoryFromRow(row: sqlRepo.RepositoryRow): Repository {
-  return { id: row.id, name: row.name, sourcePath: row.source_path, createdAt: row.created_at.getTime() };
+  return { id: row.id, name: row.name, sourcePath: row.source_path, createdAt: row.created_at.getTime(), captureExclude: row.capture_exclude };
 }

@@ -7,6 +7,8 @@ export interface Repository {
   readonly name: string;
   readonly sourcePath: string | null;
   readonly createdAt: number;
+  /** What a turn's capture leaves out besides .gitignore (gitignore syntax). */
+  readonly captureExclude: readonly string[];
 }
 
 export interface Changeset {

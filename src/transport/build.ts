@@ -159,7 +159,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       maps,
       clock,
       logger,
-      settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, spares: config.envSpares, ...options.turns },
+      settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, spares: config.envSpares, maxFileBytes: config.maxFileBytes, shutdownGraceMs: config.shutdownGraceMs, ...options.turns },
       instances: Object.assign(identity, { staleAfterMs: lifecycle.staleAfterMs }),
     });
     const spanExporter = config.otlp
@@ -176,7 +176,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       grpcAddr: config.grpcAddr,
       httpAddr: config.httpAddr,
       tls: config.tls,
-      services: [registration(WorkspaceService, workspaceHandlers(serviceDeps)), registration(TurnService, turnHandlers({ registry, events, turns, forwarder }), { keepRequestBytes: FORWARDED_TURN_METHODS })],
+      services: [registration(WorkspaceService, workspaceHandlers({ ...serviceDeps, captures: turns })), registration(TurnService, turnHandlers({ registry, events, turns, forwarder }), { keepRequestBytes: FORWARDED_TURN_METHODS })],
       // A WriteFile of BERTH_MAX_FILE_BYTES plus its envelope (path, hashes, declared symbols).
       maxReceiveMessageBytes: config.maxFileBytes + 1024 * 1024,
       authenticator,

@@ -85,7 +85,10 @@ export class Acquirer {
     }
     const [repo, entries] = await Promise.all([this.deps.registry.repository(ws.repoId), this.deps.overlay.entries(ws)]);
     const env = await materialise({ root, workspaceId: ws.workspaceId, sourcePath: repo.sourcePath, baseCommit: ws.baseCommit, entries, spares: this.deps.spares });
-    this.deps.track(saveManifest(root, env).catch((err: unknown) => this.deps.logger.warn({ err }, "turn pool: saving the manifest failed")));
+    // Saved before the turn can write: a crash (kill -9) from here on leaves a directory the
+    // restart can diff against it and capture (scheduler.recoverLeftovers). Without it the
+    // restart can only keep the directory aside and report it (NO_MANIFEST).
+    await saveManifest(root, env).catch((err: unknown) => this.deps.logger.warn({ err }, "turn pool: saving the manifest failed"));
     return env;
   }
 }

@@ -24,7 +24,9 @@ export type EvictReason =
   | "session-ended"
   | "turn-failed"
   | "turn-cancelled"
-  | "lost-race";
+  | "lost-race"
+  | "server-shutdown"
+  | "server-restart";
 
 export interface PoolSettings {
   readonly root: string;
@@ -37,6 +39,10 @@ export interface PoolSettings {
   readonly sweepIntervalMs?: number;
   /** Pre-extracted base trees kept per (repository, commit) for cold acquires (default 2; 0 disables). */
   readonly spares?: number;
+  /** Capture leaves out files over this size, unread (default 8 MiB: the overlay's BERTH_MAX_FILE_BYTES). */
+  readonly maxFileBytes?: number;
+  /** How long stop() waits for the capture of the running turns (default 10 s: BERTH_SHUTDOWN_GRACE_MS). */
+  readonly shutdownGraceMs?: number;
 }
 
 export interface PoolStats {

@@ -18,7 +18,13 @@
  *    no longer running (superseded, cancelled, ended FAILED); evictions take only parked, seated
  *    environments and skip one a turn took meanwhile; busy seats are never evicted for room.
  *  - Nothing written is lost (capture.ts): capture runs at every EndTurn and before every
- *    teardown; what cannot be captured keeps the turn running (EndTurn) or the directory (.unsaved/).
+ *    teardown; what cannot be captured keeps the turn running (EndTurn) or the directory
+ *    (.unsaved/, with a turn.capture_failed event). A session stranded under a running turn
+ *    (on any instance: the session-end watch follows every instance's commits) has the turn's
+ *    edits captured into its overlay as the stranded session's ("ending" writes), and the
+ *    turn's row stays RUNNING until that capture is done: ResumeSession waits for it
+ *    (captureSettled), so the resumed session reads what the turn wrote. A graceful stop
+ *    captures every running turn; a restart captures what a crash left (recoverLeftovers).
  *
  * The pieces: pool.ts (seats, lanes, LRU eviction), acquire.ts (warm/cold), capture.ts,
  * teardown.ts, turn-records.ts (rows and events), idempotency.ts (client_turn_id, known turns),
@@ -33,12 +39,14 @@
 import type { Logger } from "pino";
 import type { Clock } from "../platform/clock.js";
 import { BerthError, failedPrecondition } from "../platform/errors.js";
+import { isTerminal } from "../sessions/changeset-states.js";
 import type { Workspace } from "../sessions/workspace.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import { Acquirer } from "./acquire.js";
-import { Capture, captureIncomplete } from "./capture.js";
-import { BaseSpares, envPath, probe, reportDeletionFailures, type Environment } from "./environment.js";
+import { Capture, captureIncomplete, type LeftOut } from "./capture.js";
+import { readdir } from "node:fs/promises";
+import { BaseSpares, envPath, loadLeftover, moveAside, probe, reportDeletionFailures, type Environment } from "./environment.js";
 import { KnownTurns } from "./idempotency.js";
 import type { MapResult } from "./map/index.js";
 import type { WorkspaceMapService } from "./map/index.js";
@@ -46,7 +54,7 @@ import { EnvironmentOwnership, TurnRaceLost } from "./ownership.js";
 import { Pool, type EvictReason, type PoolSettings, type PoolStats, type SlotState, type WsState } from "./pool.js";
 import { sessionEndFollower } from "./session-ends.js";
 import type * as store from "./store.js";
-import { Teardowns } from "./teardown.js";
+import { Teardowns, type CaptureMode } from "./teardown.js";
 import { TurnRecords, TurnRowConflict, turnFromRow, type InstanceSettings } from "./turn-records.js";
 import { newTurn, type BeginResult, type OnBusyName, type Turn } from "./turn.js";
 
@@ -54,6 +62,13 @@ export type { BeginResult, OnBusyName, Turn } from "./turn.js";
 export type { EvictReason, PoolSettings, PoolStats, SlotState } from "./pool.js";
 export type { InstanceSettings } from "./turn-records.js";
 export { TurnRaceLost, type EnvironmentOwnership, type Placement } from "./ownership.js";
+
+/** EndTurn's answer: the turn, what its capture wrote into the overlay, and what it left out on purpose. */
+export interface EndTurnResult {
+  readonly turn: Turn;
+  readonly captured: string[];
+  readonly leftOut: LeftOut[];
+}
 
 export interface TurnSchedulerDeps {
   readonly registry: WorkspaceRegistry;
@@ -93,8 +108,15 @@ export class TurnScheduler {
     this.records = new TurnRecords(deps);
     this.known = new KnownTurns(this.records);
     this.pool = new Pool({ settings: deps.settings, clock: deps.clock, logger: deps.logger, evict: (s, reason) => this.evictLater(s, reason) });
-    this.capture = new Capture({ root, overlay: deps.overlay, logger: deps.logger, track });
-    this.teardowns = new Teardowns({ root, logger: deps.logger, pool: this.pool, records: this.records, capture: (ws, env) => this.capture.capture(ws, env), track });
+    this.capture = new Capture({
+      root,
+      overlay: deps.overlay,
+      logger: deps.logger,
+      track,
+      maxFileBytes: deps.settings.maxFileBytes ?? 8 * 1024 * 1024,
+      excludeOf: async (ws) => (await deps.registry.repository(ws.repoId)).captureExclude,
+    });
+    this.teardowns = new Teardowns({ root, logger: deps.logger, pool: this.pool, records: this.records, capture: (ws, env, options) => this.capture.capture(ws, env, options), track });
     const probeFn = deps.probe ?? ((env: Environment) => probe(env, timeout));
     this.acquirer = new Acquirer({ ...deps, root, pool: this.pool, teardowns: this.teardowns, spares: this.spares, probe: probeFn, track });
     this.ownership = new EnvironmentOwnership({ records: this.records, logger: deps.logger, holds: (id) => this.pool.holds(id), knows: (id) => this.known.has(id) });
@@ -104,10 +126,15 @@ export class TurnScheduler {
     return this.deps.settings.root;
   }
 
-  /** Marks turns orphaned by a previous incarnation, starts the expiry sweep and the session-end watch. */
+  /**
+   * Marks turns orphaned by a previous incarnation, captures what a crash left in their
+   * directories, starts the expiry sweep and the session-end watch. Before the server serves:
+   * a ResumeSession after a restart reads what the crashed turn had written.
+   */
   async start(): Promise<void> {
     const n = await this.records.failOrphaned();
     if (n > 0) this.deps.logger.info({ turns: n }, "turns: running turns of a previous incarnation marked ENDED/FAILED (server_restart)");
+    await this.recoverLeftovers();
     const every = this.deps.settings.sweepIntervalMs ?? 1000;
     if (every > 0) {
       this.sweepTimer = setInterval(() => {
@@ -119,6 +146,7 @@ export class TurnScheduler {
 
   async stop(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    await this.captureRunning();
     for (const t of this.known.values()) if (t.state === "running") t.abort.abort();
     await Promise.allSettled([...this.pool.all()].map((s) => s.lane));
     await Promise.allSettled([...this.background]);
@@ -256,7 +284,7 @@ export class TurnScheduler {
 
   // ---- EndTurn ------------------------------------------------------------------------
 
-  async endTurn(turnId: string, outcome: store.OutcomeName, assertOwner: (sessionId: string) => Promise<Workspace>): Promise<{ turn: Turn; captured: string[] }> {
+  async endTurn(turnId: string, outcome: store.OutcomeName, assertOwner: (sessionId: string) => Promise<Workspace>): Promise<EndTurnResult> {
     const turn = this.known.get(turnId) ?? (await this.records.turnFromDb(turnId));
     await assertOwner(turn.sessionId);
     if (turn.state === "running" && !this.known.has(turn.id)) {
@@ -272,32 +300,35 @@ export class TurnScheduler {
       if (turn.state !== "running") return alreadyFinished(turn, outcome);
       const env = turn.env;
       let captured: string[] = [];
+      let leftOut: LeftOut[] = [];
       if (env && state.env === env) {
         const r = await this.capture.capture(state.ws, env);
         captured = r.captured;
+        leftOut = r.leftOut;
         if (r.failed.length > 0) throw captureIncomplete(turnId, r);
       }
       const now = this.deps.clock.now();
       const park = outcome === "failed" ? undefined : outcome === "completed" ? "idle" : "approval";
       const events = [this.records.turnEvent(state.ws, "turn.ended", turn, { outcome })];
       if (park) events.push(this.records.turnEvent(state.ws, "turn.parked", turn, { outcome }));
-      await this.records.finishEnded(turn, outcome, now, captured, events);
+      await this.records.finishEnded(turn, outcome, now, captured, leftOut, events);
       turn.state = "ended";
       turn.outcome = outcome;
       turn.capturedPaths = captured;
+      turn.leftOut = leftOut;
       turn.endedAt = now;
       turn.abort.abort();
       turn.settledDone = true;
       if (state.turn === turn) state.turn = undefined;
       this.known.forgetLater(turn);
-      if (!env || state.env !== env) return { turn, captured };
+      if (!env || state.env !== env) return { turn, captured, leftOut };
       if (!park) {
         await this.teardowns.teardown(state, env, "turn-failed", turn.sessionId);
         this.pool.unseat(state);
-        return { turn, captured };
+        return { turn, captured, leftOut };
       }
       if (!this.pool.park(state, park, now)) await this.teardowns.teardown(state, env, "capacity", turn.sessionId);
-      return { turn, captured };
+      return { turn, captured, leftOut };
     });
   }
 
@@ -316,8 +347,13 @@ export class TurnScheduler {
     return { cancelled: true, settled: done };
   }
 
-  /** Marks a running turn stopped (synchronously) and queues its environment's capture and teardown (returned). */
-  private stopTurn(state: WsState, turn: Turn, to: "cancelled", reason: string, evict: EvictReason = "turn-cancelled"): Promise<unknown> {
+  /**
+   * Marks a running turn stopped (synchronously) and queues its environment's capture and
+   * teardown (returned). `finishAfter`: the turn's row is finished (CANCELLED, `reason`) in the
+   * lane after the capture, not at once — so that a RUNNING row means "its capture may still
+   * come" to every instance (ResumeSession waits for it: captureSettled).
+   */
+  private stopTurn(state: WsState, turn: Turn, to: "cancelled", reason: string, evict: EvictReason = "turn-cancelled", mode: CaptureMode = "capture", finishAfter = false): Promise<unknown> {
     turn.state = to;
     turn.endReason = reason;
     turn.endedAt = this.deps.clock.now();
@@ -325,9 +361,15 @@ export class TurnScheduler {
     if (state.turn === turn) state.turn = undefined;
     const settled = this.pool.enqueue(state, async () => {
       await turn.started?.catch(() => {}); // ordering only: a failed start is the BeginTurn's error
-      if (turn.env && state.env === turn.env) {
-        await this.teardowns.teardown(state, turn.env, evict, turn.sessionId);
-        if (!state.turn) this.pool.unseat(state);
+      try {
+        if (turn.env && state.env === turn.env) {
+          await this.teardowns.teardown(state, turn.env, evict, turn.sessionId, mode);
+          if (!state.turn) this.pool.unseat(state);
+        }
+      } finally {
+        if (finishAfter) {
+          await this.records.finishInDb(turn, "cancelled", { reason }, [this.records.turnEvent(state.ws, "turn.cancelled", turn, { reason })]).catch((err: unknown) => this.deps.logger.warn({ err, turnId: turn.id }, "turns: recording a cancelled turn failed"));
+        }
       }
     }).finally(() => (turn.settledDone = true));
     turn.settled = settled;
@@ -359,6 +401,11 @@ export class TurnScheduler {
 
   stats(): PoolStats {
     return this.pool.stats();
+  }
+
+  /** Teardowns and restarts whose capture could not complete (berth_turn_capture_failures_total). */
+  get captureFailures(): number {
+    return this.teardowns.captureFailures;
   }
 
   /** The other live instances (their pools make up the rest of the cluster's). */
@@ -402,19 +449,118 @@ export class TurnScheduler {
     return all;
   }
 
-  /** A session ended (stranded, abandoned, destroyed, expired): its running turn stops; its environment is captured, then torn down. */
+  /**
+   * A session ended (stranded, abandoned, destroyed, expired): its running turn stops; its
+   * environment is captured, then torn down. Stranded: captured into the stranded session's
+   * overlay ("ending"), which ResumeSession restores; the turn's row is finished after that.
+   * Abandoned or destroyed: the overlay was deleted in the ending's own transaction, so there is
+   * nothing to capture into; the directory is discarded (the ending was asked for, or the
+   * changeset is terminal: GC destroys only terminal work).
+   */
   sessionEnded(workspaceId: string, kind: string): void {
     const state = this.pool.get(workspaceId);
     if (!state) return;
+    const mode: CaptureMode = kind === "session.stranded" ? "ending" : "discard";
     const running = state.turn;
     if (running) {
-      void this.stopTurn(state, running, "cancelled", kind, "session-ended"); // tracked; its failures are logged by the teardown
-      this.track(this.finishOutsideLane(state, this.records.finishInDb(running, "cancelled", { reason: kind }, [this.records.turnEvent(state.ws, "turn.cancelled", running, { reason: kind })])).catch((err: unknown) => this.deps.logger.warn({ err }, "turns: recording a cancelled turn failed")));
+      void this.stopTurn(state, running, "cancelled", kind, "session-ended", mode, true); // tracked; its failures are logged by the teardown
       return;
     }
     if (state.env) {
       this.pool.unseat(state);
-      this.evictLater(state, "session-ended");
+      this.track(this.pool.enqueue(state, () => this.teardowns.evictParked(state, "session-ended", mode)));
+    }
+  }
+
+  /**
+   * Resolves once no live instance has a RUNNING turn of the workspace: the capture of a
+   * session stranded under a running turn is done (the owner finishes the turn's row after it).
+   * UNAVAILABLE CAPTURE_PENDING (retryable) when that takes longer than `timeoutMs`.
+   */
+  async captureSettled(workspaceId: string, timeoutMs = 10_000): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const local = this.pool.get(workspaceId);
+      if (local) await Promise.allSettled([local.lane]);
+      const running = await this.records.runningOnLiveInstance(workspaceId);
+      if (!running) return;
+      if (performance.now() > deadline) {
+        throw new BerthError("unavailable", "CAPTURE_PENDING", `the running turn ${running.id} of workspace ${workspaceId} is still being captured into the overlay; retry`, {
+          workspace_id: workspaceId,
+          turn_id: running.id,
+          owner_instance: running.instance_id ?? "",
+        });
+      }
+      await delay(50);
+    }
+  }
+
+  /**
+   * Graceful stop: every running turn here is captured into the overlay (its session is still
+   * active: ordinary writes, claims included), its directory torn down and its row finished
+   * (CANCELLED, server_shutdown) — within the shutdown grace period. What is not done by then
+   * stays in its directory with its saved manifest, for the next start (recoverLeftovers).
+   */
+  private async captureRunning(): Promise<void> {
+    const jobs: Promise<unknown>[] = [];
+    for (const t of [...this.known.values()]) {
+      const state = t.state === "running" ? this.pool.get(t.workspaceId) : undefined;
+      if (state && state.turn === t) jobs.push(this.stopTurn(state, t, "cancelled", "server_shutdown", "server-shutdown", "capture", true));
+    }
+    if (jobs.length === 0) return;
+    const grace = this.deps.settings.shutdownGraceMs ?? 10_000;
+    const done = await Promise.race([Promise.allSettled(jobs).then(() => true), delay(grace).then(() => false)]);
+    if (done) this.deps.logger.info({ turns: jobs.length }, "turns: running turns captured into the overlay at shutdown");
+    else this.deps.logger.error({ turns: jobs.length, graceMs: grace }, "turns: the capture of running turns did not finish within the shutdown grace period; their directories stay for the next start");
+  }
+
+  /**
+   * At start: the directories a previous process left under the root (a crash, kill -9, a stop
+   * that ran out of grace) are captured against their saved manifests, then torn down — into
+   * the overlay as the session is now: stranded (the startup reconcile strands what a dead
+   * incarnation owned: "ending" writes) or still active (ordinary writes). A workspace that has
+   * ended for good, or whose changeset is terminal, has no overlay to write into: discarded. A
+   * directory without a matching manifest cannot be diffed: moved to .orphaned/ (kept) and
+   * reported as a turn.capture_failed event (NO_MANIFEST); so is one that is no longer the
+   * session's latest word: resumed since its turn ran here (SESSION_RESUMED), or a later turn
+   * ran on another instance (LATER_TURN_ELSEWHERE). Nothing is deleted unreported.
+   */
+  private async recoverLeftovers(): Promise<void> {
+    let names: string[];
+    try {
+      names = (await readdir(this.root, { withFileTypes: true })).filter((d) => d.isDirectory() && !d.name.startsWith(".")).map((d) => d.name);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw err;
+    }
+    for (const id of names) {
+      const ws = UUID.test(id) ? await this.deps.registry.workspaceById(id) : undefined;
+      if (!ws) continue; // not a workspace's: the pre-acquire of a later turn, or an operator, decides
+      const state = this.pool.stateOf(ws);
+      if (state.env || state.turn) continue;
+      await this.pool.enqueue(state, async () => {
+        const leftover = await loadLeftover(this.root, id);
+        // Captured only while the directory is the session's latest word: its most recent turn
+        // ran here (an earlier incarnation of this name), for the session as it is now.
+        // Resumed since, or a later turn elsewhere: writing the old files now would overwrite,
+        // blindly, what was written meanwhile.
+        const last = leftover ? await this.records.lastTurnOf(id) : undefined;
+        const name = this.records.instanceName;
+        const why = !leftover ? "NO_MANIFEST" : !last ? "NO_TURN" : last.session_id !== ws.sessionId ? "SESSION_RESUMED" : name !== undefined && last.instance_name !== name ? "LATER_TURN_ELSEWHERE" : undefined;
+        const ranFor = last?.session_id;
+        if (why) {
+          const aside = await moveAside(this.root, envPath(this.root, id), `${id}-${Date.now()}`);
+          this.teardowns.captureFailures++;
+          this.deps.logger.error({ workspaceId: id, movedTo: aside, reason: why }, "turns: a directory left by a previous process cannot be captured; kept under .orphaned/");
+          await this.records.record([this.records.captureFailedEvent(ws, ranFor ?? ws.sessionId, envPath(this.root, id), aside ?? "", "server-restart", [{ path: "*", reason: why }], 0)]);
+          return;
+        }
+        if (!leftover) return;
+        const live = ws.lifecycle === "active" || ws.lifecycle === "stranded";
+        const mode: CaptureMode = !live || isTerminal(ws.changeset.state) ? "discard" : ws.lifecycle === "stranded" ? "ending" : "capture";
+        const r = await this.teardowns.teardown(state, leftover, "server-restart", ws.sessionId, mode);
+        this.deps.logger.info({ workspaceId: id, mode, captured: r.capturedPaths.length, failed: r.failedPaths.length }, "turns: captured what a previous process left in an environment");
+      }).catch((err: unknown) => this.deps.logger.error({ err, workspaceId: id }, "turns: recovering a directory left by a previous process failed; it stays on disk"));
     }
   }
 
@@ -440,8 +586,8 @@ export class TurnScheduler {
 }
 
 /** A retried EndTurn with the same outcome gets the first one's answer, whichever instance ended it. */
-function alreadyFinished(turn: Turn, outcome: store.OutcomeName): { turn: Turn; captured: string[] } {
-  if (turn.state === "ended" && turn.outcome === outcome) return { turn, captured: [...(turn.capturedPaths ?? [])] };
+function alreadyFinished(turn: Turn, outcome: store.OutcomeName): EndTurnResult {
+  if (turn.state === "ended" && turn.outcome === outcome) return { turn, captured: [...(turn.capturedPaths ?? [])], leftOut: [...(turn.leftOut ?? [])] };
   throw failedPrecondition("TURN_NOT_RUNNING", `turn ${turn.id} is ${turn.state.toUpperCase()}${turn.endReason ? ` (${turn.endReason})` : ""}`, {
     turn_id: turn.id,
     state: turn.state.toUpperCase(),
@@ -449,6 +595,8 @@ function alreadyFinished(turn: Turn, outcome: store.OutcomeName): { turn: Turn; 
     superseded_by: turn.supersededBy ?? "",
   });
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function delay(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms).unref());

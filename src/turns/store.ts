@@ -4,13 +4,13 @@ import { eventValues, insertEvents, insertEventsFrom, type PreparedEvent } from 
 
 type EventRow = PreparedEvent["row"];
 import type { Db } from "../platform/database.js";
-import type { Database, OutcomeName, TurnStateName, TurnTable } from "../platform/schema.js";
+import type { Database, LeftOutRow, OutcomeName, TurnStateName, TurnTable } from "../platform/schema.js";
 import { instanceAlive } from "../sessions/lifecycle.repository.js";
 
 export type { OutcomeName, TurnStateName };
 
 /** A turn row as read (SELECT *) and as written; seq is the database's (insertion order), never read. */
-export type TurnRow = Omit<Selectable<TurnTable>, "seq" | "environment_released" | "captured_paths"> & { environment_released?: boolean; captured_paths?: string[] | null };
+export type TurnRow = Omit<Selectable<TurnTable>, "seq" | "environment_released" | "captured_paths" | "left_out"> & { environment_released?: boolean; captured_paths?: string[] | null; left_out?: LeftOutRow[] | null };
 
 type Q = Db | Transaction<Database>;
 
@@ -34,9 +34,9 @@ export async function insertTurnWithEvents(q: Q, r: TurnRow, events: readonly Ev
 }
 
 /** Moves a running turn to a final state; false when it was not running. */
-export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; captured?: readonly string[]; at: Date }): Promise<boolean> {
+export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; captured?: readonly string[]; leftOut?: readonly { path: string; reason: string }[]; at: Date }): Promise<boolean> {
   const r = await sql`UPDATE turns SET state = ${state}, outcome = ${fields.outcome ?? null}, superseded_by = ${fields.supersededBy ?? null},
-      end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}, captured_paths = ${fields.captured ? [...fields.captured] : null}::text[]
+      end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}, captured_paths = ${fields.captured ? [...fields.captured] : null}::text[], left_out = ${fields.leftOut ? JSON.stringify(fields.leftOut) : null}::jsonb
     WHERE id = ${id} AND state = 'running'`.execute(q);
   return Number(r.numAffectedRows ?? 0n) > 0;
 }
@@ -45,11 +45,11 @@ export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName,
  * finishTurn and the events it reports in one statement (one round trip in autocommit); the
  * events are stored only when the turn was running. The caller wakes event delivery.
  */
-export async function finishTurnWithEvents(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; captured?: readonly string[]; at: Date }, events: readonly EventRow[]): Promise<boolean> {
+export async function finishTurnWithEvents(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; captured?: readonly string[]; leftOut?: readonly { path: string; reason: string }[]; at: Date }, events: readonly EventRow[]): Promise<boolean> {
   if (events.length === 0) return finishTurn(q, id, state, fields);
   const r = await sql<{ n: number | string }>`WITH u AS (
       UPDATE turns SET state = ${state}, outcome = ${fields.outcome ?? null}, superseded_by = ${fields.supersededBy ?? null},
-        end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}, captured_paths = ${fields.captured ? [...fields.captured] : null}::text[]
+        end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}, captured_paths = ${fields.captured ? [...fields.captured] : null}::text[], left_out = ${fields.leftOut ? JSON.stringify(fields.leftOut) : null}::jsonb
       WHERE id = ${id} AND state = 'running' RETURNING 1
     ), ev AS (${insertEventsFrom(sql`SELECT * FROM (${eventValues(events)}) AS v WHERE EXISTS (SELECT 1 FROM u)`)})
     SELECT count(*) AS n FROM u`.execute(q);
@@ -131,6 +131,22 @@ export async function liveInstances(q: Q, staleAfterMs: number): Promise<{ id: s
   const r = await sql<{ id: string; advertise_addr: string | null }>`
     SELECT i.id, i.advertise_addr FROM instances i WHERE ${instanceAlive("i", staleAfterMs)} ORDER BY i.id`.execute(q);
   return r.rows;
+}
+
+/** The workspace's most recent turn: its session and the name of the instance that ran it (NULL: row gone). */
+export async function lastTurnOf(q: Q, workspaceId: string): Promise<{ session_id: string; instance_name: string | null } | undefined> {
+  const r = await sql<{ session_id: string; instance_name: string | null }>`
+    SELECT t.session_id, i.name AS instance_name FROM turns t LEFT JOIN instances i ON i.id = t.instance_id
+    WHERE t.workspace_id = ${workspaceId}::uuid ORDER BY t.seq DESC LIMIT 1`.execute(q);
+  return r.rows[0];
+}
+
+/** The workspace's RUNNING turn whose instance is alive (by the database's now()), if any. */
+export async function runningTurnOnLiveInstance(q: Q, workspaceId: string, staleAfterMs: number): Promise<{ id: string; instance_id: string | null } | undefined> {
+  const r = await sql<{ id: string; instance_id: string | null }>`
+    SELECT t.id, t.instance_id FROM turns t JOIN instances i ON i.id = t.instance_id
+    WHERE t.workspace_id = ${workspaceId}::uuid AND t.state = 'running' AND ${instanceAlive("i", staleAfterMs)}`.execute(q);
+  return r.rows[0];
 }
 
 /** The workspace's RUNNING turn, if any. */

@@ -7,12 +7,19 @@
  *  - identity-checked: the directory is removed only while its marker holds this environment's
  *    token, so tearing down a displaced environment cannot remove its replacement;
  *  - capture before removal, and nothing deleted that could not be captured: such a directory
- *    is moved under .unsaved/ for an operator, and the path is still freed for the next turn.
+ *    is moved under .unsaved/ for an operator, the path is still freed for the next turn, and
+ *    the loss is stored as a turn.capture_failed event (paths, reasons, where it is kept) and
+ *    counted (berth_turn_capture_failures_total) — never only a log line;
+ *  - how the capture writes: as any WriteFile ("capture"); as the capture of a session that
+ *    has just been stranded ("ending": the overlay accepts it for the stranded workspace, so
+ *    ResumeSession restores it); or not at all ("discard": the session was destroyed or
+ *    abandoned, its overlay deleted in the same transaction — there is nothing to write into).
  * Every teardown and eviction is counted, logged and stored as an env.evicted event.
  */
+import path from "node:path";
 import type { Logger } from "pino";
 import type { Workspace } from "../sessions/workspace.js";
-import type { CaptureResult } from "./capture.js";
+import type { CaptureOptions, CaptureResult } from "./capture.js";
 import { removeIfOwned, type Environment, type TeardownResult } from "./environment.js";
 import type { EvictReason, Pool, WsState } from "./pool.js";
 import type { TurnRecords } from "./turn-records.js";
@@ -22,44 +29,56 @@ export interface TeardownDeps {
   readonly logger: Logger;
   readonly pool: Pool;
   readonly records: TurnRecords;
-  readonly capture: (ws: Workspace, env: Environment) => Promise<CaptureResult>;
+  readonly capture: (ws: Workspace, env: Environment, options: CaptureOptions) => Promise<CaptureResult>;
   /** Keeps a background promise (a deletion, an event insert) until the scheduler stops. */
   readonly track: (p: Promise<unknown>) => void;
 }
 
+/** How a teardown's capture writes (see the header). */
+export type CaptureMode = "capture" | "ending" | "discard";
+
 export class Teardowns {
+  /** Teardowns whose capture could not complete (the directory kept under .unsaved/). */
+  captureFailures = 0;
+
   constructor(private readonly deps: TeardownDeps) {}
 
   /** A parked environment's eviction (capacity, expiry, session end), unless a turn took it meanwhile. */
-  async evictParked(state: WsState, reason: EvictReason): Promise<void> {
+  async evictParked(state: WsState, reason: EvictReason, mode: CaptureMode = "capture"): Promise<void> {
     if (state.turn || !state.env) return;
-    await this.teardown(state, state.env, reason, state.ws.sessionId);
+    await this.teardown(state, state.env, reason, state.ws.sessionId, mode);
   }
 
   /**
    * Capture, then identity-checked removal. Idempotent per Environment. When some change could
    * not be captured the directory is kept under .unsaved/ (never deleted) and the paths logged.
    */
-  teardown(state: WsState, env: Environment, reason: EvictReason, sessionId: string): Promise<TeardownResult> {
+  teardown(state: WsState, env: Environment, reason: EvictReason, sessionId: string, mode: CaptureMode = "capture"): Promise<TeardownResult> {
     if (state.env === env) state.env = undefined;
     if (env.teardown) return env.teardown;
     env.teardown = (async (): Promise<TeardownResult> => {
       let captured: string[] = [];
       let failed: { path: string; reason: string }[] = [];
       let gone = false;
-      try {
-        const r = await this.deps.capture(state.ws, env);
-        captured = r.captured;
-        failed = r.failed;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") gone = true;
-        else failed = [{ path: "*", reason: err instanceof Error ? err.message : String(err) }];
+      if (mode !== "discard") {
+        try {
+          const r = await this.deps.capture(state.ws, env, { ending: mode === "ending" });
+          captured = r.captured;
+          failed = r.failed;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === "ENOENT") gone = true;
+          else failed = [{ path: "*", reason: err instanceof Error ? err.message : String(err) }];
+        }
       }
       const preserve = failed.length > 0;
-      const { outcome, deleting } = gone ? { outcome: "absent" as const, deleting: Promise.resolve() } : await removeIfOwned(this.deps.root, env.path, env.token, preserve, preserve ? `${env.workspaceId}-${env.token}` : env.token);
+      const label = preserve ? `${env.workspaceId}-${env.token}` : env.token;
+      const { outcome, deleting } = gone ? { outcome: "absent" as const, deleting: Promise.resolve() } : await removeIfOwned(this.deps.root, env.path, env.token, preserve, label);
       this.deps.track(deleting);
       if (preserve) {
-        this.deps.logger.error({ path: env.path, reason, failed }, "turn pool: changes could not be captured into the overlay; the environment is kept under .unsaved/");
+        this.captureFailures++;
+        const keptAt = outcome === "preserved" ? path.join(this.deps.root, ".unsaved", label) : "";
+        this.deps.logger.error({ path: env.path, keptAt, reason, failed }, "turn pool: changes could not be captured into the overlay; the environment is kept under .unsaved/");
+        await this.deps.records.record([this.deps.records.captureFailedEvent(state.ws, sessionId, env.path, keptAt, reason, failed, captured.length)]);
       }
       if (outcome === "foreign") this.deps.logger.warn({ path: env.path, token: env.token, reason }, "turn pool: teardown skipped: the directory belongs to another environment");
       this.countEviction(reason, state, env.path, sessionId, { outcome, captured: captured.length });

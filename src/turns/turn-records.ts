@@ -15,7 +15,7 @@ import { insertEvents, type EventInput } from "../platform/outbox.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { EvictReason } from "./pool.js";
 import * as store from "./store.js";
-import type { Turn } from "./turn.js";
+import type { LeftOut, Turn } from "./turn.js";
 import { instanceNameFree } from "../platform/instance-lock.js";
 import { runningInstanceName, stopInstance } from "../sessions/lifecycle.repository.js";
 
@@ -92,6 +92,21 @@ export class TurnRecords {
     return store.instanceState(this.deps.registry.db, instanceId, this.staleAfterMs);
   }
 
+  /** The workspace's most recent turn: its session and its instance's name. */
+  lastTurnOf(workspaceId: string): Promise<{ session_id: string; instance_name: string | null } | undefined> {
+    return store.lastTurnOf(this.deps.registry.db, workspaceId);
+  }
+
+  /** This instance's stable name, when known. */
+  get instanceName(): string | undefined {
+    return this.deps.instances?.name;
+  }
+
+  /** The workspace's RUNNING turn on a live instance (a capture may still be coming from there). */
+  runningOnLiveInstance(workspaceId: string): Promise<{ id: string; instance_id: string | null } | undefined> {
+    return store.runningTurnOnLiveInstance(this.deps.registry.db, workspaceId, this.staleAfterMs);
+  }
+
   runningTurnOf(workspaceId: string): Promise<store.TurnRow | undefined> {
     return store.runningTurnOf(this.deps.registry.db, workspaceId);
   }
@@ -142,9 +157,9 @@ export class TurnRecords {
   }
 
   /** EndTurn's update of a running turn to ENDED with its outcome, and the events reporting it. */
-  async finishEnded(turn: Turn, outcome: store.OutcomeName, now: number, captured: readonly string[], events: EventInput[]): Promise<void> {
+  async finishEnded(turn: Turn, outcome: store.OutcomeName, now: number, captured: readonly string[], leftOut: readonly LeftOut[], events: EventInput[]): Promise<void> {
     await turn.rowWritten;
-    await this.deps.registry.uow.statement(events, (db, rows) => store.finishTurnWithEvents(db, turn.id, "ended", { outcome, captured, at: new Date(now) }, rows), (finished) => finished);
+    await this.deps.registry.uow.statement(events, (db, rows) => store.finishTurnWithEvents(db, turn.id, "ended", { outcome, captured, leftOut, at: new Date(now) }, rows), (finished) => finished);
   }
 
   async finishInDb(turn: Turn, to: "superseded" | "cancelled", fields: { supersededBy?: string; reason?: string }, events: EventInput[]): Promise<void> {
@@ -196,6 +211,21 @@ export class TurnRecords {
     };
   }
 
+  /** The turn.capture_failed event of a teardown whose capture could not complete (teardown.ts). */
+  captureFailedEvent(ws: Workspace, sessionId: string, dir: string, keptAt: string, cause: EvictReason, failed: readonly { path: string; reason: string }[], captured: number): EventInput {
+    return {
+      kind: "turn.capture_failed",
+      repoId: ws.repoId,
+      sessionId,
+      workspaceId: ws.workspaceId,
+      agentId: ws.agentId,
+      changesetId: ws.changeset.id,
+      occurredAt: this.deps.clock.now(),
+      reason: failed[0]?.reason ?? "",
+      payload: { case: "captureFailed", value: { environmentPath: dir, keptAt, cause, failed: failed.slice(0, 200).map((f) => ({ path: f.path, reason: f.reason })), captured } },
+    };
+  }
+
   rowOf(t: Turn): store.TurnRow {
     return {
       id: t.id,
@@ -239,6 +269,7 @@ export function turnFromRow(r: store.TurnRow): Turn {
     supersededBy: r.superseded_by,
     endReason: r.end_reason,
     capturedPaths: r.captured_paths ?? null,
+    leftOut: r.left_out ?? null,
     abort: new AbortController(),
     instanceId: r.instance_id,
     env: undefined,

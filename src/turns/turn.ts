@@ -13,6 +13,14 @@ import type { OutcomeName, TurnStateName } from "./store.js";
 
 export type OnBusyName = "supersede" | "reject";
 
+export type LeftOutReason = "gitignored" | "excluded" | "too_large";
+
+/** A path capture did not send to the overlay on purpose; a directory ends with "/". */
+export interface LeftOut {
+  readonly path: string;
+  readonly reason: LeftOutReason;
+}
+
 export interface Turn {
   readonly id: string;
   readonly sessionId: string;
@@ -29,6 +37,8 @@ export interface Turn {
   endReason: string;
   /** What EndTurn captured (answered again to a retried EndTurn); null until then. */
   capturedPaths: readonly string[] | null;
+  /** What that capture left out on purpose (answered again with capturedPaths). */
+  leftOut: readonly LeftOut[] | null;
   readonly abort: AbortController;
   /** The instance that runs (ran) it, for a turn read from the database; absent on this process's own. */
   readonly instanceId?: string | null;
@@ -67,6 +77,7 @@ export function newTurn(ws: Workspace, clientTurnId: string | undefined, environ
     supersededBy: null,
     endReason: "",
     capturedPaths: null,
+    leftOut: null,
     abort: new AbortController(),
     env: undefined,
     rowWritten: undefined,

@@ -46,8 +46,9 @@ describe("berth repos", { timeout: 120_000 }, () => {
     expect(added.stdout).toMatch(/^id\s+[0-9a-f-]{36}$/m);
     expect(added.stdout).toMatch(/^name\s+cli-demo$/m);
 
-    const addedJson = await json<{ repository: { id: string; name: string } }>("repos", "add", "cli-demo-2");
+    const addedJson = await json<{ repository: { id: string; name: string; captureExclude?: string[] } }>("repos", "add", "cli-demo-2", "--capture-exclude", "dist/", "*.tmp");
     expect(addedJson.repository.name).toBe("cli-demo-2");
+    expect(addedJson.repository.captureExclude).toEqual(["dist/", "*.tmp"]);
 
     const table = await run("repos", "ls");
     expect(table.code).toBe(0);

@@ -32,10 +32,15 @@ describe(`GC truth table (pinning × changeset state × reason) on ${PRIMARY_KIN
 
     /** The expected outcome: the reference's table, with DRAFT non-terminal. */
     function expected(reason: Reason, pin: boolean, state: ChangesetStateName): { lifecycle: string; cause?: string } {
-      const pinned = pin && !TERMINAL.has(state);
-      if (reason === "idle" || reason === "max") return pinned ? { lifecycle: "active" } : { lifecycle: "destroyed", cause: reason === "idle" ? "gc_idle" : "gc_max_lifetime" };
-      if (reason === "expired") return pinned ? { lifecycle: "stranded", cause: "expired" } : { lifecycle: "destroyed", cause: "gc_expired" };
-      return pinned ? { lifecycle: "stranded", cause: "disconnected" } : { lifecycle: "destroyed", cause: "disconnected" };
+      // Unfinished work is never destroyed: pinning on keeps (idle, max) or strands it; pinning off strands it (issue 14).
+      const unfinished = !TERMINAL.has(state);
+      if (reason === "idle" || reason === "max") {
+        const cause = reason === "idle" ? "gc_idle" : "gc_max_lifetime";
+        if (!unfinished) return { lifecycle: "destroyed", cause };
+        return pin ? { lifecycle: "active" } : { lifecycle: "stranded", cause };
+      }
+      if (reason === "expired") return unfinished ? { lifecycle: "stranded", cause: "expired" } : { lifecycle: "destroyed", cause: "gc_expired" };
+      return unfinished ? { lifecycle: "stranded", cause: "disconnected" } : { lifecycle: "destroyed", cause: "disconnected" };
     }
 
     it.each(cases)("$reason, pinning $pin, $state", async ({ reason, pin, state }) => {

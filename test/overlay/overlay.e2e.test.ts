@@ -3,6 +3,7 @@
  * PostgreSQL, a real git repository as the base, calls through grpc-js (and Connect for the
  * transport limits).
  */
+import { createHash } from "node:crypto";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ChangesetState, FileChange, FileSource, SymbolChangeKind, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
@@ -257,6 +258,22 @@ describe("STALE_OVERLAY", () => {
     await berth.grpc.readFile({ sessionId: late.sessionId, path: "py/tasks.py" });
     const ok = await berth.grpc.writeFile({ sessionId: late.sessionId, path: "py/tasks.py", content: utf8(PY.replace("return None", "return 0")) });
     expect(ok.symbols.map((s) => s.name)).toEqual(["TaskService.delete_task"]);
+  });
+
+  it("(issue 14 c) refuses the blind overwrite of a never-read file by a session opened after the other's submit; expected_hash of the current content overrides", async () => {
+    const shared = "src/f23.txt";
+    const b = await session();
+    await berth.grpc.writeFile({ sessionId: b.sessionId, path: shared, content: utf8("B's submitted change\n") });
+    await berth.grpc.transitionChangeset({ changesetId: b.changesetId, toState: ChangesetState.SUBMITTED });
+    // A opens its workspace afterwards: its base does not hold B's submitted change.
+    const a = await session();
+    const blind = await failure(berth.grpc.writeFile({ sessionId: a.sessionId, path: shared, content: utf8("A's blind overwrite\n") }));
+    expect(blind).toMatchObject({ code: "FAILED_PRECONDITION", reason: "STALE_OVERLAY" });
+    expect(blind.metadata).toMatchObject({ path: shared, other_session_id: b.sessionId, other_changeset_id: b.changesetId, other_changeset_state: "SUBMITTED" });
+    // The explicit override: the hash of the content A overwrites (its base's file).
+    const current = createHash("sha256").update("file 23\n").digest("hex");
+    const ok = await berth.grpc.writeFile({ sessionId: a.sessionId, path: shared, content: utf8("A's deliberate overwrite\n"), expectedHash: current });
+    expect(ok.change).toBe(FileChange.MODIFIED);
   });
 });
 

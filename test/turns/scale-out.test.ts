@@ -191,11 +191,15 @@ needs({ postgres: true })("turns on several instances", () => {
     const { sessionId } = await newSession(a, source);
     const t = await a.turns.beginTurn({ sessionId });
     writeFileSync(path.join(t.environmentPath, "retried.txt"), "captured once\n");
+    writeFileSync(path.join(t.environmentPath, ".gitignore"), "*.log\n");
+    writeFileSync(path.join(t.environmentPath, "build.log"), "left out\n");
     const first = await b.turns.endTurn({ turnId: t.turnId, outcome: TurnOutcome.COMPLETED });
-    expect(first.capturedPaths).toEqual(["retried.txt"]);
+    expect([...first.capturedPaths].sort()).toEqual([".gitignore", "retried.txt"]);
+    expect(first.leftOut.map((l) => l.path)).toEqual(["build.log"]);
     for (const berth of [a, b, c]) {
       const again = await berth.turns.endTurn({ turnId: t.turnId, outcome: TurnOutcome.COMPLETED });
-      expect(again.capturedPaths).toEqual(["retried.txt"]);
+      expect(again.capturedPaths).toEqual(first.capturedPaths);
+      expect(again.leftOut).toEqual(first.leftOut);
       expect(again.turn?.state).toBe(TurnState.ENDED);
     }
   });
@@ -247,9 +251,12 @@ needs({ postgres: true })("turns on several instances", () => {
     const { sessionId, workspaceId } = await newSession(b, source);
     const t1 = await doomed.turns.beginTurn({ sessionId });
     expect(t1.environmentPath.startsWith(doomed.envRoot)).toBe(true);
-    // The owner dies: its server stops, and its row looks like a crash (never stopped, silent for an hour).
+    // The owner dies: its server stops, and its rows look like a crash (never stopped, silent for
+    // an hour; the turn still RUNNING — a graceful stop captures and cancels it, a crash does not).
     await doomed.close();
     await sql`UPDATE instances SET stopped_at = NULL, heartbeat_at = now() - interval '1 hour' WHERE id = ${doomed.server.registry.instanceId}::uuid`.execute(db());
+    expect((await turnRow(t1.turnId))).toMatchObject({ state: "cancelled", end_reason: "server_shutdown" });
+    await sql`UPDATE turns SET state = 'running', end_reason = '', ended_at = NULL WHERE id = ${t1.turnId}::uuid`.execute(db());
     expect((await turnRow(t1.turnId))?.state).toBe("running");
 
     const t2 = await c.turns.beginTurn({ sessionId });

@@ -211,7 +211,7 @@ describe("TurnService: the steered session keeps its environment", () => {
   });
 
   it("refuses BeginTurn on a stranded session with SESSION_STRANDED and captures then tears down its environment", async () => {
-    const { sessionId } = await newSession(b, source);
+    const { sessionId, workspaceId } = await newSession(b, source);
     const t1 = await b.turns.beginTurn({ sessionId });
     writeFileSync(path.join(t1.environmentPath, "late.txt"), "before the strand\n");
     await b.ws.strandSession({ sessionId, reason: "test" });
@@ -220,7 +220,11 @@ describe("TurnService: the steered session keeps its environment", () => {
     expect(f.reason).toBe("SESSION_STRANDED");
     for (let i = 0; i < 200 && (await b.turns.turnHeartbeat({ turnId: t1.turnId })).current; i++) await new Promise((r) => setTimeout(r, 10));
     expect((await b.turns.turnHeartbeat({ turnId: t1.turnId })).current).toBe(false);
-    for (let i = 0; i < 200 && existsSync(t1.environmentPath); i++) await new Promise((r) => setTimeout(r, 10));
+    // The resume waits for the capture of the stranded session's running turn: then the file is in the overlay.
+    const { newSessionId } = await b.ws.resumeSession({ deadSessionId: sessionId, agentId: "agent-a" });
+    expect(existsSync(t1.environmentPath)).toBe(false);
+    expect(new TextDecoder().decode((await b.ws.readFile({ sessionId: newSessionId, path: "late.txt" })).content)).toBe("before the strand\n");
+    expect(readdirNames(path.join(b.envRoot, ".unsaved")).filter((n) => n.startsWith(workspaceId))).toEqual([]);
     const stats = await b.turns.getPoolStats({});
     expect(stats.evictions["session-ended"] ?? 0n).toBeGreaterThanOrEqual(1n);
   });

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/event.proto.
  */
 export const file_berth_v1_event: GenFile = /*@__PURE__*/
-  fileDesc("ChRiZXJ0aC92MS9ldmVudC5wcm90bxIIYmVydGgudjEi9wUKBUV2ZW50EgsKA3NlcRgBIAEoBBIKCgJpZBgCIAEoCRIMCgRraW5kGAMgASgJEg8KB3JlcG9faWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBiABKAkSEAoIYWdlbnRfaWQYByABKAkSFAoMY2hhbmdlc2V0X2lkGAggASgJEi8KC29jY3VycmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YCiABKAkSMwoPc2Vzc2lvbl9jcmVhdGVkGBQgASgLMhguYmVydGgudjEuU2Vzc2lvbkNyZWF0ZWRIABI1ChBzZXNzaW9uX3N0cmFuZGVkGBUgASgLMhkuYmVydGgudjEuU2Vzc2lvblN0cmFuZGVkSAASMwoPc2Vzc2lvbl9yZXN1bWVkGBYgASgLMhguYmVydGgudjEuU2Vzc2lvblJlc3VtZWRIABI3ChFzZXNzaW9uX2FiYW5kb25lZBgXIAEoCzIaLmJlcnRoLnYxLlNlc3Npb25BYmFuZG9uZWRIABIvCg1zZXNzaW9uX2VuZGVkGBggASgLMhYuYmVydGgudjEuU2Vzc2lvbkVuZGVkSAASQQoWY2hhbmdlc2V0X3RyYW5zaXRpb25lZBgZIAEoCzIfLmJlcnRoLnYxLkNoYW5nZXNldFRyYW5zaXRpb25lZEgAEi0KDGZpbGVfY2hhbmdlZBgaIAEoCzIVLmJlcnRoLnYxLkZpbGVDaGFuZ2VkSAASLwoNY2xhaW1fY2hhbmdlZBgbIAEoCzIWLmJlcnRoLnYxLkNsYWltQ2hhbmdlZEgAEi0KDHR1cm5fY2hhbmdlZBgcIAEoCzIVLmJlcnRoLnYxLlR1cm5DaGFuZ2VkSAASOwoTZW52aXJvbm1lbnRfZXZpY3RlZBgdIAEoCzIcLmJlcnRoLnYxLkVudmlyb25tZW50RXZpY3RlZEgAQgkKB3BheWxvYWQicAoOU2Vzc2lvbkNyZWF0ZWQSEgoKYWdlbnRfbmFtZRgBIAEoCRIlCgRtb2RlGAIgASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIOCgZpbnRlbnQYAyABKAkSEwoLYmFzZV9jb21taXQYBCABKAkiQgoPU2Vzc2lvblN0cmFuZGVkEi8KC3N0cmFuZGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJACg5TZXNzaW9uUmVzdW1lZBIWCg5vbGRfc2Vzc2lvbl9pZBgBIAEoCRIWCg5uZXdfc2Vzc2lvbl9pZBgCIAEoCSJOChBTZXNzaW9uQWJhbmRvbmVkEjoKGHByZXZpb3VzX2NoYW5nZXNldF9zdGF0ZRgBIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlIh0KDFNlc3Npb25FbmRlZBINCgVjYXVzZRgBIAEoCSJxChVDaGFuZ2VzZXRUcmFuc2l0aW9uZWQSLAoKZnJvbV9zdGF0ZRgBIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEioKCHRvX3N0YXRlGAIgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUifAoLRmlsZUNoYW5nZWQSDAoEcGF0aBgBIAEoCRIkCgZjaGFuZ2UYAiABKA4yFC5iZXJ0aC52MS5GaWxlQ2hhbmdlEicKB3N5bWJvbHMYAyADKAsyFi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2USEAoIbmV3X2hhc2gYBCABKAkiYwoMQ2xhaW1DaGFuZ2VkEgwKBHBhdGgYASABKAkSDwoHc3ltYm9scxgCIAMoCRIZChFob2xkZXJfc2Vzc2lvbl9pZBgDIAEoCRIZChFob2xkZXJfYWdlbnRfbmFtZRgEIAEoCSKDAQoLVHVybkNoYW5nZWQSDwoHdHVybl9pZBgBIAEoCRIWCg5jbGllbnRfdHVybl9pZBgCIAEoCRIVCg1vdGhlcl90dXJuX2lkGAMgASgJEiYKB291dGNvbWUYBCABKA4yFS5iZXJ0aC52MS5UdXJuT3V0Y29tZRIMCgR3YXJtGAUgASgIIj4KEkVudmlyb25tZW50RXZpY3RlZBIYChBlbnZpcm9ubWVudF9wYXRoGAEgASgJEg4KBnJlYXNvbhgCIAEoCWIGcHJvdG8z", [file_berth_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("ChRiZXJ0aC92MS9ldmVudC5wcm90bxIIYmVydGgudjEiqgYKBUV2ZW50EgsKA3NlcRgBIAEoBBIKCgJpZBgCIAEoCRIMCgRraW5kGAMgASgJEg8KB3JlcG9faWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBiABKAkSEAoIYWdlbnRfaWQYByABKAkSFAoMY2hhbmdlc2V0X2lkGAggASgJEi8KC29jY3VycmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YCiABKAkSMwoPc2Vzc2lvbl9jcmVhdGVkGBQgASgLMhguYmVydGgudjEuU2Vzc2lvbkNyZWF0ZWRIABI1ChBzZXNzaW9uX3N0cmFuZGVkGBUgASgLMhkuYmVydGgudjEuU2Vzc2lvblN0cmFuZGVkSAASMwoPc2Vzc2lvbl9yZXN1bWVkGBYgASgLMhguYmVydGgudjEuU2Vzc2lvblJlc3VtZWRIABI3ChFzZXNzaW9uX2FiYW5kb25lZBgXIAEoCzIaLmJlcnRoLnYxLlNlc3Npb25BYmFuZG9uZWRIABIvCg1zZXNzaW9uX2VuZGVkGBggASgLMhYuYmVydGgudjEuU2Vzc2lvbkVuZGVkSAASQQoWY2hhbmdlc2V0X3RyYW5zaXRpb25lZBgZIAEoCzIfLmJlcnRoLnYxLkNoYW5nZXNldFRyYW5zaXRpb25lZEgAEi0KDGZpbGVfY2hhbmdlZBgaIAEoCzIVLmJlcnRoLnYxLkZpbGVDaGFuZ2VkSAASLwoNY2xhaW1fY2hhbmdlZBgbIAEoCzIWLmJlcnRoLnYxLkNsYWltQ2hhbmdlZEgAEi0KDHR1cm5fY2hhbmdlZBgcIAEoCzIVLmJlcnRoLnYxLlR1cm5DaGFuZ2VkSAASOwoTZW52aXJvbm1lbnRfZXZpY3RlZBgdIAEoCzIcLmJlcnRoLnYxLkVudmlyb25tZW50RXZpY3RlZEgAEjEKDmNhcHR1cmVfZmFpbGVkGB4gASgLMhcuYmVydGgudjEuQ2FwdHVyZUZhaWxlZEgAQgkKB3BheWxvYWQicAoOU2Vzc2lvbkNyZWF0ZWQSEgoKYWdlbnRfbmFtZRgBIAEoCRIlCgRtb2RlGAIgASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIOCgZpbnRlbnQYAyABKAkSEwoLYmFzZV9jb21taXQYBCABKAkiQgoPU2Vzc2lvblN0cmFuZGVkEi8KC3N0cmFuZGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJACg5TZXNzaW9uUmVzdW1lZBIWCg5vbGRfc2Vzc2lvbl9pZBgBIAEoCRIWCg5uZXdfc2Vzc2lvbl9pZBgCIAEoCSJOChBTZXNzaW9uQWJhbmRvbmVkEjoKGHByZXZpb3VzX2NoYW5nZXNldF9zdGF0ZRgBIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlIh0KDFNlc3Npb25FbmRlZBINCgVjYXVzZRgBIAEoCSJxChVDaGFuZ2VzZXRUcmFuc2l0aW9uZWQSLAoKZnJvbV9zdGF0ZRgBIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEioKCHRvX3N0YXRlGAIgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUifAoLRmlsZUNoYW5nZWQSDAoEcGF0aBgBIAEoCRIkCgZjaGFuZ2UYAiABKA4yFC5iZXJ0aC52MS5GaWxlQ2hhbmdlEicKB3N5bWJvbHMYAyADKAsyFi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2USEAoIbmV3X2hhc2gYBCABKAkiYwoMQ2xhaW1DaGFuZ2VkEgwKBHBhdGgYASABKAkSDwoHc3ltYm9scxgCIAMoCRIZChFob2xkZXJfc2Vzc2lvbl9pZBgDIAEoCRIZChFob2xkZXJfYWdlbnRfbmFtZRgEIAEoCSKDAQoLVHVybkNoYW5nZWQSDwoHdHVybl9pZBgBIAEoCRIWCg5jbGllbnRfdHVybl9pZBgCIAEoCRIVCg1vdGhlcl90dXJuX2lkGAMgASgJEiYKB291dGNvbWUYBCABKA4yFS5iZXJ0aC52MS5UdXJuT3V0Y29tZRIMCgR3YXJtGAUgASgIIoIBCg1DYXB0dXJlRmFpbGVkEhgKEGVudmlyb25tZW50X3BhdGgYASABKAkSDwoHa2VwdF9hdBgCIAEoCRINCgVjYXVzZRgDIAEoCRIlCgZmYWlsZWQYBCADKAsyFS5iZXJ0aC52MS5QYXRoRmFpbHVyZRIQCghjYXB0dXJlZBgFIAEoDSIrCgtQYXRoRmFpbHVyZRIMCgRwYXRoGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI+ChJFbnZpcm9ubWVudEV2aWN0ZWQSGAoQZW52aXJvbm1lbnRfcGF0aBgBIAEoCRIOCgZyZWFzb24YAiABKAliBnByb3RvMw", [file_berth_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * A lifecycle event, stored in the same transaction as the change that caused it
@@ -178,6 +178,14 @@ export type Event = Message<"berth.v1.Event"> & {
      */
     value: EnvironmentEvicted;
     case: "environmentEvicted";
+  } | {
+    /**
+     * turn.capture_failed
+     *
+     * @generated from field: berth.v1.CaptureFailed capture_failed = 30;
+     */
+    value: CaptureFailed;
+    case: "captureFailed";
   } | { case: undefined; value?: undefined };
 };
 
@@ -483,6 +491,86 @@ export const TurnChangedSchema: GenMessage<TurnChanged> = /*@__PURE__*/
   messageDesc(file_berth_v1_event, 9);
 
 /**
+ * Payload of turn.capture_failed: a turn's environment was to be torn down (its turn
+ * superseded, cancelled or failed, its session stranded, the environment expired, the server
+ * restarting) and some of its changes could not be captured into the overlay. The directory is
+ * kept on the instance's disk at kept_at, never deleted; nothing is lost silently.
+ *
+ * @generated from message berth.v1.CaptureFailed
+ */
+export type CaptureFailed = Message<"berth.v1.CaptureFailed"> & {
+  /**
+   * The environment's directory.
+   *
+   * @generated from field: string environment_path = 1;
+   */
+  environmentPath: string;
+
+  /**
+   * Where the directory is kept (under BERTH_ENV_ROOT/.unsaved/), empty when it could not be moved.
+   *
+   * @generated from field: string kept_at = 2;
+   */
+  keptAt: string;
+
+  /**
+   * Why the environment was being torn down (an env.evicted reason).
+   *
+   * @generated from field: string cause = 3;
+   */
+  cause: string;
+
+  /**
+   * The paths that could not be captured, each with the refusal's reason (e.g. SYMBOL_LOCKED).
+   *
+   * @generated from field: repeated berth.v1.PathFailure failed = 4;
+   */
+  failed: PathFailure[];
+
+  /**
+   * How many paths were captured all the same.
+   *
+   * @generated from field: uint32 captured = 5;
+   */
+  captured: number;
+};
+
+/**
+ * Describes the message berth.v1.CaptureFailed.
+ * Use `create(CaptureFailedSchema)` to create a new message.
+ */
+export const CaptureFailedSchema: GenMessage<CaptureFailed> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 10);
+
+/**
+ * One path capture could not write into the overlay.
+ *
+ * @generated from message berth.v1.PathFailure
+ */
+export type PathFailure = Message<"berth.v1.PathFailure"> & {
+  /**
+   * Repository-relative path ("*" when the directory could not be read at all).
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * The refusal's machine-readable reason, or the error's message.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message berth.v1.PathFailure.
+ * Use `create(PathFailureSchema)` to create a new message.
+ */
+export const PathFailureSchema: GenMessage<PathFailure> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 11);
+
+/**
  * Payload of env.evicted.
  *
  * @generated from message berth.v1.EnvironmentEvicted
@@ -508,5 +596,5 @@ export type EnvironmentEvicted = Message<"berth.v1.EnvironmentEvicted"> & {
  * Use `create(EnvironmentEvictedSchema)` to create a new message.
  */
 export const EnvironmentEvictedSchema: GenMessage<EnvironmentEvicted> = /*@__PURE__*/
-  messageDesc(file_berth_v1_event, 10);
+  messageDesc(file_berth_v1_event, 12);
 

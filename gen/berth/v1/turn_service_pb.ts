@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/turn_service.proto.
  */
 export const file_berth_v1_turn_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtiZXJ0aC92MS90dXJuX3NlcnZpY2UucHJvdG8SCGJlcnRoLnYxIqsCCgRUdXJuEg8KB3R1cm5faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAyABKAkSFgoOY2xpZW50X3R1cm5faWQYBCABKAkSIgoFc3RhdGUYBSABKA4yEy5iZXJ0aC52MS5UdXJuU3RhdGUSJgoHb3V0Y29tZRgGIAEoDjIVLmJlcnRoLnYxLlR1cm5PdXRjb21lEhgKEGVudmlyb25tZW50X3BhdGgYByABKAkSDAoEd2FybRgIIAEoCBIuCgpzdGFydGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKAoITWFwRW50cnkSDAoEcGF0aBgBIAEoCRIOCgZpc19kaXIYAiABKAgilAEKDFdvcmtzcGFjZU1hcBIjCgZzdGF0dXMYASABKA4yEy5iZXJ0aC52MS5NYXBTdGF0dXMSDAoEdGV4dBgCIAEoCRIjCgdlbnRyaWVzGAMgAygLMhIuYmVydGgudjEuTWFwRW50cnkSDQoFc2hvd24YBCABKA0SDQoFdG90YWwYBSABKA0SDgoGcmVhc29uGAYgASgJImEKEEJlZ2luVHVyblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIWCg5jbGllbnRfdHVybl9pZBgCIAEoCRIhCgdvbl9idXN5GAMgASgOMhAuYmVydGgudjEuT25CdXN5IpcBChFCZWdpblR1cm5SZXNwb25zZRIPCgd0dXJuX2lkGAEgASgJEhgKEGVudmlyb25tZW50X3BhdGgYAiABKAkSDAoEd2FybRgDIAEoCBItCg13b3Jrc3BhY2VfbWFwGAQgASgLMhYuYmVydGgudjEuV29ya3NwYWNlTWFwEhoKEnN1cGVyc2VkZWRfdHVybl9pZBgFIAEoCSJJCg5FbmRUdXJuUmVxdWVzdBIPCgd0dXJuX2lkGAEgASgJEiYKB291dGNvbWUYAiABKA4yFS5iZXJ0aC52MS5UdXJuT3V0Y29tZSJHCg9FbmRUdXJuUmVzcG9uc2USHAoEdHVybhgBIAEoCzIOLmJlcnRoLnYxLlR1cm4SFgoOY2FwdHVyZWRfcGF0aHMYAiADKAkiJAoRQ2FuY2VsVHVyblJlcXVlc3QSDwoHdHVybl9pZBgBIAEoCSI4ChJDYW5jZWxUdXJuUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgIEg8KB3NldHRsZWQYAiABKAgiJwoUVHVybkhlYXJ0YmVhdFJlcXVlc3QSDwoHdHVybl9pZBgBIAEoCSIoChVUdXJuSGVhcnRiZWF0UmVzcG9uc2USDwoHY3VycmVudBgBIAEoCCImChBMaXN0VHVybnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiMgoRTGlzdFR1cm5zUmVzcG9uc2USHQoFdHVybnMYASADKAsyDi5iZXJ0aC52MS5UdXJuIicKEVdhdGNoVHVybnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiNAoSV2F0Y2hUdXJuc1Jlc3BvbnNlEh4KBWV2ZW50GAEgASgLMg8uYmVydGgudjEuRXZlbnQiFQoTR2V0UG9vbFN0YXRzUmVxdWVzdCKbAgoUR2V0UG9vbFN0YXRzUmVzcG9uc2USDAoEYnVzeRgBIAEoDRIMCgRpZGxlGAIgASgNEhkKEWF3YWl0aW5nX2FwcHJvdmFsGAMgASgNEhAKCGNhcGFjaXR5GAQgASgNEkAKCWV2aWN0aW9ucxgFIAMoCzItLmJlcnRoLnYxLkdldFBvb2xTdGF0c1Jlc3BvbnNlLkV2aWN0aW9uc0VudHJ5EhUKDXdhcm1fYWNxdWlyZXMYBiABKAQSFQoNY29sZF9hY3F1aXJlcxgHIAEoBBIYChB1bnJlc2VydmVkX3R1cm5zGAggASgEGjAKDkV2aWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAEiLAoWR2V0V29ya3NwYWNlTWFwUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIkgKF0dldFdvcmtzcGFjZU1hcFJlc3BvbnNlEi0KDXdvcmtzcGFjZV9tYXAYASABKAsyFi5iZXJ0aC52MS5Xb3Jrc3BhY2VNYXAqTAoGT25CdXN5EhcKE09OX0JVU1lfVU5TUEVDSUZJRUQQABIVChFPTl9CVVNZX1NVUEVSU0VERRABEhIKDk9OX0JVU1lfUkVKRUNUEAIqigEKCVR1cm5TdGF0ZRIaChZUVVJOX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSVFVSTl9TVEFURV9SVU5OSU5HEAESFAoQVFVSTl9TVEFURV9FTkRFRBACEhkKFVRVUk5fU1RBVEVfU1VQRVJTRURFRBADEhgKFFRVUk5fU1RBVEVfQ0FOQ0VMTEVEEAQqtQEKCU1hcFN0YXR1cxIaChZNQVBfU1RBVFVTX1VOU1BFQ0lGSUVEEAASEQoNTUFQX1NUQVRVU19PSxABEhQKEE1BUF9TVEFUVVNfU1RBTEUQAhIaChZNQVBfU1RBVFVTX09WRVJfQlVER0VUEAMSFgoSTUFQX1NUQVRVU19TS0lQUEVEEAQSGAoUTUFQX1NUQVRVU19DQU5DRUxMRUQQBRIVChFNQVBfU1RBVFVTX0ZBSUxFRBAGMuYECgtUdXJuU2VydmljZRJECglCZWdpblR1cm4SGi5iZXJ0aC52MS5CZWdpblR1cm5SZXF1ZXN0GhsuYmVydGgudjEuQmVnaW5UdXJuUmVzcG9uc2USPgoHRW5kVHVybhIYLmJlcnRoLnYxLkVuZFR1cm5SZXF1ZXN0GhkuYmVydGgudjEuRW5kVHVyblJlc3BvbnNlEkcKCkNhbmNlbFR1cm4SGy5iZXJ0aC52MS5DYW5jZWxUdXJuUmVxdWVzdBocLmJlcnRoLnYxLkNhbmNlbFR1cm5SZXNwb25zZRJQCg1UdXJuSGVhcnRiZWF0Eh4uYmVydGgudjEuVHVybkhlYXJ0YmVhdFJlcXVlc3QaHy5iZXJ0aC52MS5UdXJuSGVhcnRiZWF0UmVzcG9uc2USRAoJTGlzdFR1cm5zEhouYmVydGgudjEuTGlzdFR1cm5zUmVxdWVzdBobLmJlcnRoLnYxLkxpc3RUdXJuc1Jlc3BvbnNlEkkKCldhdGNoVHVybnMSGy5iZXJ0aC52MS5XYXRjaFR1cm5zUmVxdWVzdBocLmJlcnRoLnYxLldhdGNoVHVybnNSZXNwb25zZTABEk0KDEdldFBvb2xTdGF0cxIdLmJlcnRoLnYxLkdldFBvb2xTdGF0c1JlcXVlc3QaHi5iZXJ0aC52MS5HZXRQb29sU3RhdHNSZXNwb25zZRJWCg9HZXRXb3Jrc3BhY2VNYXASIC5iZXJ0aC52MS5HZXRXb3Jrc3BhY2VNYXBSZXF1ZXN0GiEuYmVydGgudjEuR2V0V29ya3NwYWNlTWFwUmVzcG9uc2ViBnByb3RvMw", [file_berth_v1_event, file_berth_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("ChtiZXJ0aC92MS90dXJuX3NlcnZpY2UucHJvdG8SCGJlcnRoLnYxIqsCCgRUdXJuEg8KB3R1cm5faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAyABKAkSFgoOY2xpZW50X3R1cm5faWQYBCABKAkSIgoFc3RhdGUYBSABKA4yEy5iZXJ0aC52MS5UdXJuU3RhdGUSJgoHb3V0Y29tZRgGIAEoDjIVLmJlcnRoLnYxLlR1cm5PdXRjb21lEhgKEGVudmlyb25tZW50X3BhdGgYByABKAkSDAoEd2FybRgIIAEoCBIuCgpzdGFydGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKAoITWFwRW50cnkSDAoEcGF0aBgBIAEoCRIOCgZpc19kaXIYAiABKAgilAEKDFdvcmtzcGFjZU1hcBIjCgZzdGF0dXMYASABKA4yEy5iZXJ0aC52MS5NYXBTdGF0dXMSDAoEdGV4dBgCIAEoCRIjCgdlbnRyaWVzGAMgAygLMhIuYmVydGgudjEuTWFwRW50cnkSDQoFc2hvd24YBCABKA0SDQoFdG90YWwYBSABKA0SDgoGcmVhc29uGAYgASgJImEKEEJlZ2luVHVyblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIWCg5jbGllbnRfdHVybl9pZBgCIAEoCRIhCgdvbl9idXN5GAMgASgOMhAuYmVydGgudjEuT25CdXN5IpcBChFCZWdpblR1cm5SZXNwb25zZRIPCgd0dXJuX2lkGAEgASgJEhgKEGVudmlyb25tZW50X3BhdGgYAiABKAkSDAoEd2FybRgDIAEoCBItCg13b3Jrc3BhY2VfbWFwGAQgASgLMhYuYmVydGgudjEuV29ya3NwYWNlTWFwEhoKEnN1cGVyc2VkZWRfdHVybl9pZBgFIAEoCSJJCg5FbmRUdXJuUmVxdWVzdBIPCgd0dXJuX2lkGAEgASgJEiYKB291dGNvbWUYAiABKA4yFS5iZXJ0aC52MS5UdXJuT3V0Y29tZSJwCg9FbmRUdXJuUmVzcG9uc2USHAoEdHVybhgBIAEoCzIOLmJlcnRoLnYxLlR1cm4SFgoOY2FwdHVyZWRfcGF0aHMYAiADKAkSJwoIbGVmdF9vdXQYAyADKAsyFS5iZXJ0aC52MS5MZWZ0T3V0UGF0aCIrCgtMZWZ0T3V0UGF0aBIMCgRwYXRoGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIkChFDYW5jZWxUdXJuUmVxdWVzdBIPCgd0dXJuX2lkGAEgASgJIjgKEkNhbmNlbFR1cm5SZXNwb25zZRIRCgljYW5jZWxsZWQYASABKAgSDwoHc2V0dGxlZBgCIAEoCCInChRUdXJuSGVhcnRiZWF0UmVxdWVzdBIPCgd0dXJuX2lkGAEgASgJIigKFVR1cm5IZWFydGJlYXRSZXNwb25zZRIPCgdjdXJyZW50GAEgASgIIiYKEExpc3RUdXJuc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIyChFMaXN0VHVybnNSZXNwb25zZRIdCgV0dXJucxgBIAMoCzIOLmJlcnRoLnYxLlR1cm4iJwoRV2F0Y2hUdXJuc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI0ChJXYXRjaFR1cm5zUmVzcG9uc2USHgoFZXZlbnQYASABKAsyDy5iZXJ0aC52MS5FdmVudCIVChNHZXRQb29sU3RhdHNSZXF1ZXN0IpsCChRHZXRQb29sU3RhdHNSZXNwb25zZRIMCgRidXN5GAEgASgNEgwKBGlkbGUYAiABKA0SGQoRYXdhaXRpbmdfYXBwcm92YWwYAyABKA0SEAoIY2FwYWNpdHkYBCABKA0SQAoJZXZpY3Rpb25zGAUgAygLMi0uYmVydGgudjEuR2V0UG9vbFN0YXRzUmVzcG9uc2UuRXZpY3Rpb25zRW50cnkSFQoNd2FybV9hY3F1aXJlcxgGIAEoBBIVCg1jb2xkX2FjcXVpcmVzGAcgASgEEhgKEHVucmVzZXJ2ZWRfdHVybnMYCCABKAQaMAoORXZpY3Rpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgEOgI4ASIsChZHZXRXb3Jrc3BhY2VNYXBSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiSAoXR2V0V29ya3NwYWNlTWFwUmVzcG9uc2USLQoNd29ya3NwYWNlX21hcBgBIAEoCzIWLmJlcnRoLnYxLldvcmtzcGFjZU1hcCpMCgZPbkJ1c3kSFwoTT05fQlVTWV9VTlNQRUNJRklFRBAAEhUKEU9OX0JVU1lfU1VQRVJTRURFEAESEgoOT05fQlVTWV9SRUpFQ1QQAiqKAQoJVHVyblN0YXRlEhoKFlRVUk5fU1RBVEVfVU5TUEVDSUZJRUQQABIWChJUVVJOX1NUQVRFX1JVTk5JTkcQARIUChBUVVJOX1NUQVRFX0VOREVEEAISGQoVVFVSTl9TVEFURV9TVVBFUlNFREVEEAMSGAoUVFVSTl9TVEFURV9DQU5DRUxMRUQQBCq1AQoJTWFwU3RhdHVzEhoKFk1BUF9TVEFUVVNfVU5TUEVDSUZJRUQQABIRCg1NQVBfU1RBVFVTX09LEAESFAoQTUFQX1NUQVRVU19TVEFMRRACEhoKFk1BUF9TVEFUVVNfT1ZFUl9CVURHRVQQAxIWChJNQVBfU1RBVFVTX1NLSVBQRUQQBBIYChRNQVBfU1RBVFVTX0NBTkNFTExFRBAFEhUKEU1BUF9TVEFUVVNfRkFJTEVEEAYy5gQKC1R1cm5TZXJ2aWNlEkQKCUJlZ2luVHVybhIaLmJlcnRoLnYxLkJlZ2luVHVyblJlcXVlc3QaGy5iZXJ0aC52MS5CZWdpblR1cm5SZXNwb25zZRI+CgdFbmRUdXJuEhguYmVydGgudjEuRW5kVHVyblJlcXVlc3QaGS5iZXJ0aC52MS5FbmRUdXJuUmVzcG9uc2USRwoKQ2FuY2VsVHVybhIbLmJlcnRoLnYxLkNhbmNlbFR1cm5SZXF1ZXN0GhwuYmVydGgudjEuQ2FuY2VsVHVyblJlc3BvbnNlElAKDVR1cm5IZWFydGJlYXQSHi5iZXJ0aC52MS5UdXJuSGVhcnRiZWF0UmVxdWVzdBofLmJlcnRoLnYxLlR1cm5IZWFydGJlYXRSZXNwb25zZRJECglMaXN0VHVybnMSGi5iZXJ0aC52MS5MaXN0VHVybnNSZXF1ZXN0GhsuYmVydGgudjEuTGlzdFR1cm5zUmVzcG9uc2USSQoKV2F0Y2hUdXJucxIbLmJlcnRoLnYxLldhdGNoVHVybnNSZXF1ZXN0GhwuYmVydGgudjEuV2F0Y2hUdXJuc1Jlc3BvbnNlMAESTQoMR2V0UG9vbFN0YXRzEh0uYmVydGgudjEuR2V0UG9vbFN0YXRzUmVxdWVzdBoeLmJlcnRoLnYxLkdldFBvb2xTdGF0c1Jlc3BvbnNlElYKD0dldFdvcmtzcGFjZU1hcBIgLmJlcnRoLnYxLkdldFdvcmtzcGFjZU1hcFJlcXVlc3QaIS5iZXJ0aC52MS5HZXRXb3Jrc3BhY2VNYXBSZXNwb25zZWIGcHJvdG8z", [file_berth_v1_event, file_berth_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * A turn.
@@ -317,6 +317,16 @@ export type EndTurnResponse = Message<"berth.v1.EndTurnResponse"> & {
    * @generated from field: repeated string captured_paths = 2;
    */
   capturedPaths: string[];
+
+  /**
+   * What capture left out on purpose (at most 200 entries): files and directories that the
+   * environment's .gitignore files or the repository's capture_exclude list exclude, and files
+   * over BERTH_MAX_FILE_BYTES (never read). A path of the base or of the overlay is captured
+   * whatever the rules say.
+   *
+   * @generated from field: repeated berth.v1.LeftOutPath left_out = 3;
+   */
+  leftOut: LeftOutPath[];
 };
 
 /**
@@ -325,6 +335,34 @@ export type EndTurnResponse = Message<"berth.v1.EndTurnResponse"> & {
  */
 export const EndTurnResponseSchema: GenMessage<EndTurnResponse> = /*@__PURE__*/
   messageDesc(file_berth_v1_turn_service, 6);
+
+/**
+ * A path capture did not send to the overlay.
+ *
+ * @generated from message berth.v1.LeftOutPath
+ */
+export type LeftOutPath = Message<"berth.v1.LeftOutPath"> & {
+  /**
+   * Repository-relative path; a directory ends with "/" (nothing under it was read).
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * gitignored, excluded (capture_exclude) or too_large.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message berth.v1.LeftOutPath.
+ * Use `create(LeftOutPathSchema)` to create a new message.
+ */
+export const LeftOutPathSchema: GenMessage<LeftOutPath> = /*@__PURE__*/
+  messageDesc(file_berth_v1_turn_service, 7);
 
 /**
  * Request of CancelTurn.
@@ -345,7 +383,7 @@ export type CancelTurnRequest = Message<"berth.v1.CancelTurnRequest"> & {
  * Use `create(CancelTurnRequestSchema)` to create a new message.
  */
 export const CancelTurnRequestSchema: GenMessage<CancelTurnRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 7);
+  messageDesc(file_berth_v1_turn_service, 8);
 
 /**
  * Response of CancelTurn.
@@ -373,7 +411,7 @@ export type CancelTurnResponse = Message<"berth.v1.CancelTurnResponse"> & {
  * Use `create(CancelTurnResponseSchema)` to create a new message.
  */
 export const CancelTurnResponseSchema: GenMessage<CancelTurnResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 8);
+  messageDesc(file_berth_v1_turn_service, 9);
 
 /**
  * Request of TurnHeartbeat.
@@ -394,7 +432,7 @@ export type TurnHeartbeatRequest = Message<"berth.v1.TurnHeartbeatRequest"> & {
  * Use `create(TurnHeartbeatRequestSchema)` to create a new message.
  */
 export const TurnHeartbeatRequestSchema: GenMessage<TurnHeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 9);
+  messageDesc(file_berth_v1_turn_service, 10);
 
 /**
  * Response of TurnHeartbeat.
@@ -415,7 +453,7 @@ export type TurnHeartbeatResponse = Message<"berth.v1.TurnHeartbeatResponse"> & 
  * Use `create(TurnHeartbeatResponseSchema)` to create a new message.
  */
 export const TurnHeartbeatResponseSchema: GenMessage<TurnHeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 10);
+  messageDesc(file_berth_v1_turn_service, 11);
 
 /**
  * Request of ListTurns.
@@ -436,7 +474,7 @@ export type ListTurnsRequest = Message<"berth.v1.ListTurnsRequest"> & {
  * Use `create(ListTurnsRequestSchema)` to create a new message.
  */
 export const ListTurnsRequestSchema: GenMessage<ListTurnsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 11);
+  messageDesc(file_berth_v1_turn_service, 12);
 
 /**
  * Response of ListTurns.
@@ -457,7 +495,7 @@ export type ListTurnsResponse = Message<"berth.v1.ListTurnsResponse"> & {
  * Use `create(ListTurnsResponseSchema)` to create a new message.
  */
 export const ListTurnsResponseSchema: GenMessage<ListTurnsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 12);
+  messageDesc(file_berth_v1_turn_service, 13);
 
 /**
  * Request of WatchTurns.
@@ -478,7 +516,7 @@ export type WatchTurnsRequest = Message<"berth.v1.WatchTurnsRequest"> & {
  * Use `create(WatchTurnsRequestSchema)` to create a new message.
  */
 export const WatchTurnsRequestSchema: GenMessage<WatchTurnsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 13);
+  messageDesc(file_berth_v1_turn_service, 14);
 
 /**
  * A message of WatchTurns.
@@ -499,7 +537,7 @@ export type WatchTurnsResponse = Message<"berth.v1.WatchTurnsResponse"> & {
  * Use `create(WatchTurnsResponseSchema)` to create a new message.
  */
 export const WatchTurnsResponseSchema: GenMessage<WatchTurnsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 14);
+  messageDesc(file_berth_v1_turn_service, 15);
 
 /**
  * Request of GetPoolStats.
@@ -514,7 +552,7 @@ export type GetPoolStatsRequest = Message<"berth.v1.GetPoolStatsRequest"> & {
  * Use `create(GetPoolStatsRequestSchema)` to create a new message.
  */
 export const GetPoolStatsRequestSchema: GenMessage<GetPoolStatsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 15);
+  messageDesc(file_berth_v1_turn_service, 16);
 
 /**
  * Response of GetPoolStats: the environments of every live instance sharing the database, summed
@@ -585,7 +623,7 @@ export type GetPoolStatsResponse = Message<"berth.v1.GetPoolStatsResponse"> & {
  * Use `create(GetPoolStatsResponseSchema)` to create a new message.
  */
 export const GetPoolStatsResponseSchema: GenMessage<GetPoolStatsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 16);
+  messageDesc(file_berth_v1_turn_service, 17);
 
 /**
  * Request of GetWorkspaceMap.
@@ -606,7 +644,7 @@ export type GetWorkspaceMapRequest = Message<"berth.v1.GetWorkspaceMapRequest"> 
  * Use `create(GetWorkspaceMapRequestSchema)` to create a new message.
  */
 export const GetWorkspaceMapRequestSchema: GenMessage<GetWorkspaceMapRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 17);
+  messageDesc(file_berth_v1_turn_service, 18);
 
 /**
  * Response of GetWorkspaceMap.
@@ -627,7 +665,7 @@ export type GetWorkspaceMapResponse = Message<"berth.v1.GetWorkspaceMapResponse"
  * Use `create(GetWorkspaceMapResponseSchema)` to create a new message.
  */
 export const GetWorkspaceMapResponseSchema: GenMessage<GetWorkspaceMapResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 18);
+  messageDesc(file_berth_v1_turn_service, 19);
 
 /**
  * What BeginTurn does when the session already has a running turn.

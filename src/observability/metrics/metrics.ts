@@ -122,6 +122,7 @@ export class BerthMetrics implements RpcObserver {
       yield [{ kind: "warm" }, Number(p.warmAcquires)];
       yield [{ kind: "cold" }, Number(p.coldAcquires)];
     });
+    counter("berth_turn_capture_failures_total", "Environments whose changes could not all be captured into the overlay (kept under .unsaved/ or .orphaned/, each stored as turn.capture_failed)", () => (s.turns ? [[{}, s.turns.captureFailures]] : []));
     counter("berth_pool_unreserved_turns_total", "Turns that ran without a seat (pool full)", () => (s.turns ? [[{}, Number(s.turns.stats().unreservedTurns)]] : []));
 
     // The workspace map.
