@@ -21,7 +21,8 @@ import { CACHE_CONTENT_BYTES, cachedFileOf, type CachedFile, type OverlayCache, 
 import type { OverlayContext, OverlaySettings } from "./overlay-context.js";
 import type { SymbolChangeInfo } from "./overlay-port.js";
 import * as sqlRepo from "./overlay.repository.js";
-import { changesetTerminal, checkRow, fileNotFound } from "./refusals.js";
+import { assertNormalPath, symlinkOnPath } from "./paths.js";
+import { changesetTerminal, checkRow, fileNotFound, traversesSymlink } from "./refusals.js";
 import { diffSymbolsOrFile } from "./symbols/index.js";
 
 /** The pool, or the write's transaction when deciding again under its locks (never a second connection then). */
@@ -145,6 +146,7 @@ export class FileWrites {
 
   /** A write (content) or a delete (null) of one path. */
   async change(ws: Workspace, path: string, content: Uint8Array | null, expectedHash: string | undefined, declared: readonly string[]): Promise<ChangeResult> {
+    assertNormalPath("path", path);
     assertActive(ws);
     if (isTerminal(ws.changeset.state)) throw changesetTerminal(ws.changeset.id, ws.changeset.state);
     const since = performance.now();
@@ -153,6 +155,10 @@ export class FileWrites {
       // Every write acknowledged before this call (on any instance) is in the cache we decide on.
       await this.cache.validate(ws, ov, since);
       const repo = await this.registry.repository(ws.repoId);
+      // Onto or below a committed link a write would land where the link points (materialise
+      // does not follow links either: this is the answer the caller can act on).
+      const link = symlinkOnPath(path, (await this.git.tree(repo.sourcePath, ws.baseCommit)).symlinks, content !== null);
+      if (link !== undefined) throw traversesSymlink(path, link);
       // The path's entries checked against PostgreSQL: another instance's write or transition counts at once.
       const idx = await this.index.refreshed(ws.repoId, [path]);
       const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, idx };

@@ -84,7 +84,9 @@ export class Acquirer {
       }
     }
     const [repo, entries] = await Promise.all([this.deps.registry.repository(ws.repoId), this.deps.overlay.entries(ws)]);
-    const env = await materialise({ root, workspaceId: ws.workspaceId, sourcePath: repo.sourcePath, baseCommit: ws.baseCommit, entries, spares: this.deps.spares });
+    const onSkipped = (path: string, reason: string) =>
+      this.deps.logger.error({ workspaceId: ws.workspaceId, path, reason }, "turn pool: an overlay entry was left out of the environment (it would have been written through a link, or its path is refused)");
+    const env = await materialise({ root, workspaceId: ws.workspaceId, sourcePath: repo.sourcePath, baseCommit: ws.baseCommit, entries, spares: this.deps.spares, onSkipped });
     this.deps.track(saveManifest(root, env).catch((err: unknown) => this.deps.logger.warn({ err }, "turn pool: saving the manifest failed")));
     return env;
   }
