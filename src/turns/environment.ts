@@ -189,7 +189,7 @@ export async function materialise(input: MaterialiseInput): Promise<Environment>
     for (const [rel, b] of base) manifest.set(rel, { size: b.size, mtimeMs, blob: b.blob });
     // No write follows a link (safe-fs.ts): an entry below a committed link (written before
     // WriteFile refused those) is left out and reported, never written where the link points.
-    const root = await rootOf(staging);
+    const root = await rootOf(staging, { private: true });
     for (const e of input.entries) {
       const n = normalisePath("path", e.path);
       if (!n.ok || n.path !== e.path) {

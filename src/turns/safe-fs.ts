@@ -38,10 +38,17 @@ export class UnsafePath extends Error {
 export interface Root {
   readonly dir: string;
   readonly real: string;
+  /** Parents already checked (private roots only: nobody else can swap them afterwards). */
+  readonly checked: Set<string> | undefined;
 }
 
-export async function rootOf(dir: string): Promise<Root> {
-  return { dir, real: await realpath(dir) };
+/**
+ * `private`: only this process writes under `dir` (a staging directory) — a parent checked once
+ * stays checked, so materialising many entries in one directory lstats it once. An environment
+ * an agent has been given is never private.
+ */
+export async function rootOf(dir: string, options: { private?: boolean } = {}): Promise<Root> {
+  return { dir, real: await realpath(dir), checked: options.private ? new Set() : undefined };
 }
 
 function segmentsOf(rel: string): string[] {
@@ -70,6 +77,7 @@ async function checkParents(root: Root, rel: string, segs: readonly string[], cr
   for (let i = 0; i < segs.length - 1; i++) {
     abs = path.join(abs, segs[i]!);
     const component = segs.slice(0, i + 1).join("/");
+    if (root.checked?.has(component)) continue;
     let st = await lstatOrNone(abs);
     if (st === undefined) {
       if (!create) return false;
@@ -82,6 +90,7 @@ async function checkParents(root: Root, rel: string, segs: readonly string[], cr
     }
     if (st.isSymbolicLink()) throw new UnsafePath(rel, "SYMLINK_IN_PATH", component);
     if (!st.isDirectory()) throw new UnsafePath(rel, "NOT_A_DIRECTORY", component);
+    root.checked?.add(component);
   }
   return true;
 }
@@ -138,6 +147,7 @@ export async function removeInside(root: Root, rel: string, remove: (abs: string
   const segs = segmentsOf(rel);
   if (!(await checkParents(root, rel, segs, false))) return;
   await remove(path.join(root.dir, ...segs));
+  if (root.checked) for (const c of root.checked) if (c === rel || c.startsWith(`${rel}/`)) root.checked.delete(c);
 }
 
 /**

@@ -5,12 +5,13 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isGitName, normalisePath, symlinkOnPath } from "../../src/overlay/paths.js";
 import { gitArgs, gitEnv } from "../../src/platform/git.js";
-import { readInside, rootOf, UnsafePath, writeInside } from "../../src/turns/safe-fs.js";
+import { readInside, removeInside, rootOf, UnsafePath, writeInside } from "../../src/turns/safe-fs.js";
 
 describe("isGitName", () => {
   it.each([".git", ".GIT", ".Git", ".git.", ".git ", ".git. . ", ".g\u200cit", "\ufeff.git", "git~1", "GIT~1"])("%j is .git", (n) => expect(isGitName(n)).toBe(true));
@@ -72,6 +73,14 @@ describe("safe-fs", () => {
     expect(readFileSync(path.join(dir, "n/e/w.txt"), "utf8")).toBe("w");
     await expect(writeInside(root, "n/e/w.txt/x", Buffer.from("x"))).rejects.toBeInstanceOf(UnsafePath);
     await expect(writeInside(root, "n/../../x", Buffer.from("x"))).rejects.toMatchObject({ reason: "INVALID_PATH" });
+  });
+
+  it("a private root checks a parent once, and again after it was removed", async () => {
+    const root = await rootOf(dir, { private: true });
+    await writeInside(root, "d/a.txt", Buffer.from("a"));
+    await removeInside(root, "d", (abs) => rm(abs, { recursive: true, force: true }));
+    await writeInside(root, "d/b.txt", Buffer.from("b"));
+    expect(readdirSync(path.join(dir, "d"))).toEqual(["b.txt"]);
   });
 
   it("reads only regular files reached without a link: not a link, not through one, not a FIFO", async () => {
