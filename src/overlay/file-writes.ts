@@ -155,9 +155,11 @@ export class FileWrites {
       // Every write acknowledged before this call (on any instance) is in the cache we decide on.
       await this.cache.validate(ws, ov, since);
       const repo = await this.registry.repository(ws.repoId);
-      // Onto or below a committed link a write would land where the link points (materialise
-      // does not follow links either: this is the answer the caller can act on).
-      const link = symlinkOnPath(path, (await this.git.tree(repo.sourcePath, ws.baseCommit)).symlinks, content !== null);
+      // Below a committed link a change would land where the link points (materialise follows
+      // no link either: this is the answer the caller can act on) — unless this workspace
+      // deleted the link, which makes the path a directory of its own.
+      const links = (await this.git.tree(repo.sourcePath, ws.baseCommit)).symlinks;
+      const link = symlinkOnPath(path, links, (l) => ov.files.get(l)?.hash === null);
       if (link !== undefined) throw traversesSymlink(path, link);
       // The path's entries checked against PostgreSQL: another instance's write or transition counts at once.
       const idx = await this.index.refreshed(ws.repoId, [path]);

@@ -8,7 +8,7 @@
  * segments, backslashes, NUL and other control characters, paths over 4096 bytes, and a `.git`
  * component anywhere (isGitName: a .git/config or hook inside an environment names programs
  * that git runs there). symlinkOnPath says whether a path goes through one of the base commit's
- * symbolic links (a write there would land wherever the link points).
+ * symbolic links (a write below one would land wherever the link points).
  */
 import { invalidArgument, type FieldViolation } from "../platform/errors.js";
 
@@ -62,15 +62,17 @@ export function assertNormalPath(field: string, p: string): void {
 }
 
 /**
- * The first component of `p` (a normalised path) that is a symbolic link in `symlinks` — a
- * parent directory, or (`includeSelf`) the path itself — or undefined. A write below a link,
- * or onto one, would land where the link points; deleting the link itself is harmless.
+ * The first parent directory of `p` (a normalised path) that is a symbolic link in `symlinks`
+ * and not `deleted` (a workspace that deleted the link has a real directory there), or
+ * undefined. A write or delete below a link would land where the link points. The path itself
+ * being a link is not refused: a write replaces the link by a file, a delete removes the link,
+ * and neither touches its target.
  */
-export function symlinkOnPath(p: string, symlinks: ReadonlySet<string>, includeSelf: boolean): string | undefined {
+export function symlinkOnPath(p: string, symlinks: ReadonlySet<string>, deleted: (link: string) => boolean = () => false): string | undefined {
   if (symlinks.size === 0) return undefined;
   for (let i = p.indexOf("/"); i >= 0; i = p.indexOf("/", i + 1)) {
     const parent = p.slice(0, i);
-    if (symlinks.has(parent)) return parent;
+    if (symlinks.has(parent) && !deleted(parent)) return parent;
   }
-  return includeSelf && symlinks.has(p) ? p : undefined;
+  return undefined;
 }

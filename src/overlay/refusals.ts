@@ -27,12 +27,11 @@ export function fileNotFound(path: string): BerthError {
   return notFound("FILE_NOT_FOUND", `${path} is neither in the overlay nor in the base`, { path });
 }
 
-/** A write or delete whose path goes through (or, for a write, is) a symbolic link of the base commit. */
+/** A write or delete whose path goes through a symbolic link of the base commit (one the workspace has not deleted). */
 export function traversesSymlink(path: string, symlink: string): BerthError {
-  const what = symlink === path ? "is a symbolic link" : `goes through ${symlink}, a symbolic link`;
-  return failedPrecondition("PATH_TRAVERSES_SYMLINK", `${path} ${what} in the base commit; the overlay holds regular files only, and a write there would land where the link points`, {
-    field: "path",
-    path,
-    symlink,
-  });
+  return failedPrecondition(
+    "PATH_TRAVERSES_SYMLINK",
+    `${path} goes through ${symlink}, a symbolic link in the base commit: a change there would land where the link points; delete ${symlink} first to make it a directory of this workspace`,
+    { field: "path", path, symlink },
+  );
 }

@@ -84,26 +84,37 @@ describe("filesystem safety", () => {
 
   it("refuses WriteFile and DeleteFile through a committed symlink (FAILED_PRECONDITION PATH_TRAVERSES_SYMLINK); BeginTurn writes nothing outside", async () => {
     const { sessionId } = await newSession(b, repo.dir);
-    for (const [p, link] of [
-      ["escape/owned.txt", "escape"],
-      ["escape/deep/er/owned.txt", "escape"],
-      ["leak.txt", "leak.txt"],
-      ["escape", "escape"],
-    ] as const) {
+    for (const p of ["escape/owned.txt", "escape/deep/er/owned.txt"]) {
       const f = await failure(b.ws.writeFile({ sessionId, path: p, content: utf8("owned\n") }));
-      expect(f, p).toMatchObject({ code: "FAILED_PRECONDITION", reason: "PATH_TRAVERSES_SYMLINK", metadata: { path: p, symlink: link, field: "path" } });
+      expect(f, p).toMatchObject({ code: "FAILED_PRECONDITION", reason: "PATH_TRAVERSES_SYMLINK", metadata: { path: p, symlink: "escape", field: "path" } });
     }
-    expect((await failure(b.ws.deleteFile({ sessionId, path: "escape/secret.txt" }))).reason).toBe("PATH_TRAVERSES_SYMLINK");
-    // Deleting a link itself is allowed: materialise removes the link, never its target.
-    await b.ws.deleteFile({ sessionId, path: "leak.txt" });
+    expect(await failure(b.ws.deleteFile({ sessionId, path: "escape/secret.txt" }))).toMatchObject({ code: "FAILED_PRECONDITION", reason: "PATH_TRAVERSES_SYMLINK" });
+    // A write onto a link replaces the link by a file: its target is never written.
+    await b.ws.writeFile({ sessionId, path: "leak.txt", content: utf8("mine\n") });
     await b.ws.writeFile({ sessionId, path: "src/ok.ts", content: utf8("export const ok = 1;\n") });
 
     const t = await b.turns.beginTurn({ sessionId });
-    expect(existsSync(path.join(t.environmentPath, "leak.txt"))).toBe(false);
-    expect(lstatSync(path.join(t.environmentPath, "escape")).isSymbolicLink()).toBe(true);
+    const env = t.environmentPath;
     expect(outsideNow()).toEqual(["secret.txt"]);
     expect(readFileSync(path.join(outside, "secret.txt"), "utf8")).toBe("outside secret\n");
-    expect(readFileSync(path.join(t.environmentPath, "src", "ok.ts"), "utf8")).toBe("export const ok = 1;\n");
+    expect(lstatSync(path.join(env, "leak.txt")).isFile()).toBe(true);
+    expect(readFileSync(path.join(env, "leak.txt"), "utf8")).toBe("mine\n");
+    expect(lstatSync(path.join(env, "escape")).isSymbolicLink()).toBe(true);
+    expect(readFileSync(path.join(env, "src", "ok.ts"), "utf8")).toBe("export const ok = 1;\n");
+    await b.turns.endTurn({ turnId: t.turnId, outcome: TurnOutcome.COMPLETED });
+  });
+
+  it("a workspace that deleted a committed link may write below that path: a directory of its own", async () => {
+    const { sessionId } = await newSession(b, repo.dir);
+    await b.ws.deleteFile({ sessionId, path: "escape" });
+    await b.ws.deleteFile({ sessionId, path: "leak.txt" });
+    await b.ws.writeFile({ sessionId, path: "escape/owned.txt", content: utf8("mine now\n") });
+    const t = await b.turns.beginTurn({ sessionId });
+    const env = t.environmentPath;
+    expect(lstatSync(path.join(env, "escape")).isDirectory()).toBe(true);
+    expect(readFileSync(path.join(env, "escape", "owned.txt"), "utf8")).toBe("mine now\n");
+    expect(existsSync(path.join(env, "leak.txt"))).toBe(false);
+    expect(outsideNow()).toEqual(["secret.txt"]);
     await b.turns.endTurn({ turnId: t.turnId, outcome: TurnOutcome.COMPLETED });
   });
 

@@ -23,13 +23,13 @@ describe("isGitName", () => {
 
 describe("symlinkOnPath", () => {
   const links = new Set(["escape", "a/b/link"]);
-  it("finds a link among the parents, and the path itself only for writes", () => {
-    expect(symlinkOnPath("escape/x", links, false)).toBe("escape");
-    expect(symlinkOnPath("a/b/link/c/d", links, true)).toBe("a/b/link");
-    expect(symlinkOnPath("escape", links, true)).toBe("escape");
-    expect(symlinkOnPath("escape", links, false)).toBeUndefined();
-    expect(symlinkOnPath("escaped/x", links, true)).toBeUndefined();
-    expect(symlinkOnPath("a/b/linked", links, true)).toBeUndefined();
+  it("finds a link among the parents (not the path itself), unless the workspace deleted it", () => {
+    expect(symlinkOnPath("escape/x", links)).toBe("escape");
+    expect(symlinkOnPath("a/b/link/c/d", links)).toBe("a/b/link");
+    expect(symlinkOnPath("escape", links)).toBeUndefined();
+    expect(symlinkOnPath("escape/x", links, (l) => l === "escape")).toBeUndefined();
+    expect(symlinkOnPath("escaped/x", links)).toBeUndefined();
+    expect(symlinkOnPath("a/b/linked/x", links)).toBeUndefined();
   });
 });
 
