@@ -118,6 +118,20 @@ describe("filesystem safety", () => {
     await b.turns.endTurn({ turnId: t.turnId, outcome: TurnOutcome.COMPLETED });
   });
 
+  it("an agent that replaces a committed link by a directory: EndTurn CAPTURE_INCOMPLETE until the link is deleted, then captured", async () => {
+    const { sessionId } = await newSession(b, repo.dir);
+    const t = await b.turns.beginTurn({ sessionId });
+    rmSync(path.join(t.environmentPath, "escape"));
+    mkdirSync(path.join(t.environmentPath, "escape"));
+    writeFileSync(path.join(t.environmentPath, "escape", "mine.txt"), "inside\n");
+    const f = await failure(b.turns.endTurn({ turnId: t.turnId, outcome: TurnOutcome.COMPLETED }));
+    expect(f).toMatchObject({ code: "FAILED_PRECONDITION", reason: "CAPTURE_INCOMPLETE", metadata: { paths: "escape/mine.txt", reason: "PATH_TRAVERSES_SYMLINK" } });
+    await b.ws.deleteFile({ sessionId, path: "escape" });
+    const ended = await b.turns.endTurn({ turnId: t.turnId, outcome: TurnOutcome.COMPLETED });
+    expect(ended.capturedPaths).toEqual(["escape/mine.txt"]);
+    expect(outsideNow()).toEqual(["secret.txt"]);
+  });
+
   it("materialises committed symlinks as symlinks, never following them", async () => {
     const { sessionId } = await newSession(b, repo.dir);
     const t = await b.turns.beginTurn({ sessionId });
