@@ -72,6 +72,42 @@ export default defineConfig(
     },
   },
 
+  // Git runs only through src/platform/git.ts, with its fixed safe config (no hooks, fsmonitor,
+  // filters, global or system config): a git spawned anywhere else would run whatever the
+  // repository's config names. Child processes at all: git.ts, and environment.ts for tar and rm.
+  {
+    files: ["src/**/*.{ts,mts,cts,js,mjs,cjs}"],
+    ignores: ["src/platform/git.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "CallExpression > Literal[value=/^(.*\\/)?git$/]",
+          message: "Run git through src/platform/git.ts (execGit, spawnGit): it carries the safe config.",
+        },
+        {
+          selector: "CallExpression > TemplateLiteral[quasis.0.value.raw=/^(.*\\/)?git( |$)/]",
+          message: "Run git through src/platform/git.ts (execGit, spawnGit): it carries the safe config.",
+        },
+      ],
+    },
+  },
+  {
+    files: ["src/**/*.{ts,mts,cts,js,mjs,cjs}"],
+    ignores: ["src/platform/git.ts", "src/turns/environment.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [
+            { name: "node:child_process", message: "Child processes: git through src/platform/git.ts; other programs only in turns/environment.ts." },
+            { name: "child_process", message: "Child processes: git through src/platform/git.ts; other programs only in turns/environment.ts." },
+          ],
+        },
+      ],
+    },
+  },
+
   // Plain CommonJS config files.
   {
     files: ["**/*.cjs"],

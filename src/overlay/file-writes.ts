@@ -21,7 +21,8 @@ import { CACHE_CONTENT_BYTES, cachedFileOf, type CachedFile, type OverlayCache, 
 import type { OverlayContext, OverlaySettings } from "./overlay-context.js";
 import type { SymbolChangeInfo } from "./overlay-port.js";
 import * as sqlRepo from "./overlay.repository.js";
-import { changesetTerminal, checkRow, fileNotFound } from "./refusals.js";
+import { assertNormalPath, symlinkOnPath } from "./paths.js";
+import { changesetTerminal, checkRow, fileNotFound, traversesSymlink } from "./refusals.js";
 import { diffSymbolsOrFile } from "./symbols/index.js";
 
 /** The pool, or the write's transaction when deciding again under its locks (never a second connection then). */
@@ -161,6 +162,7 @@ export class FileWrites {
 
   /** A write (content) or a delete (null) of one path. */
   async change(ws: Workspace, path: string, content: Uint8Array | null, expectedHash: string | undefined, declared: readonly string[], opts: ChangeOptions = {}): Promise<ChangeResult> {
+    assertNormalPath("path", path);
     const ending = opts.ending === true;
     // A turn's capture as its session is stranded: the locked row decides (checkRow), not memory.
     if (!ending) assertActive(ws);
@@ -171,6 +173,12 @@ export class FileWrites {
       // Every write acknowledged before this call (on any instance) is in the cache we decide on.
       await this.cache.validate(ws, ov, since);
       const repo = await this.registry.repository(ws.repoId);
+      // Below a committed link a change would land where the link points (materialise follows
+      // no link either: this is the answer the caller can act on) — unless this workspace
+      // deleted the link, which makes the path a directory of its own.
+      const links = (await this.git.tree(repo.sourcePath, ws.baseCommit)).symlinks;
+      const link = symlinkOnPath(path, links, (l) => ov.files.get(l)?.hash === null);
+      if (link !== undefined) throw traversesSymlink(path, link);
       // The path's entries checked against PostgreSQL: another instance's write or transition counts at once.
       const idx = await this.index.refreshed(ws.repoId, [path]);
       const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, idx, signal: opts.signal, ending };

@@ -8,17 +8,16 @@
  *   process is killed and restarted on the next request. Recently read blobs are cached (LRU
  *   by bytes) with their sha256.
  */
-import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createHash } from "node:crypto";
-import { promisify } from "node:util";
 import { BerthError } from "../platform/errors.js";
-
-const run = promisify(execFile);
+import { execGit, spawnGit } from "../platform/git.js";
 
 export interface BaseTree {
   /** Sorted (by UTF-16 code units, as ListFiles orders). */
   readonly paths: readonly string[];
   readonly blobs: ReadonlyMap<string, string>;
+  /** The paths that are symbolic links (mode 120000; their blob is the link's target). */
+  readonly symlinks: ReadonlySet<string>;
 }
 
 export interface BaseBlob {
@@ -26,7 +25,7 @@ export interface BaseBlob {
   readonly hash: string;
 }
 
-const EMPTY_TREE: BaseTree = { paths: [], blobs: new Map() };
+const EMPTY_TREE: BaseTree = { paths: [], blobs: new Map(), symlinks: new Set() };
 const TREE_CACHE = 32;
 const BLOB_CACHE_BYTES = 64 * 1024 * 1024;
 const TIMEOUT_MS = 10_000;
@@ -37,15 +36,15 @@ export function sha256Hex(content: Uint8Array): string {
 
 
 class CatFile {
-  private proc: ChildProcessWithoutNullStreams | undefined;
+  private proc: ReturnType<typeof spawnGit> | undefined;
   private buf: Buffer = Buffer.alloc(0);
   private queue: Promise<unknown> = Promise.resolve();
   private waiter: (() => void) | undefined;
 
   constructor(private readonly repoPath: string) {}
 
-  private start(): ChildProcessWithoutNullStreams {
-    const p = spawn("git", ["-C", this.repoPath, "cat-file", "--batch"], { stdio: ["pipe", "pipe", "pipe"] });
+  private start(): ReturnType<typeof spawnGit> {
+    const p = spawnGit(this.repoPath, ["cat-file", "--batch"]);
     p.stdout.on("data", (chunk: Buffer) => {
       this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
       this.waiter?.();
@@ -149,23 +148,21 @@ export class GitBase {
   private async listTree(sourcePath: string, commit: string): Promise<BaseTree> {
     let stdout: Buffer;
     try {
-      ({ stdout } = await run("git", ["-C", sourcePath, "ls-tree", "-r", "-z", "--full-tree", commit], {
-        timeout: 30_000,
-        maxBuffer: 512 * 1024 * 1024,
-        encoding: "buffer",
-      }));
+      stdout = await execGit(sourcePath, ["ls-tree", "-r", "-z", "--full-tree", commit], { timeoutMs: 30_000, maxBuffer: 512 * 1024 * 1024 });
     } catch {
       throw new BerthError("unavailable", "SOURCE_UNREADABLE", "the repository's source could not be read", { source_path: sourcePath, commit });
     }
     const blobs = new Map<string, string>();
+    const symlinks = new Set<string>();
     for (const rec of stdout.toString("utf8").split("\u0000")) {
       if (rec === "") continue;
       const tab = rec.indexOf("\t");
-      const [, type, oid] = rec.slice(0, tab).split(" ");
+      const [mode, type, oid] = rec.slice(0, tab).split(" ");
       if (type === "blob" && oid) blobs.set(rec.slice(tab + 1), oid);
+      if (type === "blob" && mode === "120000") symlinks.add(rec.slice(tab + 1));
     }
     const paths = [...blobs.keys()].sort(comparePaths);
-    return { paths, blobs };
+    return { paths, blobs, symlinks };
   }
 
   /** The content of `path` at `commit`; undefined when it does not exist there. */

@@ -29,3 +29,12 @@ export function changesetTerminal(changesetId: string, state: ChangesetStateName
 export function fileNotFound(path: string): BerthError {
   return notFound("FILE_NOT_FOUND", `${path} is neither in the overlay nor in the base`, { path });
 }
+
+/** A write or delete whose path goes through a symbolic link of the base commit (one the workspace has not deleted). */
+export function traversesSymlink(path: string, symlink: string): BerthError {
+  return failedPrecondition(
+    "PATH_TRAVERSES_SYMLINK",
+    `${path} goes through ${symlink}, a symbolic link in the base commit: a change there would land where the link points; delete ${symlink} first to make it a directory of this workspace`,
+    { field: "path", path, symlink },
+  );
+}

@@ -194,7 +194,7 @@ export interface TurnTable {
 /** turns.left_out entries (jsonb). */
 export interface LeftOutRow {
   path: string;
-  reason: "gitignored" | "excluded" | "too_large";
+  reason: "gitignored" | "excluded" | "too_large" | "git_directory";
 }
 
 // ---- 0009_overlay_reads -------------------------------------------------------------------

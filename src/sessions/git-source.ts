@@ -1,14 +1,10 @@
 /** The repository's source on the server's disk, read with the git command. */
-import { execFile } from "node:child_process";
 import path from "node:path";
-import { promisify } from "node:util";
 import { BerthError, invalidArgument } from "../platform/errors.js";
-
-const run = promisify(execFile);
+import { execGit } from "../platform/git.js";
 
 async function git(cwd: string, args: string[]): Promise<string> {
-  const { stdout } = await run("git", ["-C", cwd, ...args], { timeout: 10_000, maxBuffer: 1 << 20 });
-  return stdout.trim();
+  return (await execGit(cwd, args, { timeoutMs: 10_000, maxBuffer: 1 << 20 })).toString("utf8").trim();
 }
 
 /** Returns the repository's top-level directory; INVALID_ARGUMENT when `p` is not a git repository. */

@@ -16,7 +16,7 @@
  * ignore rules say, as git tracks a tracked file whatever .gitignore says: so a deletion is
  * never inferred from a rule.
  */
-import { lstat, readdir, readFile } from "node:fs/promises";
+import { lstat, readdir } from "node:fs/promises";
 import path from "node:path";
 import type { Ignore } from "ignore";
 import type { Logger } from "pino";
@@ -27,6 +27,8 @@ import { gitBlobId, MARKER, saveManifest, type DirectoryDiff, type Environment }
 import { compileGitignore, isIgnored } from "./map/walk-core.mjs";
 import type { GitignoreRuleSet } from "./map/walk-core.mjs";
 import type { LeftOut, LeftOutReason } from "./turn.js";
+import { isGitName } from "../overlay/paths.js";
+import { readInside, rootOf } from "./safe-fs.js";
 
 export type { LeftOut, LeftOutReason } from "./turn.js";
 
@@ -103,6 +105,7 @@ export class Capture {
  * limit, hashed to tell a real change from a touch.
  */
 async function changes(env: Environment, exclude: Ignore | undefined, maxBytes: number): Promise<DirectoryDiff & { leftOut: LeftOut[] }> {
+  const root = await rootOf(env.path);
   const written: DirectoryDiff["written"] = [];
   const touched: DirectoryDiff["touched"] = [];
   const leftOut: LeftOut[] = [];
@@ -131,13 +134,11 @@ async function changes(env: Environment, exclude: Ignore | undefined, maxBytes: 
       leftOut.push({ path: rel, reason: "too_large" });
       return;
     }
-    let content: Uint8Array;
-    try {
-      content = await readFile(path.join(env.path, rel));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw err;
-    }
+    // Read without following a link anywhere on the path (safe-fs.ts): a file swapped for a
+    // link, a FIFO or a directory since the lstat is no file of the directory.
+    const read = await readInside(root, rel);
+    if (read === undefined) return;
+    const content: Uint8Array = read.content;
     if (content.byteLength > maxBytes) {
       leftOut.push({ path: rel, reason: "too_large" });
       return;
@@ -158,18 +159,23 @@ async function changes(env: Environment, exclude: Ignore | undefined, maxBytes: 
       throw err;
     }
     if (!inherited && entries.some((d) => d.name === ".gitignore" && d.isFile())) {
-      const text = await readFile(path.join(env.path, rel, ".gitignore"), "utf8").catch(() => undefined);
+      // Through safe-fs like every read here: a .gitignore that is a link is not read.
+      const text = (await readInside(root, rel ? `${rel}/.gitignore` : ".gitignore"))?.content.toString("utf8");
       if (text !== undefined) sets = [...sets, { base: rel, rules: compileGitignore(text) }];
     }
     const files: Promise<void>[] = [];
     const dirs: [string, LeftOutReason | undefined][] = [];
     for (const d of entries) {
-      if (d.name === ".git") continue;
       if (!rel && d.name === MARKER) continue;
+      const child = rel ? `${rel}/${d.name}` : d.name;
+      // A .git in any spelling (paths.ts) is never the overlay's: reported, never read.
+      if (isGitName(d.name)) {
+        if (d.isDirectory() || d.isFile()) leftOut.push({ path: d.isDirectory() ? `${child}/` : child, reason: "git_directory" });
+        continue;
+      }
       const isDir = d.isDirectory();
       // symlinks, sockets, FIFOs: not files of the overlay (docs/turns.md)
       if (!isDir && !d.isFile()) continue;
-      const child = rel ? `${rel}/${d.name}` : d.name;
       const reason = inherited ?? excludedReason(exclude, sets, child, isDir);
       if (isDir) {
         if (!reason) dirs.push([child, undefined]);

@@ -9,11 +9,14 @@
  *   .trash/<token>/            a torn-down environment, renamed out of the way, then deleted
  *   .unsaved/<ws>-<token>/     an environment whose changes could not all be captured (kept, never deleted)
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { lstat, mkdir, open, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { filterOverrides, spawnGit } from "../platform/git.js";
+import { normalisePath } from "../overlay/paths.js";
+import { removeInside, rootOf, UnsafePath, writeInside } from "./safe-fs.js";
 
 export const MARKER = ".berth-env";
 
@@ -49,19 +52,29 @@ export function gitBlobId(content: Uint8Array): string {
   return createHash("sha1").update(`blob ${content.byteLength}\0`).update(content).digest("hex");
 }
 
-function run(cmd: string, args: string[], opts: { cwd?: string; stdin?: NodeJS.ReadableStream } = {}): { done: Promise<Buffer>; stdout: NodeJS.ReadableStream } {
-  const child = spawn(cmd, args, { cwd: opts.cwd, stdio: [opts.stdin ? "pipe" : "ignore", "pipe", "pipe"] });
-  if (opts.stdin) opts.stdin.pipe(child.stdin!);
+/** A spawned child's exit (rejects with its stderr on a non-zero one) and its stdout; `stdin` is piped into it, or closed. */
+function watch(child: ChildProcessWithoutNullStreams, label: string, stdin?: NodeJS.ReadableStream): { done: Promise<Buffer>; stdout: NodeJS.ReadableStream } {
+  if (stdin) stdin.pipe(child.stdin);
+  else child.stdin.end();
   const errChunks: Buffer[] = [];
-  child.stderr!.on("data", (c: Buffer) => errChunks.push(c));
+  child.stderr.on("data", (c: Buffer) => errChunks.push(c));
   const done = new Promise<Buffer>((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code) => {
       if (code === 0) resolve(Buffer.alloc(0));
-      else reject(new Error(`${cmd} ${args.slice(0, 3).join(" ")} exited ${code}: ${Buffer.concat(errChunks).toString().trim().slice(0, 500)}`));
+      else reject(new Error(`${label} exited ${code}: ${Buffer.concat(errChunks).toString().trim().slice(0, 500)}`));
     });
   });
-  return { done, stdout: child.stdout! };
+  return { done, stdout: child.stdout };
+}
+
+/** A program other than git (tar, rm): git goes through platform/git.ts only. */
+function run(cmd: string, args: string[], stdin?: NodeJS.ReadableStream): { done: Promise<Buffer>; stdout: NodeJS.ReadableStream } {
+  return watch(spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] }), `${cmd} ${args.slice(0, 3).join(" ")}`, stdin);
+}
+
+function git(sourcePath: string, args: string[], config?: Parameters<typeof spawnGit>[2]): { done: Promise<Buffer>; stdout: NodeJS.ReadableStream } {
+  return watch(spawnGit(sourcePath, args, config), ["git", ...args.slice(0, 2)].join(" "));
 }
 
 async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
@@ -100,9 +113,9 @@ export function baseInfo(sourcePath: string, commit: string): Promise<BaseInfo> 
   return p;
 }
 
-/** path → blob id and size of every regular file at `commit` (`git ls-tree -r -l -z`). */
+/** path → blob id and size of every regular file at `commit` (`git ls-tree -r -l -z`; links are no files of the manifest). */
 async function lsTree(sourcePath: string, commit: string): Promise<Map<string, { blob: string; size: number }>> {
-  const p = run("git", ["-C", sourcePath, "ls-tree", "-r", "-l", "-z", "--full-tree", commit]);
+  const p = git(sourcePath, ["ls-tree", "-r", "-l", "-z", "--full-tree", commit]);
   const [out] = await Promise.all([collect(p.stdout), p.done]);
   const map = new Map<string, { blob: string; size: number }>();
   for (const rec of out.toString("utf8").split("\0")) {
@@ -116,15 +129,20 @@ async function lsTree(sourcePath: string, commit: string): Promise<Map<string, {
 
 /** The committer time (epoch s): `git archive` stamps every entry with it, and tar restores it. */
 async function commitTime(sourcePath: string, commit: string): Promise<number> {
-  const p = run("git", ["-C", sourcePath, "log", "-1", "--format=%ct", commit]);
+  const p = git(sourcePath, ["log", "-1", "--format=%ct", commit]);
   const [out] = await Promise.all([collect(p.stdout), p.done]);
   return Number(out.toString().trim());
 }
 
-/** `git archive <commit> | tar -x -C dir`: one pass, no index, no worktree bookkeeping in the source. */
+/**
+ * `git archive <commit> | tar -x -C dir`: one pass, no index, no worktree bookkeeping in the
+ * source. Committed links stay links (tar creates them; it never writes through one). The
+ * repository's filter drivers are switched off (platform/git.ts): a committed .gitattributes
+ * naming one would have git run its command on every file.
+ */
 async function extract(sourcePath: string, commit: string, dir: string): Promise<void> {
-  const archive = run("git", ["-C", sourcePath, "archive", "--format=tar", commit]);
-  const tar = run("tar", ["-x", "--no-same-owner", "-C", dir], { stdin: archive.stdout });
+  const archive = git(sourcePath, ["archive", "--format=tar", commit], { config: await filterOverrides(sourcePath) });
+  const tar = run("tar", ["-x", "--no-same-owner", "-C", dir], archive.stdout);
   await Promise.all([archive.done, tar.done]);
 }
 
@@ -137,6 +155,8 @@ export interface MaterialiseInput {
   readonly entries: readonly { readonly path: string; readonly content: Uint8Array | null }[];
   /** Pre-extracted base trees: one is renamed into staging instead of extracting on the request path. */
   readonly spares?: BaseSpares | undefined;
+  /** An overlay entry that could not be applied without following a link (or is refused by the path rules): left out, reported here. */
+  readonly onSkipped?: ((path: string, reason: string) => void) | undefined;
 }
 
 /** Builds a fresh environment in staging and renames it into place (fails if the path is taken). */
@@ -167,21 +187,31 @@ export async function materialise(input: MaterialiseInput): Promise<Environment>
     // guess be wrong, capture falls back to the content hash — slower, never wrong.
     const manifest: Manifest = new Map();
     for (const [rel, b] of base) manifest.set(rel, { size: b.size, mtimeMs, blob: b.blob });
+    // No write follows a link (safe-fs.ts): an entry below a committed link (written before
+    // WriteFile refused those) is left out and reported, never written where the link points.
+    const root = await rootOf(staging, { private: true });
     for (const e of input.entries) {
-      const rel = safeRelative(e.path);
-      if (rel === undefined || rel === MARKER) continue;
-      const abs = path.join(staging, rel);
-      if (e.content === null) {
-        await rm(abs, { force: true, recursive: true });
-        manifest.delete(rel);
-      } else {
-        await mkdir(path.dirname(abs), { recursive: true });
-        await writeFile(abs, e.content);
-        const st = await lstat(abs);
-        manifest.set(rel, { size: st.size, mtimeMs: st.mtimeMs, blob: gitBlobId(e.content) });
+      const n = normalisePath("path", e.path);
+      if (!n.ok || n.path !== e.path) {
+        input.onSkipped?.(e.path, n.ok ? "NOT_NORMALISED" : n.violation.reason);
+        continue;
+      }
+      const rel = n.path;
+      if (rel === MARKER) continue;
+      try {
+        if (e.content === null) {
+          await removeInside(root, rel, (abs) => rm(abs, { force: true, recursive: true }));
+          manifest.delete(rel);
+        } else {
+          const st = await writeInside(root, rel, e.content);
+          manifest.set(rel, { size: st.size, mtimeMs: st.mtimeMs, blob: gitBlobId(e.content) });
+        }
+      } catch (err) {
+        if (!(err instanceof UnsafePath)) throw err;
+        input.onSkipped?.(rel, err.reason);
       }
     }
-    await writeFile(path.join(staging, MARKER), token);
+    await writeInside(root, MARKER, new TextEncoder().encode(token));
     await rename(staging, target);
     return { workspaceId: input.workspaceId, path: target, token, manifest };
   } catch (err) {
@@ -355,76 +385,12 @@ export function envPath(root: string, workspaceId: string): string {
   return path.join(root, workspaceId);
 }
 
-/** A normalised relative path, or undefined when it escapes the directory. */
-function safeRelative(p: string): string | undefined {
-  const n = path.posix.normalize(p.replace(/\\/g, "/")).replace(/^\/+/, "");
-  if (!n || n === "." || n.startsWith("../") || n === "..") return undefined;
-  return n;
-}
-
-/** Every regular file under dir (relative "/" paths) with size and mtime; skips .git and the marker. */
-export async function scan(dir: string): Promise<Map<string, { size: number; mtimeMs: number }>> {
-  const out = new Map<string, { size: number; mtimeMs: number }>();
-  const walk = async (rel: string): Promise<void> => {
-    const entries = await readdir(rel ? path.join(dir, rel) : dir, { withFileTypes: true });
-    const files: string[] = [];
-    const dirs: string[] = [];
-    for (const d of entries) {
-      const r = rel ? `${rel}/${d.name}` : d.name;
-      if (d.name === ".git") continue;
-      if (!rel && d.name === MARKER) continue;
-      if (d.isDirectory()) dirs.push(r);
-      else if (d.isFile()) files.push(r);
-      // symlinks, sockets, FIFOs: not files of the overlay (docs/turns.md)
-    }
-    await Promise.all(files.map(async (r) => {
-      try {
-        const st = await lstat(path.join(dir, r));
-        if (st.isFile()) out.set(r, { size: st.size, mtimeMs: st.mtimeMs });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-      }
-    }));
-    for (const d of dirs) await walk(d);
-  };
-  await walk("");
-  return out;
-}
-
 export interface DirectoryDiff {
   /** Added or modified, with their content and new manifest entry. */
   readonly written: { path: string; content: Uint8Array; entry: ManifestEntry; added: boolean }[];
   readonly deleted: string[];
   /** Size/mtime changed but the content did not: only the manifest needs the new stat. */
   readonly touched: { path: string; entry: ManifestEntry }[];
-}
-
-/**
- * What changed in the directory since the manifest: size and mtime first, the content hash
- * only when they differ (or the mtime is within 2 s of the recorded one, git's "racy" rule).
- */
-export async function diff(env: Environment): Promise<DirectoryDiff> {
-  const now = await scan(env.path);
-  const written: DirectoryDiff["written"] = [];
-  const touched: DirectoryDiff["touched"] = [];
-  const deleted: string[] = [];
-  for (const [rel, st] of now) {
-    const old = env.manifest.get(rel);
-    if (old && old.size === st.size && old.mtimeMs === st.mtimeMs) continue;
-    let content: Uint8Array;
-    try {
-      content = await readFile(path.join(env.path, rel));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") continue;
-      throw err;
-    }
-    const blob = gitBlobId(content);
-    const entry = { size: content.byteLength, mtimeMs: st.mtimeMs, blob };
-    if (old && old.blob === blob) touched.push({ path: rel, entry });
-    else written.push({ path: rel, content, entry, added: !old });
-  }
-  for (const rel of env.manifest.keys()) if (!now.has(rel)) deleted.push(rel);
-  return { written, deleted, touched };
 }
 
 /** Liveness: the directory exists, is readable and its marker holds this environment's token. */
@@ -445,8 +411,9 @@ export async function probe(env: Environment, timeoutMs: number): Promise<boolea
 /**
  * The marker's content, or undefined when the path is not a marker of ours: opened without
  * following a symlink and without blocking (the directory is the agent's: a FIFO or a link put
- * in the marker's place must neither hang the probe or a teardown nor be read through). One read: a token is 36 bytes, so anything longer than the
- * buffer is not a token of ours, and its truncation cannot match one.
+ * in the marker's place must neither hang the probe or a teardown nor be read through). One
+ * read: a token is 36 bytes, so anything longer than the buffer is not a token of ours, and its
+ * truncation cannot match one.
  */
 async function readMarker(file: string): Promise<string | undefined> {
   let fh;

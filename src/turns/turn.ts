@@ -13,7 +13,7 @@ import type { OutcomeName, TurnStateName } from "./store.js";
 
 export type OnBusyName = "supersede" | "reject";
 
-export type LeftOutReason = "gitignored" | "excluded" | "too_large";
+export type LeftOutReason = "gitignored" | "excluded" | "too_large" | "git_directory";
 
 /** A path capture did not send to the overlay on purpose; a directory ends with "/". */
 export interface LeftOut {

@@ -350,7 +350,8 @@ export type LeftOutPath = Message<"berth.v1.LeftOutPath"> & {
   path: string;
 
   /**
-   * gitignored, excluded (capture_exclude) or too_large.
+   * gitignored, excluded (capture_exclude), too_large, or git_directory (a .git in any spelling:
+   * never the overlay's, never read).
    *
    * @generated from field: string reason = 2;
    */
