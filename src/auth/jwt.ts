@@ -2,12 +2,14 @@
  * BERTH_AUTH=jwt: `authorization: Bearer <JWT>` verified with jose, either HS256 with
  * BERTH_JWT_SECRET or against a local JSON Web Key Set file (BERTH_JWKS_FILE). Optional
  * BERTH_JWT_ISSUER / BERTH_JWT_AUDIENCE are enforced. The agent id is `sub`; roles come from
- * a `roles` claim (array of "agent" / "admin"; unknown roles ignored), default ["agent"].
+ * a `roles` claim (array of "agent" / "admin"; unknown roles ignored), default ["agent"]; the
+ * repositories from a `repos` claim (names, ids or "*"; src/auth/grants.ts), default none.
  */
 import { readFileSync } from "node:fs";
 import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyOptions, type JSONWebKeySet } from "jose";
 import { ConfigError } from "../config.js";
 import { unauthenticated } from "../platform/errors.js";
+import { grantsOf, reposProblem } from "./grants.js";
 import { bearerToken, isRole, principalOf, type Authenticator, type HeaderReader, type Principal, type Role } from "./principal.js";
 
 export interface JwtOptions {
@@ -59,7 +61,9 @@ export function jwtAuthenticator(opts: JwtOptions): Authenticator {
       if (typeof payload.sub !== "string" || payload.sub === "") throw unauthenticated("TOKEN_INVALID", "token has no sub");
       const claim = (payload as { roles?: unknown }).roles;
       const roles: Role[] = Array.isArray(claim) ? claim.filter(isRole) : ["agent"];
-      return principalOf(payload.sub, roles);
+      const repos = (payload as { repos?: unknown }).repos;
+      if (repos !== undefined && reposProblem(repos) !== undefined) throw unauthenticated("TOKEN_INVALID", `the repos claim ${reposProblem(repos)}`);
+      return principalOf(payload.sub, roles, grantsOf((repos ?? []) as string[]));
     },
   };
 }
