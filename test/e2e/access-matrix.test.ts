@@ -272,7 +272,7 @@ for (const instances of [1, 2]) {
       const ws = createGrpcClient(WorkspaceService, berth.server.grpcAddress, { metadata });
       const turns = createGrpcClient(TurnService, berth.server.grpcAddress, { metadata });
       closers.push(() => ws.close(), () => turns.close());
-      clients.set(`${caller}/grpc`, { ws: ws as unknown as Client<typeof WorkspaceService>, turns: turns as unknown as Client<typeof TurnService> });
+      clients.set(`${caller}/grpc`, { ws: ws, turns: turns });
       const auth: Interceptor = (next) => (req) => {
         if (authorization) req.header.set("authorization", authorization);
         return next(req);
@@ -348,7 +348,7 @@ for (const instances of [1, 2]) {
     try {
       let responses: unknown[];
       if (!row.stream) {
-        responses = [await (c[row.method]!(wire) as Promise<unknown>)];
+        responses = [await (c[row.method]!(wire))];
       } else {
         responses = await readStream(row, c[row.method]!.bind(c), wire, request);
       }
@@ -425,6 +425,28 @@ for (const instances of [1, 2]) {
       const forwarded = berth.instanceLogs.map((own) => own.filter((l) => l.msg === "rpc" && typeof l.forwardedTo === "string").length);
       expect(forwarded.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
     }
+  });
+
+  it("streams env.evicted to an agent without the environment's directory, to an admin with it", async () => {
+    const { sessionId, turnId } = await fixtures.turn();
+    const evicted = (caller: Caller) => {
+      const abort = new AbortController();
+      const stream = clientsOf(caller, "connect").ws.watchEvents({ repoIds: [fixtures.repoId], kinds: ["env.evicted"] }, { signal: abort.signal });
+      return (async () => {
+        try {
+          for await (const m of stream) if (m.event?.sessionId === sessionId && m.event.payload.case === "environmentEvicted") return m.event.payload.value;
+          throw new Error("stream ended");
+        } finally {
+          abort.abort();
+        }
+      })();
+    };
+    // Replayed from the outbox too: the subscriptions may start after the eviction.
+    await clientsOf("owner", "grpc").turns.endTurn({ turnId, outcome: TurnOutcome.COMPLETED });
+    await clientsOf("owner", "grpc").ws.destroyWorkspace({ sessionId });
+    const [agent, admin] = await Promise.all([evicted("owner"), evicted("admin")]);
+    expect(agent).toMatchObject({ environmentPath: "", reason: "session-ended" });
+    expect(admin.environmentPath).not.toBe("");
   });
 
   it("writes one audit line per refusal and per admin action on another agent's session", async () => {
