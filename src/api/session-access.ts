@@ -56,12 +56,14 @@ export async function ownedSession(registry: SessionRegistry, ctx: CallContext, 
     const current = await resumedInto(registry, err);
     if (current === undefined) throw anyone ? err : notOwner(sessionId);
     if (!actsFor(principal, current.agentId)) throw notOwner(sessionId);
-    await permitted(registry, ctx, current, sessionId);
+    const granted = permitted(registry, ctx, current, sessionId);
+    if (granted) await granted;
     if (use !== "turns") throw err;
     return current;
   }
   if (!actsFor(principal, ws.agentId)) throw notOwner(sessionId);
-  await permitted(registry, ctx, ws, sessionId);
+  const granted = permitted(registry, ctx, ws, sessionId);
+  if (granted) await granted;
   if (use === "active") {
     assertActive(ws);
     registry.touch(ws);
@@ -70,11 +72,12 @@ export async function ownedSession(registry: SessionRegistry, ctx: CallContext, 
 }
 
 /** Past the owner: the grant on the session's repository; an admin's use of another's session audited. */
-async function permitted(registry: SessionRegistry, ctx: CallContext, ws: Workspace, sessionId: string): Promise<void> {
+function permitted(registry: SessionRegistry, ctx: CallContext, ws: Workspace, sessionId: string): Promise<void> | undefined {
   const p = ctx.principal;
-  // Auth off or an admin: no grant to look up (the hot path of BERTH_AUTH=none stays as it was).
-  if (!actsForAnyone(p)) await requireRepository(registry, p, ws.repoId);
-  else if (ws.agentId !== p.agentId) auditAdminAction(ctx, { session_id: sessionId, agent_id: ws.agentId, repo_id: ws.repoId });
+  // Auth off or an admin: no grant to look up, and no await (the hot path of BERTH_AUTH=none stays as it was).
+  if (!actsForAnyone(p)) return requireRepository(registry, p, ws.repoId);
+  if (ws.agentId !== p.agentId) auditAdminAction(ctx, { session_id: sessionId, agent_id: ws.agentId, repo_id: ws.repoId });
+  return undefined;
 }
 
 function isResumed(err: unknown): err is BerthError {
