@@ -57,7 +57,9 @@ export interface RepositoryCatalogue {
 }
 
 function notGranted(principal: Principal, repo: string, field: "repo_id" | "name"): BerthError {
-  return permissionDenied("REPOSITORY_NOT_GRANTED", `agent "${principal.agentId ?? ""}" has no grant for repository ${repo}`, {
+  const none = !principal.repos.all && principal.repos.entries.size === 0;
+  const hint = none ? ": its token grants no repository (give its token entry or JWT a repos list; see docs/security.md)" : "";
+  return permissionDenied("REPOSITORY_NOT_GRANTED", `agent "${principal.agentId ?? ""}" has no grant for repository ${repo}${hint}`, {
     [field]: repo,
     agent_id: principal.agentId ?? "",
   });

@@ -14,7 +14,7 @@ import { createGrpcClient } from "../support/grpc-client.js";
 import { failure } from "../support/rpc-error.js";
 
 const sha = (t: string) => createHash("sha256").update(t).digest("hex");
-const TOKENS = { alice: randomBytes(16).toString("hex"), bob: randomBytes(16).toString("hex"), ops: randomBytes(16).toString("hex") };
+const TOKENS = { alice: randomBytes(16).toString("hex"), bob: randomBytes(16).toString("hex"), ops: randomBytes(16).toString("hex"), dave: randomBytes(16).toString("hex") };
 
 describe("a shared changeset", () => {
   let berth: TestBerth;
@@ -29,6 +29,8 @@ describe("a shared changeset", () => {
         { sha256: sha(TOKENS.alice), agent_id: "alice", repos: ["shared"] },
         { sha256: sha(TOKENS.bob), agent_id: "bob", repos: ["shared"] },
         { sha256: sha(TOKENS.ops), agent_id: "ops", roles: ["agent", "admin"] },
+        // An entry from before grants: no repos.
+        { sha256: sha(TOKENS.dave), agent_id: "dave" },
       ],
     }));
     berth = await startBerth({ env: { BERTH_AUTH: "token", BERTH_AUTH_TOKENS_FILE: file } });
@@ -36,6 +38,16 @@ describe("a shared changeset", () => {
   });
   afterAll(async () => {
     await berth?.close();
+  });
+
+  it("names the token entries without repos at start, and refuses them every repository with a clear error", async () => {
+    expect(berth.logs.filter((l) => l.level === 40 && typeof l.msg === "string" && l.msg.includes("without \"repos\"")).map((l) => l.msg)).toEqual([
+      expect.stringContaining('agent_id "dave"'),
+    ]);
+    const refused = await failure(create("dave"));
+    expect(refused).toMatchObject({ code: "PERMISSION_DENIED", reason: "REPOSITORY_NOT_GRANTED", metadata: { repo_id: repoId, agent_id: "dave" } });
+    expect(refused.message).toMatch(/grants no repository/);
+    expect((await as("dave").listRepositories({})).repositories).toEqual([]);
   });
 
   const create = (who: keyof typeof TOKENS, changesetId?: string) =>
