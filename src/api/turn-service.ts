@@ -216,8 +216,9 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
 
     /**
      * The pool of every live instance, summed: a client behind a load balancer sees one pool.
-     * Admins only. A forwarded call (or a single process) answers for this instance alone. An instance that
-     * cannot be reached is left out and named in the call's log line (`poolStatsUnreachable`).
+     * Admins only. A forwarded call (or a single process) answers for this instance alone. An
+     * instance that cannot be reached is left out and named in the call's log line
+     * (`poolStatsUnreachable`).
      */
     async getPoolStats(req, ctx) {
       // The pool is every repository's: operators' information (the forwarded calls check again).
