@@ -4,6 +4,7 @@ import { WatchEventsResponseSchema, type WorkspaceService, type WatchEventsRespo
 import type { Event } from "../delivery/event-store.js";
 import { kindPatternViolations } from "../delivery/filter.js";
 import type { ServiceHandlers } from "./handler.js";
+import { eventForCaller, repositoryVisibility, requireRepository, showsServerPaths } from "./authorize.js";
 import { Check } from "./validate.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
 
@@ -42,6 +43,13 @@ export function eventHandlers(deps: WorkspaceServiceDeps): Pick<Methods, "watchE
       for (const v of kindPatternViolations(req.kinds)) k.add(v.field, v.reason, v.description);
       k.done();
 
+      // The read model: a repository asked for by name must be granted; without one, the
+      // stream holds the events of the granted repositories only.
+      const p = ctx.principal;
+      for (const id of repoIds) await requireRepository(deps.registry, p, id);
+      const visible = repoIds.length > 0 ? undefined : repositoryVisibility(deps.registry, p);
+      const paths = showsServerPaths(p);
+
       const hub = deps.events;
       ctx.logFields.afterSeq = req.afterSeq.toString();
       const stream = hub.stream(
@@ -49,7 +57,13 @@ export function eventHandlers(deps: WorkspaceServiceDeps): Pick<Methods, "watchE
         ctx.signal,
         deps.eventSubscriberOptions ?? {},
       );
-      for await (const event of stream) yield responseFor(event);
+      for await (const event of stream) {
+        if (visible !== undefined) {
+          const v = visible(event.repoId);
+          if (!(v === true || (v !== false && (await v)))) continue;
+        }
+        yield responseFor(paths ? event : eventForCaller(p, event));
+      }
     },
   };
 }

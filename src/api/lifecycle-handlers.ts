@@ -3,7 +3,9 @@
  * The behaviour lives in src/sessions/lifecycle.ts; these translate and check the caller.
  */
 import { AbandonCause, type WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
-import { effectiveAgentId, requireRole } from "./authorize.js";
+import { actsForAnyone, auditAdminAction, effectiveAgentId, eventForCaller, requireRepository, requireRole } from "./authorize.js";
+import { BerthError } from "../platform/errors.js";
+import type { Principal } from "../auth/principal.js";
 import type { AbandonCause as CauseName } from "../sessions/lifecycle.js";
 import type { ServiceHandlers } from "./handler.js";
 import { ownedSession } from "./session-access.js";
@@ -20,6 +22,22 @@ export function lifecycleHandlers(
   deps: WorkspaceServiceDeps,
 ): Pick<Methods, "heartbeat" | "attachSession" | "strandSession" | "resumeSession" | "abandonSession"> {
   const { registry } = deps;
+  /**
+   * ResumeSession's grant check: the owner's grant on the dead session's repository. A session of
+   * another agent, or one that cannot be read as it is (resumed, unknown), is left to the resume
+   * to refuse, as it does (AGENT_MISMATCH, ALREADY_RESUMED, SESSION_NOT_FOUND): nothing of another
+   * agent's session is told here.
+   */
+  const requireGrantOfOwnSession = async (principal: Principal, sessionId: string, agentId: string) => {
+    let ws;
+    try {
+      ws = await registry.getWorkspace(sessionId);
+    } catch (err) {
+      if (err instanceof BerthError && err.kind !== "internal") return;
+      throw err;
+    }
+    if (ws.agentId === agentId) await requireRepository(registry, principal, ws.repoId);
+  };
   return {
     async heartbeat(req, ctx) {
       const c = new Check();
@@ -46,7 +64,7 @@ export function lifecycleHandlers(
         await registry.requireActive(ws.sessionId);
         yield { message: { case: "workspace", value: workspaceToWire(ws) } };
         for await (const event of notices) {
-          yield { message: { case: "event", value: event } };
+          yield { message: { case: "event", value: eventForCaller(ctx.principal, event) } };
           if (endedLifecycle(event.kind)) return;
         }
       } finally {
@@ -74,6 +92,8 @@ export function lifecycleHandlers(
       ctx.logFields.sessionId = dead;
       // Auth on: the caller's own agent (an admin may name another); auth off: required.
       const agentId = effectiveAgentId(ctx.principal, requested, "agent_id");
+      if (agentId !== ctx.principal.agentId) auditAdminAction(ctx, { agent_id: agentId });
+      if (!actsForAnyone(ctx.principal)) await requireGrantOfOwnSession(ctx.principal, dead!, agentId);
       // A turn that was running when the session was stranded is captured into the overlay by
       // the instance that ran it; the resume waits for that, so the resumed session has it
       // (docs/lifecycle.md). Any other state is the resume's own answer, given below.

@@ -15,6 +15,7 @@ import type { ChangesetStateName } from "../platform/schema.js";
 import type { ServiceHandlers } from "./handler.js";
 import { Check } from "./validate.js";
 import { ownedSession } from "./session-access.js";
+import { requireRepository } from "./authorize.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
 
 type Methods = ServiceHandlers<typeof WorkspaceService>;
@@ -169,6 +170,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
       const path = c.path("path", req.path);
       c.done();
       if (exclude) ctx.logFields.sessionId = exclude;
+      await requireRepository(deps.registry, ctx.principal, repoId!);
       const r = await overlay().describeOtherModifiers(repoId!, path!, exclude);
       return { text: r.text, modifiers: r.modifiers.map(modifierToWire) };
     },

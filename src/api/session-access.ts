@@ -5,16 +5,19 @@
  * ownedSession, so there is one rule and one order: the owner is established first, before
  * anything about the session's state is answered, and a session whose owner cannot be
  * established is refused. A resumed session's old id has no workspace row of its own; its
- * owner is the owner of the workspace it was resumed into.
+ * owner is the owner of the workspace it was resumed into. Once the owner is established, the
+ * owner's grant on the session's repository is checked (./authorize.ts): a revoked grant stops
+ * the owner's own sessions too. An admin's use of another agent's session is audited.
  */
 import type { Principal } from "../auth/principal.js";
 import { BerthError, permissionDenied } from "../platform/errors.js";
 import { assertActive, type WorkspaceRegistry } from "../sessions/registry.js";
 import type { Workspace } from "../sessions/workspace.js";
 import type { CallContext } from "./handler.js";
+import { actsForAnyone, auditAdminAction, requireRepository } from "./authorize.js";
 
 /** What the check needs of the registry. */
-export type SessionRegistry = Pick<WorkspaceRegistry, "getWorkspace" | "touch">;
+export type SessionRegistry = Pick<WorkspaceRegistry, "getWorkspace" | "touch" | "repository">;
 
 /**
  * - "active": the session must be active (FAILED_PRECONDITION otherwise, as the registry says);
@@ -32,10 +35,6 @@ const MAX_RESUMES = 64;
 /** True when the principal may act for `agentId` (the owner of a session, an event, a turn). */
 export function actsFor(principal: Principal, agentId: string | undefined): boolean {
   return actsForAnyone(principal) || (principal.agentId !== undefined && principal.agentId === agentId);
-}
-
-function actsForAnyone(principal: Principal): boolean {
-  return principal.anonymous || principal.roles.has("admin");
 }
 
 /**
@@ -57,15 +56,28 @@ export async function ownedSession(registry: SessionRegistry, ctx: CallContext, 
     const current = await resumedInto(registry, err);
     if (current === undefined) throw anyone ? err : notOwner(sessionId);
     if (!actsFor(principal, current.agentId)) throw notOwner(sessionId);
+    const granted = permitted(registry, ctx, current, sessionId);
+    if (granted) await granted;
     if (use !== "turns") throw err;
     return current;
   }
   if (!actsFor(principal, ws.agentId)) throw notOwner(sessionId);
+  const granted = permitted(registry, ctx, ws, sessionId);
+  if (granted) await granted;
   if (use === "active") {
     assertActive(ws);
     registry.touch(ws);
   }
   return ws;
+}
+
+/** Past the owner: the grant on the session's repository; an admin's use of another's session audited. */
+function permitted(registry: SessionRegistry, ctx: CallContext, ws: Workspace, sessionId: string): Promise<void> | undefined {
+  const p = ctx.principal;
+  // Auth off or an admin: no grant to look up, and no await (the hot path of BERTH_AUTH=none stays as it was).
+  if (!actsForAnyone(p)) return requireRepository(registry, p, ws.repoId);
+  if (ws.agentId !== p.agentId) auditAdminAction(ctx, { session_id: sessionId, agent_id: ws.agentId, repo_id: ws.repoId });
+  return undefined;
 }
 
 function isResumed(err: unknown): err is BerthError {

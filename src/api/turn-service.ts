@@ -12,6 +12,7 @@ import { TurnRaceLost, type Placement, type Turn, type TurnScheduler } from "../
 import type { TurnStateName } from "../turns/store.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { actsFor, ownedSession } from "./session-access.js";
+import { eventForCaller, mayUseRepository, repositoryVisibility, requireRole, showsServerPaths } from "./authorize.js";
 import { isForwarded, serveOrForward, type TurnForwarder } from "./turn-routing.js";
 import { addPoolStats, type PoolStats } from "../turns/pool.js";
 import { Check } from "./validate.js";
@@ -36,7 +37,8 @@ const STATES: Record<TurnStateName, TurnState> = {
   cancelled: TurnState.CANCELLED,
 };
 
-export function turnToWire(t: Turn): MessageInitShape<typeof TurnSchema> {
+/** `paths`: whether the caller sees server-side paths (environment_path); api/authorize.ts showsServerPaths. */
+export function turnToWire(t: Turn, paths: boolean): MessageInitShape<typeof TurnSchema> {
   return {
     turnId: t.id,
     sessionId: t.sessionId,
@@ -44,7 +46,7 @@ export function turnToWire(t: Turn): MessageInitShape<typeof TurnSchema> {
     clientTurnId: t.clientTurnId ?? "",
     state: STATES[t.state],
     outcome: outcomeEnum(t.outcome),
-    environmentPath: t.environmentPath,
+    environmentPath: paths ? t.environmentPath : "",
     warm: t.warm,
     startedAt: timestampFromMs(t.startedAt),
     ...(t.endedAt !== null && t.state !== "running" ? { endedAt: timestampFromMs(t.endedAt) } : {}),
@@ -132,7 +134,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
         ctx.logFields.warm = r.turn.warm;
         return {
           turnId: r.turn.id,
-          environmentPath: r.turn.environmentPath,
+          environmentPath: showsServerPaths(ctx.principal) ? r.turn.environmentPath : "",
           warm: r.turn.warm,
           workspaceMap: mapToWire(r.map),
           supersededTurnId: r.supersededTurnId,
@@ -160,7 +162,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const { turn, ws } = await turnAndSession(ctx, turnId!);
       return routed(methods.endTurn, ctx, req, () => turns.ownership.ofTurn(turn, ws), async () => {
         const r = await turns.endTurn(turnId!, outcomeName(outcome!)!, () => Promise.resolve(ws));
-        return { turn: turnToWire(r.turn), capturedPaths: r.captured, leftOut: r.leftOut.map((l) => ({ path: l.path, reason: l.reason })) };
+        return { turn: turnToWire(r.turn, showsServerPaths(ctx.principal)), capturedPaths: r.captured, leftOut: r.leftOut.map((l) => ({ path: l.path, reason: l.reason })) };
       });
     },
 
@@ -191,8 +193,13 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       c.done();
       if (sessionId) await owner(ctx)(sessionId);
       let list = await turns.listTurns(sessionId);
-      if (!sessionId) list = list.filter((t) => actsFor(ctx.principal, registry.liveWorkspace(t.sessionId)?.agentId));
-      return { turns: list.map(turnToWire) };
+      if (!sessionId) {
+        const mine = list.filter((t) => actsFor(ctx.principal, registry.liveWorkspace(t.sessionId)?.agentId));
+        const granted = await Promise.all(mine.map((t) => mayUseRepository(registry, ctx.principal, t.repoId)));
+        list = mine.filter((_, i) => granted[i]);
+      }
+      const paths = showsServerPaths(ctx.principal);
+      return { turns: list.map((t) => turnToWire(t, paths)) };
     },
 
     async *watchTurns(req, ctx) {
@@ -202,18 +209,26 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       if (sessionId) await owner(ctx)(sessionId);
       const hub = deps.events;
       if (!hub) throw new BerthError("unavailable", "EVENTS_UNAVAILABLE", "event delivery is not running on this server");
+      const visible = repositoryVisibility(registry, ctx.principal);
       for await (const event of hub.watch({ kinds: ["turn.*", "env.evicted"], sessionIds: sessionId ? [sessionId] : [] }, ctx.signal)) {
-        if (!sessionId && !actsFor(ctx.principal, event.agentId)) continue;
-        yield { event };
+        if (!sessionId) {
+          if (!actsFor(ctx.principal, event.agentId)) continue;
+          const v = visible(event.repoId);
+          if (!(v === true || (v !== false && (await v)))) continue;
+        }
+        yield { event: eventForCaller(ctx.principal, event) };
       }
     },
 
     /**
      * The pool of every live instance, summed: a client behind a load balancer sees one pool.
-     * A forwarded call (or a single process) answers for this instance alone. An instance that
-     * cannot be reached is left out and named in the call's log line (`poolStatsUnreachable`).
+     * Admins only. A forwarded call (or a single process) answers for this instance alone. An
+     * instance that cannot be reached is left out and named in the call's log line
+     * (`poolStatsUnreachable`).
      */
     async getPoolStats(req, ctx) {
+      // The pool is every repository's: operators' information (the forwarded calls check again).
+      requireRole(ctx.principal, "admin");
       const local = turns.stats();
       if (forwarder === undefined || isForwarded(ctx)) return local;
       const others = await turns.otherInstances();

@@ -5,8 +5,9 @@ import type { Changeset, Repository, Workspace } from "../sessions/workspace.js"
 import { changesetStateEnum, lifecycleEnum, modeEnum } from "../platform/proto-enums.js";
 import type { ChangesetSchema, RepositorySchema, SessionInfoSchema, WorkspaceSchema } from "../../gen/berth/v1/types_pb.js";
 
-export function repositoryToWire(r: Repository): MessageInitShape<typeof RepositorySchema> {
-  return { id: r.id, name: r.name, sourcePath: r.sourcePath ?? "", createdAt: timestampFromMs(r.createdAt), captureExclude: [...r.captureExclude] };
+/** `paths`: whether the caller sees server-side paths (source_path); see api/authorize.ts showsServerPaths. */
+export function repositoryToWire(r: Repository, paths: boolean): MessageInitShape<typeof RepositorySchema> {
+  return { id: r.id, name: r.name, sourcePath: paths ? (r.sourcePath ?? "") : "", createdAt: timestampFromMs(r.createdAt), captureExclude: [...r.captureExclude] };
 }
 
 export function changesetToWire(c: Changeset): MessageInitShape<typeof ChangesetSchema> {

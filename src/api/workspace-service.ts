@@ -5,8 +5,17 @@
  */
 import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { type WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
-import { effectiveAgentId, requireRole } from "./authorize.js";
-import { permissionDenied } from "../platform/errors.js";
+import {
+  actsForAnyone,
+  auditAdminAction,
+  effectiveAgentId,
+  requireChangesetMember,
+  requireRepository,
+  requireRepositoryName,
+  requireRole,
+  seesRepository,
+  showsServerPaths,
+} from "./authorize.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
 import { overlayHandlers } from "./overlay-handlers.js";
@@ -36,13 +45,19 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       if (req.captureExclude.length > LIMITS.captureExcludePatterns) c.add("capture_exclude", "TOO_MANY", `at most ${LIMITS.captureExcludePatterns} patterns, got ${req.captureExclude.length}`);
       const exclude = req.captureExclude.map((p, i) => c.text(`capture_exclude[${i}]`, p, { max: LIMITS.captureExcludePattern, required: true }) ?? "");
       c.done();
-      if (sourcePath) requireRole(ctx.principal, "admin");
+      requireRepositoryName(ctx.principal, name!);
+      if (sourcePath) {
+        requireRole(ctx.principal, "admin");
+        auditAdminAction(ctx, { name: name!, source_path: sourcePath });
+      }
       const repo = await registry.registerRepository(name!, sourcePath, exclude);
-      return { repository: repositoryToWire(repo) };
+      return { repository: repositoryToWire(repo, showsServerPaths(ctx.principal)) };
     },
 
-    async listRepositories() {
-      return { repositories: (await registry.listRepositories()).map(repositoryToWire) };
+    async listRepositories(_req, ctx) {
+      const p = ctx.principal;
+      const paths = showsServerPaths(p);
+      return { repositories: (await registry.listRepositories()).filter((r) => seesRepository(p, r)).map((r) => repositoryToWire(r, paths)) };
     },
 
     async createWorkspace(req, ctx) {
@@ -59,6 +74,9 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       c.done();
       const agentId = effectiveAgentId(ctx.principal, requestedAgent, "agent_id");
       if (sessionId) ctx.logFields.sessionId = sessionId;
+      await requireRepository(registry, ctx.principal, repoId!);
+      if (agentId !== ctx.principal.agentId) auditAdminAction(ctx, { agent_id: agentId, repo_id: repoId! });
+      if (changesetId) await requireChangesetMember(ctx, changesetId, () => registry.agentsOfChangeset(changesetId), "CHANGESET_NOT_JOINABLE");
       const ws = await registry.createWorkspace({
         repoId: repoId!,
         intent,
@@ -86,18 +104,24 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       return { workspace: workspaceToWire(await deps.lifecycle.destroy(ws.sessionId, "client")) };
     },
 
-    async listSessions(req) {
+    async listSessions(req, ctx) {
       const c = new Check();
       const repoId = c.uuid("repo_id", req.repoId);
       c.done();
+      await requireRepository(registry, ctx.principal, repoId!);
       return { sessions: (await registry.listSessions(repoId!)).map(sessionInfoToWire) };
     },
 
-    async countActive(req) {
+    async countActive(req, ctx) {
       const c = new Check();
       const repoId = c.uuid("repo_id", req.repoId, false);
       c.done();
-      return registry.countActive(repoId);
+      const p = ctx.principal;
+      if (repoId !== undefined) await requireRepository(registry, p, repoId);
+      // The total of a caller granted only some repositories counts those only.
+      if (actsForAnyone(p) || p.repos.all) return registry.countActive(repoId);
+      const within = (await registry.listRepositories()).filter((r) => seesRepository(p, r)).map((r) => r.id);
+      return registry.countActive(repoId, within);
     },
 
     async transitionChangeset(req, ctx) {
@@ -107,8 +131,11 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       const reason = c.text("reason", req.reason, { max: LIMITS.reason }) ?? "";
       c.done();
       const p = ctx.principal;
-      if (!p.anonymous && !p.roles.has("admin") && !(await registry.agentsOfChangeset(changesetId!)).includes(p.agentId ?? "")) {
-        throw permissionDenied("NOT_CHANGESET_OWNER", `changeset ${changesetId} is not worked on by ${p.agentId}`, { changeset_id: changesetId! });
+      await requireChangesetMember(ctx, changesetId!, () => registry.agentsOfChangeset(changesetId!), "NOT_CHANGESET_OWNER");
+      if (!actsForAnyone(p)) {
+        // A member whose grant on the changeset's repository was withdrawn may not move it either.
+        const repoId = await registry.repositoryOfChangeset(changesetId!);
+        if (repoId !== undefined) await requireRepository(registry, p, repoId);
       }
       const changeset = await registry.transitionChangeset(changesetId!, changesetStateName(to!)!, reason);
       return { changeset: changesetToWire(changeset) };

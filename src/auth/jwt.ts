@@ -2,9 +2,10 @@
  * BERTH_AUTH=jwt: `authorization: Bearer <JWT>` verified with jose, either HS256 with
  * BERTH_JWT_SECRET or against a local JSON Web Key Set file (BERTH_JWKS_FILE), re-read when it
  * changes. The agent id is `sub`; roles come from a `roles` claim (array of "agent" / "admin";
- * unknown roles ignored), default ["agent"].
+ * unknown roles ignored), default ["agent"]; the repositories from a `repos` claim (names, ids or
+ * "*"; src/auth/grants.ts), default none.
  *
- * What a token must be (docs/security-jwt-and-quotas.md):
+ * What a token must be (docs/security.md#tokens-jwt):
  * - signed with an allowed algorithm: HS256 with a secret; an asymmetric one (RS*, PS*, ES*,
  *   EdDSA) with a JWKS file. `none`, and a symmetric algorithm against the key set (an RSA public
  *   key used as an HMAC secret), are refused before any key is looked at;
@@ -31,6 +32,7 @@ import {
 } from "jose";
 import { ConfigError } from "../config.js";
 import { unauthenticated, type BerthError } from "../platform/errors.js";
+import { grantsOf, reposProblem } from "./grants.js";
 import { bearerToken, isRole, principalOf, type Authenticator, type HeaderReader, type Principal, type Role } from "./principal.js";
 
 /** The algorithms accepted with a shared secret. */
@@ -247,7 +249,9 @@ export function jwtAuthenticator(opts: JwtOptions): Authenticator {
       if (typeof payload.sub !== "string" || payload.sub === "") throw claimRefused("sub", "token has no sub");
       const claim = (payload as { roles?: unknown }).roles;
       const roles: Role[] = Array.isArray(claim) ? claim.filter(isRole) : ["agent"];
-      return principalOf(payload.sub, roles);
+      const repos = (payload as { repos?: unknown }).repos;
+      if (repos !== undefined && reposProblem(repos) !== undefined) throw unauthenticated("TOKEN_INVALID", `the repos claim ${reposProblem(repos)}`);
+      return principalOf(payload.sub, roles, grantsOf((repos ?? []) as string[]));
     },
     close() {
       jwks?.close();

@@ -4,6 +4,8 @@
  * against them, while auth/ itself must not reach up into either.
  */
 
+import { ALL_REPOSITORIES, NO_REPOSITORIES, type RepositoryGrants } from "./grants.js";
+
 export type Role = "agent" | "admin";
 
 /** Who is calling. With BERTH_AUTH=none the principal is anonymous and trusted (loopback dev). */
@@ -13,6 +15,8 @@ export interface Principal {
   readonly roles: ReadonlySet<Role>;
   /** True when auth is off: every role is granted and agent ids come from requests. */
   readonly anonymous: boolean;
+  /** The repositories it may use (./grants.ts); an admin uses every repository whatever these say. */
+  readonly repos: RepositoryGrants;
 }
 
 export type HeaderReader = (name: string) => string | undefined;
@@ -24,6 +28,8 @@ export interface Authenticator {
   readonly fixedPrincipal?: Principal;
   /** Releases what it watches (the JWKS file), at shutdown. */
   close?(): void;
+  /** What the server logs as warnings at start (e.g. token entries that reach no repository). */
+  readonly startupWarnings?: readonly string[];
 }
 
 const ROLES: ReadonlySet<string> = new Set<Role>(["agent", "admin"]);
@@ -33,6 +39,7 @@ export const ANONYMOUS_PRINCIPAL: Principal = Object.freeze({
   agentId: undefined,
   roles: new Set<Role>(["agent", "admin"]),
   anonymous: true,
+  repos: ALL_REPOSITORIES,
 });
 
 /** Principal of calls to auth-exempt services (health) when auth is on. */
@@ -40,14 +47,15 @@ export const UNAUTHENTICATED_PRINCIPAL: Principal = Object.freeze({
   agentId: undefined,
   roles: new Set<never>(),
   anonymous: false,
+  repos: NO_REPOSITORIES,
 });
 
 export function isRole(r: unknown): r is Role {
   return typeof r === "string" && ROLES.has(r);
 }
 
-export function principalOf(agentId: string, roles: readonly Role[]): Principal {
-  return Object.freeze({ agentId, roles: new Set(roles), anonymous: false });
+export function principalOf(agentId: string, roles: readonly Role[], repos: RepositoryGrants = NO_REPOSITORIES): Principal {
+  return Object.freeze({ agentId, roles: new Set(roles), anonymous: false, repos });
 }
 
 /** `authorization: Bearer <token>` → token; undefined when absent; "" when malformed. */

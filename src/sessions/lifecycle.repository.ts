@@ -91,6 +91,22 @@ export async function abandonStrandedBefore(trx: Transaction<Database>, cutoff: 
   return r.rows;
 }
 
+/**
+ * Of these changesets, those no live (active or stranded) session works on any more: an abandon
+ * rejects only those. The changesets are locked first and read after, in a statement of its own:
+ * of two abandons of a shared changeset's last two sessions, the second to take the lock sees the
+ * first's session ended (read committed: a new snapshot per statement), so one of them rejects it.
+ */
+export async function changesetsWithoutLiveSessions(trx: Transaction<Database>, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  await sql`SELECT id FROM changesets WHERE id = ANY(${uuids(ids)}) ORDER BY id FOR UPDATE`.execute(trx);
+  const r = await sql<{ id: string }>`
+    SELECT c.id FROM changesets AS c
+    WHERE c.id = ANY(${uuids(ids)})
+      AND NOT EXISTS (SELECT 1 FROM workspaces AS w WHERE w.changeset_id = c.id AND w.lifecycle IN ('active','stranded'))`.execute(trx);
+  return r.rows.map((row) => row.id);
+}
+
 export interface RejectedChangeset extends ChangesetRow {
   old_state: ChangesetStateName;
 }

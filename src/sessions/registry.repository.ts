@@ -165,15 +165,20 @@ export async function agentsOfChangeset(db: Executor, changesetId: string): Prom
   return rows.map((r) => r.agent_id);
 }
 
-export async function countActive(db: Executor, repoId: string | undefined): Promise<{ active: number; total: number }> {
-  const row = await db
+/** Active workspaces of `repoId` and in all; `within`: the total counts only these repositories. */
+export async function countActive(db: Executor, repoId: string | undefined, within?: readonly string[]): Promise<{ active: number; total: number }> {
+  if (within !== undefined && within.length === 0) {
+    return { active: 0, total: 0 };
+  }
+  let q = db
     .selectFrom("workspaces")
     .select([
       sql<string>`count(*)`.as("total"),
       sql<string>`count(*) FILTER (WHERE repo_id = ${repoId ?? null}::uuid)`.as("active"),
     ])
-    .where("lifecycle", "=", "active")
-    .executeTakeFirstOrThrow();
+    .where("lifecycle", "=", "active");
+  if (within !== undefined) q = q.where("repo_id", "in", within);
+  const row = await q.executeTakeFirstOrThrow();
   return { active: Number(row.active), total: Number(row.total) };
 }
 

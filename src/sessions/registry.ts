@@ -326,14 +326,20 @@ export class WorkspaceRegistry {
     return rows.map((row) => this.live.get(row.session_id) ?? this.workspaceFromRow(row));
   }
 
-  async countActive(repoId: string | undefined): Promise<{ active: number; total: number }> {
+  /** `within`: the total counts only these repositories (a caller granted only some). */
+  async countActive(repoId: string | undefined, within?: readonly string[]): Promise<{ active: number; total: number }> {
     if (repoId !== undefined) await this.repository(repoId);
-    return sqlRepo.countActive(this.db, repoId);
+    return sqlRepo.countActive(this.db, repoId, within);
   }
 
-  /** The agents whose workspaces work on a changeset: the only agents that may move it. */
+  /** The agents whose workspaces work (or worked) on a changeset: the only agents that may move it or join it. */
   agentsOfChangeset(changesetId: string): Promise<string[]> {
     return sqlRepo.agentsOfChangeset(this.db, changesetId);
+  }
+
+  /** The repository of a changeset; undefined when there is no such changeset. */
+  async repositoryOfChangeset(changesetId: string): Promise<string | undefined> {
+    return (await sqlRepo.findChangeset(this.db, changesetId))?.repo_id;
   }
 
   transitionChangeset(changesetId: string, to: ChangesetStateName, reason: string): Promise<Changeset> {

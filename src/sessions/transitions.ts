@@ -196,7 +196,8 @@ export class Transitions {
 
   /**
    * Abandons an active or stranded session in one transaction: workspace tombstoned
-   * (lifecycle abandoned, ended_at), changeset REJECTED with reason session_abandoned:<cause>,
+   * (lifecycle abandoned, ended_at), changeset REJECTED with reason session_abandoned:<cause>
+   * unless another live (active or stranded) session still works on it,
    * events changeset.transitioned and session.abandoned. Idempotent: an abandoned session is
    * returned as it is. Overlay rows and claims (issue 5) are deleted/released in this same
    * transaction once they exist.
@@ -236,7 +237,8 @@ export class Transitions {
   async abandoned(change: Change, rows: repo.LifecycleRow[], reason: string, note: string, now: number) {
     await this.exited(change, rows.map((r) => r.id), "abandoned", reason, now);
     const ids = [...new Set(rows.map((r) => r.changeset_id))];
-    const rejected = await repo.rejectChangesets(change.trx, ids, reason, new Date(now));
+    // A changeset shared with sessions still live stays as it is: it is theirs too (issue 13).
+    const rejected = await repo.rejectChangesets(change.trx, await repo.changesetsWithoutLiveSessions(change.trx, ids), reason, new Date(now));
     for (const c of rejected) await this.registry.hooks.changesetMoved(change, { changesetId: c.id, to: "rejected", at: now });
     const done = new Set(rejected.map((c) => c.id));
     const states = await repo.changesetStates(change.trx, ids.filter((id) => !done.has(id)));

@@ -144,6 +144,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     closers.push(async () => overlay.close());
     const authenticator = createAuthenticator(config.auth, (message, err) => logger.warn({ err }, message));
     closers.push(async () => authenticator.close?.());
+    for (const w of authenticator.startupWarnings ?? []) logger.warn({ auth: config.auth.mode }, w);
     // `events` is read by src/api/event-handlers.ts (EventServiceDeps).
     const serviceDeps = { registry, lifecycle, events, overlay };
     // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).

@@ -6,7 +6,9 @@
  */
 import type { Message } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
-import type { BerthError } from "../platform/errors.js";
+import { BerthError } from "../platform/errors.js";
+import { FORWARDED_HEADER } from "../api/turn-routing.js";
+import { AUDIT_FIELD, type AuditRecord } from "../api/authorize.js";
 import type { Authenticator, Principal } from "../auth/principal.js";
 import type { RpcObserver } from "../observability/rpc-observer.js";
 import type { Call } from "./call.js";
@@ -116,6 +118,10 @@ export class Pipeline implements StreamHost {
   /** Maps and logs a failure; finishes the call. */
   fail(call: Call, request: unknown, err: unknown): RpcStatus {
     const { status, internal } = toRpcStatus(err, call.syncAbort());
+    if (status.code === GrpcCode.PERMISSION_DENIED) {
+      const record: AuditRecord = { event: "permission_denied", target: err instanceof BerthError ? err.metadata : {} };
+      call.logFields[AUDIT_FIELD] = record;
+    }
     this.end(call, request, status.code, internal ? err : undefined);
     return status;
   }
@@ -138,18 +144,43 @@ export class Pipeline implements StreamHost {
       sessionId: call.sessionIdFor(request),
     };
     const fields = call.logFields;
-    for (const k in fields) if (k !== "sessionId") (line as Record<string, unknown>)[k] = fields[k];
+    let audit: AuditRecord | undefined;
+    for (const k in fields) {
+      if (k === AUDIT_FIELD) audit = fields[k] as AuditRecord;
+      else if (k !== "sessionId") (line as Record<string, unknown>)[k] = fields[k];
+    }
     this.observer?.rpcEnded(call, code, elapsedMs / 1000, line);
     if (internalError !== undefined) {
       this.logger.error({ ...line, err: internalError }, "internal error");
     } else {
       this.logger.info(line, "rpc");
     }
+    if (audit !== undefined) this.audit(call, line, code, audit);
     if (this.inflight.size === 0 && this.idleWaiters.length > 0) {
       const ws = this.idleWaiters;
       this.idleWaiters = [];
       for (const w of ws) w();
     }
+  }
+
+  /**
+   * The audit line of a call: every PERMISSION_DENIED and every admin action on what belongs to
+   * another principal, with who called and what was targeted (docs/security.md, "Audit").
+   */
+  private audit(call: Call, line: { method: string; protocol: string; sessionId: unknown }, code: number, record: AuditRecord): void {
+    const p = call.principal;
+    this.logger.warn(
+      {
+        audit: record.event,
+        method: line.method,
+        code: codeName(code),
+        protocol: line.protocol,
+        principal: { agentId: p.agentId ?? null, roles: [...p.roles], anonymous: p.anonymous },
+        target: { ...(typeof line.sessionId === "string" ? { session_id: line.sessionId } : {}), ...record.target },
+        ...(call.requestHeader(FORWARDED_HEADER) !== undefined ? { forwardedBy: call.requestHeader(FORWARDED_HEADER) } : {}),
+      },
+      "audit",
+    );
   }
 
   /** Resolves true when no call is in flight, false after timeoutMs. */

@@ -1,6 +1,6 @@
 /**
  * File access inside a directory that must never follow a symbolic link out of it: every write
- * materialise makes, every read capture makes (docs/security-filesystem.md). An environment is
+ * materialise makes, every read capture makes (docs/security.md#filesystem-safety). An environment is
  * a directory an agent works in — it can `ln -s /etc out` — and a base commit can hold a link
  * to anywhere; Berth, running as the server's user, must neither write nor read through one.
  *

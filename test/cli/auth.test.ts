@@ -18,7 +18,7 @@ describe("berth with BERTH_TOKEN", { timeout: 120_000 }, () => {
     const file = path.join(mkdtempSync(path.join(tmpdir(), "berth-cli-auth-")), "tokens.json");
     writeFileSync(file, JSON.stringify({
       tokens: [
-        { sha256: sha(ALICE), agent_id: "alice", roles: ["agent"] },
+        { sha256: sha(ALICE), agent_id: "alice", roles: ["agent"], repos: ["*"] },
         { sha256: sha(OPS), agent_id: "ops", roles: ["agent", "admin"] },
       ],
     }));

@@ -32,8 +32,9 @@ describe("token auth", () => {
     const file = path.join(dir, "tokens.json");
     writeFileSync(file, JSON.stringify({
       tokens: [
-        { sha256: sha(TOKENS.alice), agent_id: "alice", roles: ["agent"] },
-        { sha256: sha(TOKENS.bob), agent_id: "bob" },
+        // Grants (issue 13): an agent entry without repos reaches no repository.
+        { sha256: sha(TOKENS.alice), agent_id: "alice", roles: ["agent"], repos: ["*"] },
+        { sha256: sha(TOKENS.bob), agent_id: "bob", repos: ["*"] },
         { sha256: sha(TOKENS.ops), agent_id: "ops", roles: ["agent", "admin"] },
       ],
     }));
@@ -155,7 +156,7 @@ describe("jwt auth", () => {
   let berth: TestBerth;
   const secret = randomBytes(32).toString("hex");
   const sign = (sub: string, expSeconds = 60) =>
-    new SignJWT({ roles: ["agent"] }).setProtectedHeader({ alg: "HS256" }).setSubject(sub).setIssuedAt().setExpirationTime(Math.floor(Date.now() / 1000) + expSeconds).sign(new TextEncoder().encode(secret));
+    new SignJWT({ roles: ["agent"], repos: ["*"] }).setProtectedHeader({ alg: "HS256" }).setSubject(sub).setIssuedAt().setExpirationTime(Math.floor(Date.now() / 1000) + expSeconds).sign(new TextEncoder().encode(secret));
 
   beforeAll(async () => {
     berth = await startBerth({ env: { BERTH_AUTH: "jwt", BERTH_JWT_SECRET: secret } });

@@ -1,5 +1,5 @@
 /**
- * Filesystem safety by construction (issue 13, docs/security-filesystem.md), through the real
+ * Filesystem safety by construction (issue 13, docs/security.md#filesystem-safety), through the real
  * server: no write Berth makes follows a link out of an environment, `.git` is refused as any
  * path component (also on capture), and git runs with a fixed safe config.
  */

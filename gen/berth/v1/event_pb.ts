@@ -577,7 +577,7 @@ export const PathFailureSchema: GenMessage<PathFailure> = /*@__PURE__*/
  */
 export type EnvironmentEvicted = Message<"berth.v1.EnvironmentEvicted"> & {
   /**
-   * The environment's directory.
+   * The environment's directory; empty unless the caller is an admin (or auth is off).
    *
    * @generated from field: string environment_path = 1;
    */

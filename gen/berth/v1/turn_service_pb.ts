@@ -67,7 +67,7 @@ export type Turn = Message<"berth.v1.Turn"> & {
   outcome: TurnOutcome;
 
   /**
-   * The environment's directory.
+   * The environment's directory; empty unless the caller is an admin (or auth is off).
    *
    * @generated from field: string environment_path = 7;
    */
@@ -235,7 +235,8 @@ export type BeginTurnResponse = Message<"berth.v1.BeginTurnResponse"> & {
   turnId: string;
 
   /**
-   * The environment's directory; the agent runs its tools there.
+   * The environment's directory, where the tools run; empty unless the caller is an admin (or
+   * auth is off): a server-side path.
    *
    * @generated from field: string environment_path = 2;
    */
@@ -881,7 +882,7 @@ export const TurnService: GenService<{
     output: typeof WatchTurnsResponseSchema;
   },
   /**
-   * The environment pool's occupancy and counters.
+   * The environment pool's occupancy and counters. Needs the admin role when auth is on.
    *
    * @generated from rpc berth.v1.TurnService.GetPoolStats
    */

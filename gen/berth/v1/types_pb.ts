@@ -35,7 +35,8 @@ export type Repository = Message<"berth.v1.Repository"> & {
   name: string;
 
   /**
-   * Absolute path of a git repository on the server's disk; empty when none was registered.
+   * Absolute path of a git repository on the server's disk; empty when none was registered,
+   * and unless the caller is an admin (or auth is off).
    *
    * @generated from field: string source_path = 3;
    */

@@ -174,7 +174,8 @@ export type CreateWorkspaceRequest = Message<"berth.v1.CreateWorkspaceRequest"> 
   sessionId: string;
 
   /**
-   * An existing changeset of the repository (UUID); a DRAFT one is created when empty.
+   * An existing changeset of the repository (UUID); a DRAFT one is created when empty. With auth
+   * on, only an agent that has or had a session on it (or an admin) may join it.
    *
    * @generated from field: string changeset_id = 9;
    */
@@ -1452,7 +1453,7 @@ export const WorkspaceService: GenService<{
     output: typeof RegisterRepositoryResponseSchema;
   },
   /**
-   * Lists every registered repository, by name.
+   * Lists the registered repositories the caller is granted (every one for an admin), by name.
    *
    * @generated from rpc berth.v1.WorkspaceService.ListRepositories
    */
@@ -1564,7 +1565,8 @@ export const WorkspaceService: GenService<{
     output: typeof ResumeSessionResponseSchema;
   },
   /**
-   * Abandons a session: its changeset is rejected and its overlay deleted. Idempotent.
+   * Abandons a session: its overlay is deleted, and its changeset rejected unless another live
+   * session works on it. Idempotent.
    *
    * @generated from rpc berth.v1.WorkspaceService.AbandonSession
    */
@@ -1574,7 +1576,8 @@ export const WorkspaceService: GenService<{
     output: typeof AbandonSessionResponseSchema;
   },
   /**
-   * Streams stored events after after_seq, then live ones, with no gap and no duplicate.
+   * Streams stored events after after_seq, then live ones, with no gap and no duplicate. With
+   * auth on, only events of repositories the caller is granted (see docs/security.md).
    *
    * @generated from rpc berth.v1.WorkspaceService.WatchEvents
    */
