@@ -20,7 +20,7 @@ import type { Logger } from "pino";
 import { BerthError } from "../platform/errors.js";
 import type { Workspace } from "../sessions/workspace.js";
 import type { HolderRow } from "./store.js";
-import type { TurnRecords } from "./turn-records.js";
+import { turnFromRow, type TurnRecords } from "./turn-records.js";
 import type { Turn } from "./turn.js";
 
 export type Placement =
@@ -59,6 +59,8 @@ export interface OwnershipDeps {
   readonly holds: (workspaceId: string) => boolean;
   /** Whether this process started the turn (and still knows it). */
   readonly knows: (turnId: string) => boolean;
+  /** The workspace of a turn row, whatever its lifecycle (undefined: gone). */
+  readonly workspaceById: (workspaceId: string) => Promise<Workspace | undefined>;
 }
 
 export class EnvironmentOwnership {
@@ -120,6 +122,26 @@ export class EnvironmentOwnership {
     const last = rows[0];
     if (last && last.instance_id && last.instance_id !== me && holdsParked(last)) return elsewhere(last.instance_id, last.advertise_addr);
     return HERE;
+  }
+
+  /**
+   * The dead-owner sweep (every instance, periodically): RUNNING turns of instances that are
+   * dead by the database's clock become ENDED/FAILED owner_lost with their events, so ListTurns,
+   * WatchTurns and the pool answer the truth without waiting for a call to name the turn. Every
+   * instance may sweep the same rows: the update is conditional (still running, owner still
+   * dead), so each turn ends once. Returns how many it ended.
+   */
+  async failDeadOwners(limit = 100): Promise<number> {
+    let n = 0;
+    for (const row of await this.deps.records.runningOfDeadInstances(limit)) {
+      const ws = await this.deps.workspaceById(row.workspace_id);
+      if (!ws) continue;
+      if (await this.deps.records.failLost(turnFromRow(row), ws)) {
+        n++;
+        this.deps.logger.warn({ turnId: row.id, sessionId: row.session_id, workspaceId: row.workspace_id, instance: row.instance_id }, "turns: the instance running this turn is gone; turn ENDED/FAILED (owner_lost, found by the sweep)");
+      }
+    }
+    return n;
   }
 
   /** The turn's instance is dead: the turn becomes ENDED/FAILED owner_lost (with its turn.ended event). */

@@ -91,6 +91,7 @@ export class TurnScheduler {
   private readonly teardowns: Teardowns;
   private readonly acquirer: Acquirer;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private deadOwnerTimer: NodeJS.Timeout | undefined;
   private readonly background = new Set<Promise<unknown>>();
   private readonly spares: BaseSpares;
   /** Which instance holds a session's environment (the api routes turn RPCs by it). */
@@ -119,7 +120,13 @@ export class TurnScheduler {
     this.teardowns = new Teardowns({ root, logger: deps.logger, pool: this.pool, records: this.records, capture: (ws, env, options) => this.capture.capture(ws, env, options), track });
     const probeFn = deps.probe ?? ((env: Environment) => probe(env, timeout));
     this.acquirer = new Acquirer({ ...deps, root, pool: this.pool, teardowns: this.teardowns, spares: this.spares, probe: probeFn, track });
-    this.ownership = new EnvironmentOwnership({ records: this.records, logger: deps.logger, holds: (id) => this.pool.holds(id), knows: (id) => this.known.has(id) });
+    this.ownership = new EnvironmentOwnership({
+      records: this.records,
+      logger: deps.logger,
+      holds: (id) => this.pool.holds(id),
+      knows: (id) => this.known.has(id),
+      workspaceById: (id) => deps.registry.workspaceById(id),
+    });
   }
 
   get root(): string {
@@ -141,11 +148,17 @@ export class TurnScheduler {
         this.sweep().catch((err: unknown) => this.deps.logger.warn({ err }, "turns: the expiry sweep failed"));
       }, every);
       this.sweepTimer.unref();
+      // Dead owners' turns: as often as an instance can be found dead (a third of the staleness).
+      this.deadOwnerTimer = setInterval(() => {
+        this.ownership.failDeadOwners().catch((err: unknown) => this.deps.logger.warn({ err }, "turns: the dead-owner sweep failed"));
+      }, Math.max(every, Math.floor(this.records.staleAfterMs / 3)));
+      this.deadOwnerTimer.unref();
     }
   }
 
   async stop(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    if (this.deadOwnerTimer) clearInterval(this.deadOwnerTimer);
     await this.captureRunning();
     for (const t of this.known.values()) if (t.state === "running") t.abort.abort();
     await Promise.allSettled([...this.pool.all()].map((s) => s.lane));

@@ -171,6 +171,18 @@ export async function failLostTurnWithEvents(q: Q, turnId: string, staleAfterMs:
   return Number(r.rows[0]?.n ?? 0) > 0;
 }
 
+/**
+ * RUNNING turns whose instance is dead (stopped, silent, or gone), oldest first, at most `limit`:
+ * what the dead-owner sweep fails (owner_lost) without waiting for a call to name them.
+ */
+export async function runningTurnsOfDeadInstances(q: Q, staleAfterMs: number, limit: number): Promise<TurnRow[]> {
+  const r = await sql<Selectable<TurnTable>>`SELECT * FROM turns
+    WHERE state = 'running' AND instance_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = turns.instance_id AND ${instanceAlive("i", staleAfterMs)})
+    ORDER BY started_at LIMIT ${limit}`.execute(q);
+  return r.rows.map(normalise);
+}
+
 /** This instance no longer holds the workspace's environment: says so on its finished turns of it. */
 export async function releaseEnvironment(q: Q, workspaceId: string, instanceId: string): Promise<void> {
   await sql`UPDATE turns SET environment_released = true

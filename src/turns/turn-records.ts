@@ -61,6 +61,11 @@ export class TurnRecords {
     return store.failOrphanedTurns(this.deps.registry.db, this.deps.registry.instanceId, this.deps.instances?.name, this.staleAfterMs, new Date(this.deps.clock.now()));
   }
 
+  /** RUNNING turns of dead instances (the dead-owner sweep), at most `limit`. */
+  runningOfDeadInstances(limit: number): Promise<store.TurnRow[]> {
+    return store.runningTurnsOfDeadInstances(this.deps.registry.db, this.staleAfterMs, limit);
+  }
+
   /** The workspace's RUNNING turn and its most recent one, with their instances' address and liveness. */
   holders(workspaceId: string): Promise<store.HolderRow[]> {
     return store.environmentHolders(this.deps.registry.db, workspaceId, this.staleAfterMs);

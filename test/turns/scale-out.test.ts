@@ -272,6 +272,22 @@ needs({ postgres: true })("turns on several instances", () => {
     await a.turns.endTurn({ turnId: t2.turnId, outcome: TurnOutcome.COMPLETED });
   });
 
+  it("fails a dead owner's running turn in the sweep, with no call naming the turn, once", async () => {
+    const doomed = await instance("scale-doomed-2");
+    const { sessionId } = await newSession(b, source);
+    const t1 = await doomed.turns.beginTurn({ sessionId });
+    // A crash, as in the test above: never stopped, silent for an hour, the turn still RUNNING.
+    await doomed.close();
+    await sql`UPDATE instances SET stopped_at = NULL, heartbeat_at = now() - interval '1 hour' WHERE id = ${doomed.server.registry.instanceId}::uuid`.execute(db());
+    await sql`UPDATE turns SET state = 'running', end_reason = '', ended_at = NULL WHERE id = ${t1.turnId}::uuid`.execute(db());
+    // Two survivors sweep (the timers are off in these tests: called directly); the turn ends once.
+    const ended = (await Promise.all([a, c].map((x) => x.server.turns.ownership.failDeadOwners()))).reduce((x, y) => x + y, 0);
+    expect(ended).toBe(1);
+    expect(await turnRow(t1.turnId)).toMatchObject({ state: "ended", outcome: "failed", end_reason: "owner_lost" });
+    const events = (await sql<{ kind: string; reason: string }>`SELECT kind, reason FROM events WHERE session_id = ${sessionId}::uuid AND kind = 'turn.ended'`.execute(db())).rows;
+    expect(events).toEqual([{ kind: "turn.ended", reason: "owner_lost" }]);
+  });
+
   it("keeps a forwarded BeginTurn and TurnHeartbeat under 50 ms at p50 (100 calls each; the figures: npm run bench -- two-instances)", { timeout: 120_000 }, async () => {
     const { sessionId } = await newSession(a, undefined);
     const first = await a.turns.beginTurn({ sessionId });
