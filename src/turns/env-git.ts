@@ -52,9 +52,24 @@ export async function checkoutBase(sourcePath: string, commit: string, dir: stri
   await execGit(dir, ["checkout", "--quiet", "--detach", commit], RUN);
 }
 
-/** Puts the (detached, base-commit) checkout on its branch: HEAD and one ref, no file touched. */
-export async function nameBranch(dir: string, branch: string): Promise<void> {
-  await execGit(dir, ["checkout", "--quiet", "-b", branch], RUN);
+/** A branch name that is one plain loose ref file (what a changeset id gives): written without git. */
+const PLAIN_BRANCH = /^berth\/[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
+
+/**
+ * Puts the (detached, base-commit) checkout on its branch: HEAD and one ref, no file of the work
+ * tree touched. For a plain name the two files are written as git writes them (a loose ref, a
+ * symbolic HEAD): a git spawn is most of what a cold acquire from a spare costs on a loaded
+ * machine. Anything else goes through `git checkout -b`, which validates the name.
+ */
+export async function nameBranch(dir: string, branch: string, commit: string): Promise<void> {
+  if (!PLAIN_BRANCH.test(branch) || branch.endsWith(".lock")) {
+    await execGit(dir, ["checkout", "--quiet", "-b", branch], RUN);
+    return;
+  }
+  const git = path.join(dir, ".git");
+  await mkdir(path.join(git, "refs", "heads", "berth"), { recursive: true });
+  await writeFile(path.join(git, "refs", "heads", branch), `${commit}\n`);
+  await writeFile(path.join(git, "HEAD"), `ref: refs/heads/${branch}\n`);
 }
 
 /** What git says differs in an environment. */

@@ -163,7 +163,7 @@ export async function materialise(input: MaterialiseInput): Promise<Environment>
       ({ files: base } = await info);
       input.spares?.replenish(input.sourcePath, input.baseCommit);
       // HEAD and one ref: no file of the work tree, so it runs alongside the overlay's writes.
-      branched = nameBranch(staging, input.branch);
+      branched = nameBranch(staging, input.branch, input.baseCommit);
       branched.catch(() => undefined); // awaited below; a failure of the writes must not leave it unhandled
     } else {
       await mkdir(staging, { recursive: true });
