@@ -4,7 +4,7 @@
  * it by test/config.test.ts, so the docs cannot drift from the code.
  */
 import { isIP } from "node:net";
-import { hostname } from "node:os";
+import { homedir, hostname } from "node:os";
 import path from "node:path";
 
 export type AuthMode = "none" | "token" | "jwt";
@@ -123,7 +123,7 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_NATS_STREAM", default: "BERTH_EVENTS", meaning: "JetStream stream the relay creates or updates at start" },
   { name: "BERTH_EVENT_RETENTION_S", default: "604800", meaning: "events older than this are pruned from PostgreSQL and JetStream (7 days)" },
   { name: "BERTH_EVENT_POLL_MS", default: "2000", meaning: "how often each instance reads the outbox even without a notification (the safety net under LISTEN/NOTIFY)" },
-  { name: "BERTH_ENV_ROOT", default: "./.berth/envs", meaning: "where turn environments live, one directory per workspace id" },
+  { name: "BERTH_ENV_ROOT", default: "$XDG_DATA_HOME/berth/envs (~/.local/share/berth/envs)", meaning: "where turn environments live, one git checkout per workspace id; refused inside a git repository" },
   { name: "BERTH_ENV_IDLE_TTL_MS", default: "60000", meaning: "an environment parked idle (turn COMPLETED) is kept warm this long" },
   { name: "BERTH_ENV_APPROVAL_TTL_MS", default: "600000", meaning: "an environment parked AWAITING_APPROVAL is kept warm this long" },
   { name: "BERTH_ENV_SPARES", default: "2", meaning: "pre-extracted base trees kept per (repository, commit) so a cold acquire is a rename; 0 disables" },
@@ -314,7 +314,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     natsStream,
     eventRetentionSeconds: integer(env, "BERTH_EVENT_RETENTION_S", 604_800, 60),
     eventPollMs: integer(env, "BERTH_EVENT_POLL_MS", 2000, 10, 3_600_000),
-    envRoot: path.resolve(get(env, "BERTH_ENV_ROOT") ?? "./.berth/envs"),
+    envRoot: path.resolve(get(env, "BERTH_ENV_ROOT") ?? defaultEnvRoot(env)),
     envIdleTtlMs: integer(env, "BERTH_ENV_IDLE_TTL_MS", 60_000, 0),
     envApprovalTtlMs: integer(env, "BERTH_ENV_APPROVAL_TTL_MS", 600_000, 0),
     envPoolMax: integer(env, "BERTH_ENV_POOL_MAX", 64, 0, 1_000_000),
@@ -326,4 +326,16 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     metricsAddr,
     otlp: otlpEndpoint === undefined ? undefined : { endpoint: otlpEndpoint.replace(/\/+$/, ""), headers: otlpHeaders, serviceName: get(env, "OTEL_SERVICE_NAME") ?? "berth" },
   };
+}
+
+/**
+ * A per-user data directory, outside any repository: an environment is a git checkout, and one
+ * under the directory Berth was started from (often a repository) would have `git` in it find
+ * that repository's files around it.
+ */
+export function defaultEnvRoot(env: Env): string {
+  const xdg = get(env, "XDG_DATA_HOME");
+  // The XDG spec: a relative XDG_DATA_HOME is invalid and ignored.
+  const data = xdg && path.isAbsolute(xdg) ? xdg : path.join(get(env, "HOME") ?? homedir(), ".local", "share");
+  return path.join(data, "berth", "envs");
 }

@@ -61,9 +61,11 @@ export function gitArgs(repoPath: string, args: readonly string[]): string[] {
 /** Extra settings (key, value) for one call, on top of gitEnv(). */
 export type GitConfig = readonly (readonly [string, string])[];
 
-function envWith(config: GitConfig | undefined): NodeJS.ProcessEnv {
-  if (!config || config.length === 0) return gitEnv();
-  const e: NodeJS.ProcessEnv = { ...gitEnv(), GIT_CONFIG_COUNT: String(config.length) };
+function envWith(config: GitConfig | undefined, optionalLocks = false): NodeJS.ProcessEnv {
+  if ((!config || config.length === 0) && !optionalLocks) return gitEnv();
+  const e: NodeJS.ProcessEnv = { ...gitEnv(), ...(optionalLocks ? { GIT_OPTIONAL_LOCKS: "1" } : {}) };
+  if (!config || config.length === 0) return e;
+  e.GIT_CONFIG_COUNT = String(config.length);
   config.forEach(([k, v], i) => {
     e[`GIT_CONFIG_KEY_${i}`] = k;
     e[`GIT_CONFIG_VALUE_${i}`] = v;
@@ -76,12 +78,17 @@ export interface GitExecOptions {
   readonly maxBuffer: number;
   /** Extra settings (e.g. filterOverrides). */
   readonly config?: GitConfig;
+  /**
+   * Let a read-only command (status) refresh the index it reads. Off by default: in a
+   * repository that is not Berth's, even the index is not ours to rewrite.
+   */
+  readonly optionalLocks?: boolean;
 }
 
 /** Runs git to completion; rejects (with `code` = git's exit code) when it fails. */
 export async function execGit(repoPath: string, args: readonly string[], options: GitExecOptions): Promise<Buffer> {
   const { stdout } = await execFileP("git", gitArgs(repoPath, args), {
-    env: envWith(options.config),
+    env: envWith(options.config, options.optionalLocks),
     timeout: options.timeoutMs,
     maxBuffer: options.maxBuffer,
     encoding: "buffer",
@@ -115,4 +122,22 @@ export async function filterOverrides(repoPath: string): Promise<GitConfig> {
   const config: [string, string][] = [];
   for (const n of names) for (const [k, v] of [["smudge", ""], ["clean", ""], ["process", ""], ["required", "false"]] as const) config.push([`filter.${n}.${k}`, v]);
   return config;
+}
+
+/**
+ * The top of the work tree enclosing `dir` (`git rev-parse --show-toplevel`), or undefined when
+ * `dir` is in none. A repository git refuses to open for its owner ("dubious ownership") is
+ * still a repository: it is named, not taken for "none".
+ */
+export async function enclosingWorkTree(dir: string): Promise<string | undefined> {
+  try {
+    const out = await execGit(dir, ["rev-parse", "--show-toplevel"], { timeoutMs: 10_000, maxBuffer: 1 << 16 });
+    return out.toString("utf8").trim() || undefined;
+  } catch (err) {
+    const stderr = String((err as { stderr?: unknown }).stderr ?? "");
+    if (/not a git repository/i.test(stderr)) return undefined;
+    const owned = /dubious ownership in repository at '([^']+)'/.exec(stderr);
+    if (owned) return owned[1];
+    throw err;
+  }
 }

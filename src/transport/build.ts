@@ -2,6 +2,7 @@
  * build(): a started Berth — database opened and migrated, registry loaded, both transports
  * listening — and its orderly shutdown. Tests start the real thing on free ports through it.
  */
+import { assertEnvRootOutsideRepositories } from "../turns/env-git.js";
 import type { Logger } from "pino";
 import { createAuthenticator } from "../auth/authenticator.js";
 import type { CallLimits } from "./call-limits.js";
@@ -95,6 +96,9 @@ const COMMIT_FEED_BUFFER = { maxBufferedEvents: 200_000, maxBufferedBytes: 64 * 
 
 export async function build(config: Config, options: BuildOptions = {}): Promise<BerthServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
+  // Before anything opens: environments are git checkouts, and one nested in another
+  // repository's work tree would have git in it see that repository.
+  await assertEnvRootOutsideRepositories(config.envRoot);
   const clock = options.clock ?? systemClock;
   const health = new HealthState();
   const ownsDatabase = options.database === undefined;

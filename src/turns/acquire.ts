@@ -18,6 +18,7 @@ import type { Clock } from "../platform/clock.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import { envPath, exists, loadLeftover, materialise, moveAside, saveManifest, type BaseSpares, type Environment } from "./environment.js";
+import { branchOf } from "./env-git.js";
 import type { Pool, SlotState, WsState } from "./pool.js";
 import type { Teardowns } from "./teardown.js";
 import type { Turn } from "./turn.js";
@@ -86,7 +87,7 @@ export class Acquirer {
     const [repo, entries] = await Promise.all([this.deps.registry.repository(ws.repoId), this.deps.overlay.entries(ws)]);
     const onSkipped = (path: string, reason: string) =>
       this.deps.logger.error({ workspaceId: ws.workspaceId, path, reason }, "turn pool: an overlay entry was left out of the environment (it would have been written through a link, or its path is refused)");
-    const env = await materialise({ root, workspaceId: ws.workspaceId, sourcePath: repo.sourcePath, baseCommit: ws.baseCommit, entries, spares: this.deps.spares, onSkipped });
+    const env = await materialise({ root, workspaceId: ws.workspaceId, sourcePath: repo.sourcePath, baseCommit: ws.baseCommit, branch: branchOf(ws.changeset.id), entries, spares: this.deps.spares, onSkipped });
     // Saved before the turn can write: a crash (kill -9) from here on leaves a directory the
     // restart can diff against it and capture (scheduler.recoverLeftovers). Without it the
     // restart can only keep the directory aside and report it (NO_MANIFEST).

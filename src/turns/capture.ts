@@ -29,6 +29,7 @@ import type { GitignoreRuleSet } from "./map/walk-core.mjs";
 import type { LeftOut, LeftOutReason } from "./turn.js";
 import { isGitName } from "../overlay/paths.js";
 import { readInside, rootOf } from "./safe-fs.js";
+import { gitChanges, type GitChanges } from "./env-git.js";
 
 export type { LeftOut, LeftOutReason } from "./turn.js";
 
@@ -51,6 +52,8 @@ export interface CaptureDeps {
   readonly maxFileBytes: number;
   /** The repository's capture_exclude patterns (gitignore syntax, from the repository root). */
   readonly excludeOf: (ws: Workspace) => Promise<readonly string[]>;
+  /** The workspace's base files when its environment is a checkout (a repository with a source), else undefined. */
+  readonly baseOf: (ws: Workspace) => Promise<CaptureBase | undefined>;
   /** Keeps a background promise (the manifest save) until the scheduler stops. */
   readonly track: (p: Promise<unknown>) => void;
 }
@@ -65,7 +68,7 @@ export class Capture {
   async capture(ws: Workspace, env: Environment, options: CaptureOptions = {}): Promise<CaptureResult> {
     const ending = options.ending === true;
     const exclude = await this.deps.excludeOf(ws);
-    const d = await changes(env, exclude.length > 0 ? compileGitignore(exclude.join("\n")) : undefined, this.deps.maxFileBytes);
+    const d = await changes(env, await this.deps.baseOf(ws), exclude.length > 0 ? compileGitignore(exclude.join("\n")) : undefined, this.deps.maxFileBytes, this.deps.logger);
     const captured: string[] = [];
     const failed: { path: string; reason: string }[] = [];
     for (const w of d.written) {
@@ -99,98 +102,243 @@ export class Capture {
   }
 }
 
+/** The base commit's files, for a checkout; undefined for an environment of the overlay alone. */
+export interface CaptureBase {
+  readonly commit: string;
+  readonly files: ReadonlyMap<string, { blob: string; size: number }>;
+}
+
 /**
  * What changed in the directory since the manifest, with the ignore rules and the size limit
- * applied: size and mtime (lstat) first, the content read only for a changed file within the
- * limit, hashed to tell a real change from a touch.
+ * applied. A checkout asks git (gitChanges): only what git names, plus every path where the
+ * manifest and the base disagree (the overlay's own paths, which git would call unchanged once
+ * an agent restored the base version), is looked at. Otherwise — no base, or the environment's
+ * .git gone or unusable — the tree is walked. Either way a candidate's size and mtime (lstat)
+ * come first, its content is read only when they differ and it is within the limit, and hashed
+ * to tell a real change from a touch.
  */
-async function changes(env: Environment, exclude: Ignore | undefined, maxBytes: number): Promise<DirectoryDiff & { leftOut: LeftOut[] }> {
-  const root = await rootOf(env.path);
-  const written: DirectoryDiff["written"] = [];
-  const touched: DirectoryDiff["touched"] = [];
-  const leftOut: LeftOut[] = [];
-  const seen = new Set<string>();
-  // The directories holding a manifest path: descended into even when a rule excludes them.
-  const trackedDirs = new Set<string>();
-  for (const p of env.manifest.keys()) for (let i = p.lastIndexOf("/"); i > 0; i = p.lastIndexOf("/", i - 1)) trackedDirs.add(p.slice(0, i));
+async function changes(env: Environment, base: CaptureBase | undefined, exclude: Ignore | undefined, maxBytes: number, logger: Logger): Promise<DirectoryDiff & { leftOut: LeftOut[] }> {
+  let git: GitChanges | undefined;
+  if (base) {
+    try {
+      git = await gitChanges(env.path, base.commit);
+    } catch (err) {
+      logger.warn({ err, path: env.path }, "turn: git could not list the environment's changes; walking the directory instead");
+    }
+    if (!git) logger.warn({ path: env.path }, "turn: the environment's .git is missing or not a directory; walking the directory instead");
+  }
+  const c = new Collector(env, await rootOf(env.path), exclude, maxBytes, base !== undefined);
+  if (!base || !git) {
+    await c.walk("", [], undefined);
+    return c.result([...env.manifest.keys()]);
+  }
+  const candidates = new Set<string>(git.changed);
+  for (const [p, e] of env.manifest) if (base.files.get(p)?.blob !== e.blob) candidates.add(p);
+  for (const p of base.files.keys()) if (!env.manifest.has(p)) candidates.add(p);
+  for (const p of git.untracked) {
+    if (p.endsWith("/")) {
+      // A nested repository, which git does not look into: walked as before (its .git reported).
+      if (c.leftOutGit(p)) continue;
+      const dir = p.slice(0, -1);
+      const ex = c.excludedAbove(p);
+      if (ex) c.leaveOut(ex, "excluded");
+      await c.walk(dir, await c.rulesAbove(dir), ex ? "excluded" : undefined);
+      continue;
+    }
+    if (env.manifest.has(p)) candidates.add(p);
+    else if (!c.leftOutGit(p)) {
+      const why = c.excludedAbove(p) ?? (exclude?.ignores(p) ? p : undefined);
+      if (why) c.leaveOut(why, "excluded");
+      else candidates.add(p);
+    }
+  }
+  for (const p of git.ignored) {
+    if (p === MARKER || env.manifest.has(p) || c.leftOutGit(p)) continue;
+    c.leaveOut(p, exclude?.ignores(p) || c.excludedAbove(p) ? "excluded" : "gitignored");
+  }
+  await Promise.all([
+    ...[...candidates].filter((p) => p !== MARKER && !c.leftOutGit(p)).map((p) => c.file(p, undefined)),
+    c.gitDirectoriesIn(dirsOf([base.files.keys(), env.manifest.keys(), git.untracked, git.changed])),
+  ]);
+  return c.result([...candidates].filter((p) => env.manifest.has(p)));
+}
 
-  const file = async (rel: string, excludedBy: LeftOutReason | undefined): Promise<void> => {
-    const old = env.manifest.get(rel);
+/** Every directory (not the top) holding one of `paths`. */
+function dirsOf(lists: Iterable<string>[]): Set<string> {
+  const dirs = new Set<string>();
+  for (const list of lists)
+    for (const p of list)
+      for (let i = p.lastIndexOf("/", p.endsWith("/") ? p.length - 2 : p.length); i > 0; i = p.lastIndexOf("/", i - 1)) {
+        const d = p.slice(0, i);
+        if (dirs.has(d)) break;
+        dirs.add(d);
+      }
+  return dirs;
+}
+
+/** Collects one capture's findings (written, touched, left out, seen) for the git and the walk paths alike. */
+class Collector {
+  readonly written: DirectoryDiff["written"] = [];
+  readonly touched: DirectoryDiff["touched"] = [];
+  readonly leftOut: LeftOut[] = [];
+  private readonly reported = new Set<string>();
+  private readonly seen = new Set<string>();
+  private readonly done = new Set<string>();
+  private readonly excludedDirs = new Map<string, boolean>();
+  /** The directories holding a manifest path: descended into even when a rule excludes them. */
+  private readonly trackedDirs = new Set<string>();
+
+  constructor(
+    private readonly env: Environment,
+    private readonly root: Awaited<ReturnType<typeof rootOf>>,
+    private readonly exclude: Ignore | undefined,
+    private readonly maxBytes: number,
+    /** The top-level .git is Berth's (a checkout): skipped without a word. */
+    private readonly ownGit: boolean,
+  ) {
+    for (const p of env.manifest.keys()) for (let i = p.lastIndexOf("/"); i > 0; i = p.lastIndexOf("/", i - 1)) this.trackedDirs.add(p.slice(0, i));
+  }
+
+  leaveOut(p: string, reason: LeftOutReason): void {
+    if (this.reported.has(p)) return;
+    this.reported.add(p);
+    this.leftOut.push({ path: p, reason });
+  }
+
+  /** A path through a .git in any spelling (paths.ts): its .git reported (`dir/` for a directory), true. */
+  leftOutGit(p: string): boolean {
+    const parts = p.split("/");
+    for (let i = 0; i < parts.length; i++) {
+      if (!isGitName(parts[i]!)) continue;
+      const isDir = i < parts.length - 1;
+      this.leaveOut(parts.slice(0, i + 1).join("/") + (isDir ? "/" : ""), "git_directory");
+      return true;
+    }
+    return false;
+  }
+
+  /** The outermost directory above `p` (or `p` itself, written `dir/`) that capture_exclude matches, as `dir/`. */
+  excludedAbove(p: string): string | undefined {
+    if (!this.exclude) return undefined;
+    for (let i = p.indexOf("/"); i > 0; i = p.indexOf("/", i + 1)) {
+      const dir = p.slice(0, i + 1);
+      let hit = this.excludedDirs.get(dir);
+      if (hit === undefined) this.excludedDirs.set(dir, (hit = this.exclude.ignores(dir)));
+      if (hit) return dir;
+    }
+    return undefined;
+  }
+
+  /** The .gitignore rule sets that apply at `rel` from the directories above it (a walk started there). */
+  async rulesAbove(rel: string): Promise<GitignoreRuleSet[]> {
+    const sets: GitignoreRuleSet[] = [];
+    const parts = rel.split("/");
+    for (let i = 0; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join("/");
+      const text = (await readInside(this.root, dir ? `${dir}/.gitignore` : ".gitignore").catch(() => undefined))?.content.toString("utf8");
+      if (text !== undefined) sets.push({ base: dir, rules: compileGitignore(text) });
+    }
+    return sets;
+  }
+
+  /**
+   * A `.git` the agent made in one of `dirs`: git passes over a directory named exactly `.git`
+   * without a word unless it is a repository (a nested one git lists, and the walk reports), so
+   * each directory git or the base knows is asked with one lstat (not read).
+   */
+  async gitDirectoriesIn(dirs: Iterable<string>): Promise<void> {
+    await Promise.all(
+      [...dirs].map(async (d) => {
+        const st = await lstat(path.join(this.env.path, d, ".git")).catch(() => undefined);
+        if (st?.isDirectory()) this.leaveOut(`${d}/.git/`, "git_directory");
+        else if (st?.isFile()) this.leaveOut(`${d}/.git`, "git_directory");
+      }),
+    );
+  }
+
+  async file(rel: string, excludedBy: LeftOutReason | undefined): Promise<void> {
+    if (this.done.has(rel)) return;
+    this.done.add(rel);
+    const old = this.env.manifest.get(rel);
     if (excludedBy && !old) {
-      leftOut.push({ path: rel, reason: excludedBy });
+      this.leaveOut(rel, excludedBy);
       return;
     }
     let st;
     try {
-      st = await lstat(path.join(env.path, rel));
+      st = await lstat(path.join(this.env.path, rel));
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") return;
       throw err;
     }
     if (!st.isFile()) return;
-    seen.add(rel);
+    this.seen.add(rel);
     if (old && old.size === st.size && old.mtimeMs === st.mtimeMs) return;
-    if (st.size > maxBytes) {
-      leftOut.push({ path: rel, reason: "too_large" });
+    if (st.size > this.maxBytes) {
+      this.leaveOut(rel, "too_large");
       return;
     }
     // Read without following a link anywhere on the path (safe-fs.ts): a file swapped for a
     // link, a FIFO or a directory since the lstat is no file of the directory.
-    const read = await readInside(root, rel);
+    const read = await readInside(this.root, rel);
     if (read === undefined) return;
     const content: Uint8Array = read.content;
-    if (content.byteLength > maxBytes) {
-      leftOut.push({ path: rel, reason: "too_large" });
+    if (content.byteLength > this.maxBytes) {
+      this.leaveOut(rel, "too_large");
       return;
     }
     const blob = gitBlobId(content);
     const entry = { size: content.byteLength, mtimeMs: st.mtimeMs, blob };
-    if (old && old.blob === blob) touched.push({ path: rel, entry });
-    else written.push({ path: rel, content, entry, added: !old });
-  };
+    if (old && old.blob === blob) this.touched.push({ path: rel, entry });
+    else this.written.push({ path: rel, content, entry, added: !old });
+  }
 
-  // `inherited`: the directory itself is excluded (descended into only for its manifest paths).
-  const walk = async (rel: string, sets: readonly GitignoreRuleSet[], inherited: LeftOutReason | undefined): Promise<void> => {
+  /** `inherited`: the directory itself is excluded (descended into only for its manifest paths). */
+  async walk(rel: string, sets: readonly GitignoreRuleSet[], inheritedReason: LeftOutReason | undefined): Promise<void> {
     let entries;
     try {
-      entries = await readdir(rel ? path.join(env.path, rel) : env.path, { withFileTypes: true });
+      entries = await readdir(rel ? path.join(this.env.path, rel) : this.env.path, { withFileTypes: true });
     } catch (err) {
       if (rel && (err as NodeJS.ErrnoException).code === "ENOENT") return;
       throw err;
     }
-    if (!inherited && entries.some((d) => d.name === ".gitignore" && d.isFile())) {
+    if (!inheritedReason && entries.some((d) => d.name === ".gitignore" && d.isFile())) {
       // Through safe-fs like every read here: a .gitignore that is a link is not read.
-      const text = (await readInside(root, rel ? `${rel}/.gitignore` : ".gitignore"))?.content.toString("utf8");
+      const text = (await readInside(this.root, rel ? `${rel}/.gitignore` : ".gitignore"))?.content.toString("utf8");
       if (text !== undefined) sets = [...sets, { base: rel, rules: compileGitignore(text) }];
     }
     const files: Promise<void>[] = [];
     const dirs: [string, LeftOutReason | undefined][] = [];
     for (const d of entries) {
       if (!rel && d.name === MARKER) continue;
+      if (!rel && this.ownGit && d.name === ".git") continue;
       const child = rel ? `${rel}/${d.name}` : d.name;
       // A .git in any spelling (paths.ts) is never the overlay's: reported, never read.
       if (isGitName(d.name)) {
-        if (d.isDirectory() || d.isFile()) leftOut.push({ path: d.isDirectory() ? `${child}/` : child, reason: "git_directory" });
+        if (d.isDirectory() || d.isFile()) this.leaveOut(d.isDirectory() ? `${child}/` : child, "git_directory");
         continue;
       }
       const isDir = d.isDirectory();
       // symlinks, sockets, FIFOs: not files of the overlay (docs/turns.md)
       if (!isDir && !d.isFile()) continue;
-      const reason = inherited ?? excludedReason(exclude, sets, child, isDir);
+      const reason = inheritedReason ?? excludedReason(this.exclude, sets, child, isDir);
       if (isDir) {
         if (!reason) dirs.push([child, undefined]);
         else {
-          if (!inherited) leftOut.push({ path: `${child}/`, reason });
-          if (trackedDirs.has(child)) dirs.push([child, reason]);
+          if (!inheritedReason) this.leaveOut(`${child}/`, reason);
+          if (this.trackedDirs.has(child)) dirs.push([child, reason]);
         }
-      } else if (!(inherited && !env.manifest.has(child))) files.push(file(child, reason));
+      } else if (!(inheritedReason && !this.env.manifest.has(child))) files.push(this.file(child, reason));
     }
     await Promise.all(files);
-    for (const [d, why] of dirs) await walk(d, sets, why);
-  };
-  await walk("", [], undefined);
-  const deleted = [...env.manifest.keys()].filter((p) => !seen.has(p));
-  return { written, deleted, touched, leftOut };
+    for (const [d, why] of dirs) await this.walk(d, sets, why);
+  }
+
+  /** The findings; `known` are the manifest paths looked at, and those not seen as files are deletions. */
+  result(known: readonly string[]): DirectoryDiff & { leftOut: LeftOut[] } {
+    return { written: this.written, touched: this.touched, deleted: known.filter((p) => !this.seen.has(p)), leftOut: this.leftOut };
+  }
 }
 
 function excludedReason(exclude: Ignore | undefined, sets: readonly GitignoreRuleSet[], rel: string, isDir: boolean): LeftOutReason | undefined {

@@ -3,8 +3,8 @@
  * capture uses, the liveness probe, and identity-checked removal. No pool logic here.
  *
  * Layout under BERTH_ENV_ROOT:
- *   <workspace_id>/            the environment (the agent's working directory)
- *   <workspace_id>/.berth-env  the marker: this environment's random token (never captured)
+ *   <workspace_id>/            the environment (the agent's working directory): a git checkout (env-git.ts)
+ *   <workspace_id>/.berth-env  the marker: this environment's random token (never captured; in .git/info/exclude)
  *   .staging/<token>/          a cold acquire is built here, then renamed into place atomically
  *   .trash/<token>/            a torn-down environment, renamed out of the way, then deleted
  *   .unsaved/<ws>-<token>/     an environment whose changes could not all be captured (kept, never deleted)
@@ -14,8 +14,9 @@ import { createHash, randomUUID } from "node:crypto";
 import { constants } from "node:fs";
 import { lstat, mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { filterOverrides, spawnGit } from "../platform/git.js";
+import { spawnGit } from "../platform/git.js";
 import { normalisePath } from "../overlay/paths.js";
+import { checkoutBase, nameBranch } from "./env-git.js";
 import { removeInside, rootOf, UnsafePath, writeInside } from "./safe-fs.js";
 
 export const MARKER = ".berth-env";
@@ -84,13 +85,12 @@ async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
 }
 
 /**
- * What a cold acquire needs to know of a base tree besides its content: path → (blob, size) and
- * the commit time git archive stamps. A commit never changes, so this is computed once per
- * (source, commit) and kept (LRU): a cold acquire of a known commit spawns no ls-tree/log.
+ * What a cold acquire needs to know of a base tree besides its content: path → (blob, size). A
+ * commit never changes, so this is computed once per (source, commit) and kept (LRU): a cold
+ * acquire of a known commit spawns no ls-tree.
  */
 export interface BaseInfo {
   readonly files: ReadonlyMap<string, { blob: string; size: number }>;
-  readonly mtimeMs: number;
 }
 const BASE_INFO_MAX = 16;
 const baseInfos = new Map<string, Promise<BaseInfo>>();
@@ -103,7 +103,7 @@ export function baseInfo(sourcePath: string, commit: string): Promise<BaseInfo> 
     baseInfos.set(key, hit);
     return hit;
   }
-  const p = Promise.all([lsTree(sourcePath, commit), commitTime(sourcePath, commit)]).then(([files, ct]) => ({ files, mtimeMs: ct * 1000 }));
+  const p = lsTree(sourcePath, commit).then((files) => ({ files }));
   baseInfos.set(key, p);
   // Un-caches a failure (the caller gets the rejection itself).
   p.catch(() => {
@@ -127,30 +127,13 @@ async function lsTree(sourcePath: string, commit: string): Promise<Map<string, {
   return map;
 }
 
-/** The committer time (epoch s): `git archive` stamps every entry with it, and tar restores it. */
-async function commitTime(sourcePath: string, commit: string): Promise<number> {
-  const p = git(sourcePath, ["log", "-1", "--format=%ct", commit]);
-  const [out] = await Promise.all([collect(p.stdout), p.done]);
-  return Number(out.toString().trim());
-}
-
-/**
- * `git archive <commit> | tar -x -C dir`: one pass, no index, no worktree bookkeeping in the
- * source. Committed links stay links (tar creates them; it never writes through one). The
- * repository's filter drivers are switched off (platform/git.ts): a committed .gitattributes
- * naming one would have git run its command on every file.
- */
-async function extract(sourcePath: string, commit: string, dir: string): Promise<void> {
-  const archive = git(sourcePath, ["archive", "--format=tar", commit], { config: await filterOverrides(sourcePath) });
-  const tar = run("tar", ["-x", "--no-same-owner", "-C", dir], archive.stdout);
-  await Promise.all([archive.done, tar.done]);
-}
-
 export interface MaterialiseInput {
   readonly root: string;
   readonly workspaceId: string;
   readonly sourcePath: string | null;
   readonly baseCommit: string;
+  /** The branch the checkout is put on (`berth/<changeset_id>`). */
+  readonly branch: string;
   /** Overlay entries: content for writes, null for tombstones. */
   readonly entries: readonly { readonly path: string; readonly content: Uint8Array | null }[];
   /** Pre-extracted base trees: one is renamed into staging instead of extracting on the request path. */
@@ -165,8 +148,8 @@ export async function materialise(input: MaterialiseInput): Promise<Environment>
   const staging = path.join(input.root, ".staging", token);
   const target = envPath(input.root, input.workspaceId);
   let base: ReadonlyMap<string, { blob: string; size: number }> = new Map();
-  let mtimeMs = 0;
   let staged = false;
+  let branched: Promise<void> = Promise.resolve();
   try {
     if (input.sourcePath) {
       const info = baseInfo(input.sourcePath, input.baseCommit);
@@ -175,18 +158,21 @@ export async function materialise(input: MaterialiseInput): Promise<Environment>
       if (!staged) {
         await mkdir(staging, { recursive: true });
         staged = true;
-        await Promise.all([info, extract(input.sourcePath, input.baseCommit, staging)]);
+        await Promise.all([info, checkoutBase(input.sourcePath, input.baseCommit, staging, MARKER)]);
       }
-      ({ files: base, mtimeMs } = await info);
+      ({ files: base } = await info);
       input.spares?.replenish(input.sourcePath, input.baseCommit);
+      // HEAD and one ref: no file of the work tree, so it runs alongside the overlay's writes.
+      branched = nameBranch(staging, input.branch, input.baseCommit);
+      branched.catch(() => undefined); // awaited below; a failure of the writes must not leave it unhandled
     } else {
       await mkdir(staging, { recursive: true });
       staged = true;
     }
-    // Base files: size from git, mtime as stamped by git archive (no stat per file). Should the
-    // guess be wrong, capture falls back to the content hash — slower, never wrong.
+    // Base files: size and blob from git, no stat per file; the mtime is unknown (-1), so a base
+    // file git reports changed is hashed before it is taken for a change.
     const manifest: Manifest = new Map();
-    for (const [rel, b] of base) manifest.set(rel, { size: b.size, mtimeMs, blob: b.blob });
+    for (const [rel, b] of base) manifest.set(rel, { size: b.size, mtimeMs: -1, blob: b.blob });
     // No write follows a link (safe-fs.ts): an entry below a committed link (written before
     // WriteFile refused those) is left out and reported, never written where the link points.
     const root = await rootOf(staging, { private: true });
@@ -212,6 +198,7 @@ export async function materialise(input: MaterialiseInput): Promise<Environment>
       }
     }
     await writeInside(root, MARKER, new TextEncoder().encode(token));
+    await branched;
     await rename(staging, target);
     return { workspaceId: input.workspaceId, path: target, token, manifest };
   } catch (err) {
@@ -252,8 +239,8 @@ async function removeTree(dir: string): Promise<void> {
 
 /**
  * Pre-extracted base trees (BERTH_ENV_ROOT/.spares/<token>), per (source, commit): a cold
- * acquire renames one into its staging directory (O(1)) instead of running `git archive | tar`
- * on the request path — creating a thousand files is what a cold acquire mostly costs. After a
+ * acquire renames one into its staging directory (O(1)) instead of checking the commit out
+ * (env-git.ts) on the request path — creating a thousand files is what a cold acquire mostly costs. After a
  * take (or an extraction) the pool is topped up in the background, at most one build per key
  * at a time; a take that finds none ready but one building waits for that build (it started
  * earlier than a fresh extraction would). Bounded: `perKey` spares per key, `maxKeys` keys (LRU;
@@ -330,7 +317,7 @@ export class BaseSpares {
           await mkdir(dir, { recursive: true });
           try {
             // Not niced: a cold acquire may be waiting for this build.
-            await extract(sourcePath, commit, dir);
+            await checkoutBase(sourcePath, commit, dir, MARKER);
           } catch (err) {
             void deleteLater(dir);
             throw err;

@@ -46,7 +46,7 @@ import type { WorkspaceRegistry } from "../sessions/registry.js";
 import { Acquirer } from "./acquire.js";
 import { Capture, captureIncomplete, type LeftOut } from "./capture.js";
 import { readdir } from "node:fs/promises";
-import { BaseSpares, envPath, loadLeftover, moveAside, probe, reportDeletionFailures, type Environment } from "./environment.js";
+import { BaseSpares, baseInfo, envPath, loadLeftover, moveAside, probe, reportDeletionFailures, type Environment } from "./environment.js";
 import { KnownTurns } from "./idempotency.js";
 import type { MapResult } from "./map/index.js";
 import type { WorkspaceMapService } from "./map/index.js";
@@ -116,6 +116,10 @@ export class TurnScheduler {
       track,
       maxFileBytes: deps.settings.maxFileBytes ?? 8 * 1024 * 1024,
       excludeOf: async (ws) => (await deps.registry.repository(ws.repoId)).captureExclude,
+      baseOf: async (ws) => {
+        const { sourcePath } = await deps.registry.repository(ws.repoId);
+        return sourcePath ? { commit: ws.baseCommit, files: (await baseInfo(sourcePath, ws.baseCommit)).files } : undefined;
+      },
     });
     this.teardowns = new Teardowns({ root, logger: deps.logger, pool: this.pool, records: this.records, capture: (ws, env, options) => this.capture.capture(ws, env, options), track });
     const probeFn = deps.probe ?? ((env: Environment) => probe(env, timeout));

@@ -13,6 +13,7 @@ import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import pino, { type Logger } from "pino";
 import { loadConfig } from "../../src/config.js";
+import { testEnvRoot } from "./env-root.js";
 import type { Clock } from "../../src/platform/clock.js";
 import type { OpenedDatabase } from "../../src/platform/database.js";
 import type { OverlayPort } from "../../src/overlay/overlay-port.js";
@@ -99,6 +100,7 @@ export async function startBerth(options: StartOptions = {}): Promise<TestBerth>
     BERTH_HTTP_ADDR: "127.0.0.1:0",
     BERTH_SHUTDOWN_GRACE_MS: "500",
     BERTH_METRICS_ADDR: "127.0.0.1:0",
+    BERTH_ENV_ROOT: testEnvRoot(),
     ...options.env,
   };
   const logs: Record<string, unknown>[] = [];

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll } from "vitest";
+import { testEnvRoot } from "./env-root.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 export const BIN = path.join(ROOT, "bin/berth.js");
@@ -30,7 +31,7 @@ afterAll(() => {
 export function spawnServe(env: Record<string, string>): Spawned {
   const child = spawn(process.execPath, [BIN, "serve"], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: "", NATS_URL: "", BERTH_ADDR: "127.0.0.1:0", BERTH_HTTP_ADDR: "127.0.0.1:0", BERTH_METRICS_ADDR: "127.0.0.1:0", BERTH_LOG_FORMAT: "json", ...env },
+    env: { ...process.env, DATABASE_URL: "", NATS_URL: "", BERTH_ADDR: "127.0.0.1:0", BERTH_HTTP_ADDR: "127.0.0.1:0", BERTH_METRICS_ADDR: "127.0.0.1:0", BERTH_LOG_FORMAT: "json", BERTH_ENV_ROOT: testEnvRoot(), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);

@@ -176,6 +176,7 @@ describe("filesystem safety", () => {
         workspaceId: "00000000-0000-4000-8000-000000000001",
         sourcePath: repo.dir,
         baseCommit: repo.head,
+        branch: "berth/test",
         entries: [
           { path: "escape/owned.txt", content: utf8("owned\n") },
           { path: "escape/new/dir/owned.txt", content: utf8("owned\n") },

@@ -19,6 +19,14 @@ describe("configuration", () => {
     expect(c.pinNonTerminal).toBe(true);
   });
 
+  it("keeps environments in the per-user data directory by default, outside any repository", () => {
+    expect(loadConfig({ XDG_DATA_HOME: "/data/u", HOME: "/home/u" }).envRoot).toBe("/data/u/berth/envs");
+    expect(loadConfig({ HOME: "/home/u" }).envRoot).toBe("/home/u/.local/share/berth/envs");
+    // A relative XDG_DATA_HOME is invalid (the XDG spec) and ignored.
+    expect(loadConfig({ XDG_DATA_HOME: "rel", HOME: "/home/u" }).envRoot).toBe("/home/u/.local/share/berth/envs");
+    expect(loadConfig({ BERTH_ENV_ROOT: "/srv/envs", HOME: "/home/u" }).envRoot).toBe("/srv/envs");
+  });
+
   it.each([
     [{ BERTH_ADDR: "nonsense" }, "BERTH_ADDR"],
     [{ BERTH_ADDR: "127.0.0.1:70000" }, "BERTH_ADDR"],

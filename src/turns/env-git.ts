@@ -1,0 +1,143 @@
+/**
+ * Environments as git checkouts (docs/turns.md, "Environments"): each is a repository of its own
+ * whose object store borrows the registered repository's (objects/info/alternates), checked out
+ * at the base commit on `berth/<changeset_id>`, the overlay applied as uncommitted changes. The
+ * source repository is only read: no clone bookkeeping, no worktree admin files, no refs are
+ * written into its .git (docs/decisions.md). Capture asks git what differs (the index's stat
+ * cache, .gitignore natively) instead of walking the tree.
+ *
+ * The environment's .git is Berth's, but the agent can run git there and change its config: every
+ * call here carries the fixed safe settings (platform/git.ts), the filter drivers the
+ * environment's config defines switched off, and `--git-dir`/`--work-tree` named explicitly.
+ */
+import { lstat, mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { enclosingWorkTree, execGit, filterOverrides, type GitConfig } from "../platform/git.js";
+import { failedPrecondition } from "../platform/errors.js";
+
+const RUN = { timeoutMs: 120_000, maxBuffer: 256 << 20 } as const;
+
+/** The branch an environment is on: named after the changeset, as the landed commit's ref will be. */
+export function branchOf(changesetId: string): string {
+  return `berth/${changesetId}`;
+}
+
+const objectDirs = new Map<string, Promise<string>>();
+
+/** The source repository's object directory (a worktree's or a bare repository's too: the common dir's). */
+function objectsOf(sourcePath: string): Promise<string> {
+  let p = objectDirs.get(sourcePath);
+  if (!p) {
+    p = execGit(sourcePath, ["rev-parse", "--path-format=absolute", "--git-common-dir"], RUN).then((out) => path.join(out.toString("utf8").trim(), "objects"));
+    objectDirs.set(sourcePath, p);
+    p.catch(() => objectDirs.delete(sourcePath));
+  }
+  return p;
+}
+
+/**
+ * Makes `dir` (existing, empty) a checkout of `commit`: `git init` without templates (no sample
+ * hooks), the source's objects as alternates, `marker` excluded (.git/info/exclude: `git status`
+ * never shows it), then a detached checkout, which writes the files and an index with their stat
+ * data. A fresh repository's config defines no filter driver, so a committed .gitattributes
+ * naming one runs nothing.
+ */
+export async function checkoutBase(sourcePath: string, commit: string, dir: string, marker: string): Promise<void> {
+  const objects = await objectsOf(sourcePath);
+  await execGit(dir, ["init", "--quiet", "--template="], { ...RUN, config: [["init.defaultBranch", "berth-base"]] });
+  const git = path.join(dir, ".git");
+  await mkdir(path.join(git, "objects", "info"), { recursive: true });
+  await mkdir(path.join(git, "info"), { recursive: true });
+  await Promise.all([writeFile(path.join(git, "objects", "info", "alternates"), `${objects}\n`), writeFile(path.join(git, "info", "exclude"), `/${marker}\n`)]);
+  await execGit(dir, ["checkout", "--quiet", "--detach", commit], RUN);
+}
+
+/** A branch name that is one plain loose ref file (what a changeset id gives): written without git. */
+const PLAIN_BRANCH = /^berth\/[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
+
+/**
+ * Puts the (detached, base-commit) checkout on its branch: HEAD and one ref, no file of the work
+ * tree touched. For a plain name the two files are written as git writes them (a loose ref, a
+ * symbolic HEAD): a git spawn is most of what a cold acquire from a spare costs on a loaded
+ * machine. Anything else goes through `git checkout -b`, which validates the name.
+ */
+export async function nameBranch(dir: string, branch: string, commit: string): Promise<void> {
+  if (!PLAIN_BRANCH.test(branch) || branch.endsWith(".lock")) {
+    await execGit(dir, ["checkout", "--quiet", "-b", branch], RUN);
+    return;
+  }
+  const git = path.join(dir, ".git");
+  await mkdir(path.join(git, "refs", "heads", "berth"), { recursive: true });
+  await writeFile(path.join(git, "refs", "heads", branch), `${commit}\n`);
+  await writeFile(path.join(git, "HEAD"), `ref: refs/heads/${branch}\n`);
+}
+
+/** What git says differs in an environment. */
+export interface GitChanges {
+  /** Tracked paths whose work-tree file differs from the index or the index from HEAD, and every path differing from the base commit. */
+  readonly changed: readonly string[];
+  /** Untracked paths not ignored (a nested repository as `dir/`). */
+  readonly untracked: readonly string[];
+  /** Ignored paths (.gitignore, .git/info/exclude), a matching directory once as `dir/`. */
+  readonly ignored: readonly string[];
+}
+
+/**
+ * `git status` (against the index and HEAD, untracked and ignored files) and `git diff
+ * --name-only <base>` (the work tree against the base commit: an agent that committed in its
+ * environment moved HEAD, not the base). Undefined when the environment's .git is not a
+ * directory (a sourceless environment, or the agent removed or replaced it): the caller walks.
+ *
+ * Status may refresh the index (optional locks on): the index is Berth's, and its stat cache is
+ * what keeps the next capture from re-reading unchanged files.
+ */
+export async function gitChanges(dir: string, baseCommit: string): Promise<GitChanges | undefined> {
+  const gitDir = path.join(dir, ".git");
+  const st = await lstat(gitDir).catch(() => undefined);
+  if (!st?.isDirectory()) return undefined;
+  const config: GitConfig = [
+    ...(await filterOverrides(dir)),
+    ["core.excludesFile", "/dev/null"],
+    ["core.ignoreStat", "false"],
+    ["core.untrackedCache", "false"],
+    ["core.sparseCheckout", "false"],
+    ["status.relativePaths", "false"],
+  ];
+  const where = [`--git-dir=${gitDir}`, `--work-tree=${dir}`];
+  const opts = { ...RUN, config, optionalLocks: true };
+  const [status, diff] = await Promise.all([
+    execGit(dir, [...where, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--ignore-submodules=all"], opts),
+    execGit(dir, [...where, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all", baseCommit, "--"], opts),
+  ]);
+  const changed = new Set<string>();
+  const untracked: string[] = [];
+  const ignored: string[] = [];
+  for (const rec of status.toString("utf8").split("\0")) {
+    if (rec.length < 4) continue;
+    const xy = rec.slice(0, 2);
+    const p = rec.slice(3);
+    if (xy === "??") untracked.push(p);
+    else if (xy === "!!") ignored.push(p);
+    else changed.add(p);
+  }
+  for (const p of diff.toString("utf8").split("\0")) if (p) changed.add(p);
+  return { changed: [...changed], untracked, ignored };
+}
+
+/**
+ * Refuses an environment root inside a git repository: an environment there would be a checkout
+ * nested in another work tree, and git run above it (or in it, once its .git is gone) would see
+ * the other repository. Asked from the nearest existing ancestor (the root is created on first
+ * use).
+ */
+export async function assertEnvRootOutsideRepositories(root: string): Promise<void> {
+  let dir = path.resolve(root);
+  while (!(await lstat(dir).then((s) => s.isDirectory(), () => false)) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  const top = await enclosingWorkTree(dir);
+  if (top === undefined) return;
+  throw failedPrecondition(
+    "ENV_ROOT_IN_REPOSITORY",
+    `BERTH_ENV_ROOT ${path.resolve(root)} is inside the git repository ${top}: environments are git checkouts and must not sit in another repository's work tree; set BERTH_ENV_ROOT to a directory outside any repository (default: $XDG_DATA_HOME/berth/envs or ~/.local/share/berth/envs)`,
+    { env_root: path.resolve(root), repository: top },
+  );
+}
