@@ -235,10 +235,15 @@ describe("TurnService: the steered session keeps its environment", () => {
     const r = await b.turns.cancelTurn({ turnId: t1.turnId });
     expect(r.cancelled).toBe(true);
     expect((await b.turns.turnHeartbeat({ turnId: t1.turnId })).current).toBe(false);
-    for (let i = 0; i < 100 && existsSync(t1.environmentPath); i++) await new Promise((res) => setTimeout(res, 10));
-    expect(existsSync(t1.environmentPath)).toBe(false);
-    const again = await b.turns.cancelTurn({ turnId: t1.turnId });
+    // The teardown (capture, rename, its rows) settles in the background: a repeated CancelTurn
+    // says when; once it does, the directory is gone.
+    let again = await b.turns.cancelTurn({ turnId: t1.turnId });
+    for (let i = 0; i < 500 && !again.settled; i++) {
+      await new Promise((res) => setTimeout(res, 10));
+      again = await b.turns.cancelTurn({ turnId: t1.turnId });
+    }
     expect(again).toMatchObject({ cancelled: false, settled: true });
+    expect(existsSync(t1.environmentPath)).toBe(false);
     expect((await failure(b.turns.endTurn({ turnId: t1.turnId, outcome: TurnOutcome.COMPLETED }))).reason).toBe("TURN_NOT_RUNNING");
   });
 
