@@ -47,9 +47,8 @@ export interface ChangesetOverlayRow {
 }
 
 /**
- * The live sessions of a changeset and their overlay rows, from one snapshot (REPEATABLE READ
- * is not needed: one statement each, the rows read after the sessions are the sessions' or
- * gone; a session ended in between just contributes nothing).
+ * The live sessions of a changeset and their overlay rows. Two statements: a session that ends
+ * between them has no rows left and contributes nothing, which is what its end means.
  */
 export async function changesetOverlay(db: Executor, changesetId: string): Promise<{ sessions: ChangesetSession[]; rows: ChangesetOverlayRow[] }> {
   const sessions = await sql<ChangesetSession>`

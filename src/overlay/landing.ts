@@ -14,7 +14,7 @@
  *   succeeded. A crash after the ref moved leaves the changeset APPROVED with its commit already
  *   in the target: MERGED again finds it there ("already merged") and only records the transition.
  */
-import { failedPrecondition, invalidArgument, notFound } from "../platform/errors.js";
+import { BerthError, failedPrecondition, invalidArgument, notFound } from "../platform/errors.js";
 import type { Clock } from "../platform/clock.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { Changeset } from "../sessions/workspace.js";
@@ -114,7 +114,7 @@ export class Landing {
     assertCanTransition(changesetId, cs.state, "merged");
     const source = await this.sourceOf(cs);
     const target = await this.target(source, targetRef);
-    const changesetCommit = await this.commitForMerge(cs, agentId);
+    const changesetCommit = await this.commitForMerge(cs, source, agentId);
     const old = await readRef(source, target);
     if (old === undefined) {
       throw failedPrecondition("TARGET_NOT_FOUND", `the target ${target} does not exist in the repository`, { changeset_id: changesetId, target_ref: target });
@@ -153,14 +153,13 @@ export class Landing {
   }
 
   /** The commit to merge: the current overlay's, or the one recorded when no live session holds an overlay any more. */
-  private async commitForMerge(cs: LandingChangeset, agentId: string): Promise<string> {
-    const source = await this.sourceOf(cs);
+  private async commitForMerge(cs: LandingChangeset, source: string, agentId: string): Promise<string> {
     const prior = cs.commit_id ? await commitIdentity(source, cs.commit_id) : undefined;
     try {
       const r = await this.commit({ changesetId: cs.id, message: prior?.message ?? "", author: prior, agentId });
       return r.commit;
     } catch (err) {
-      if (cs.commit_id && err instanceof Error && "reason" in err && err.reason === "NOTHING_TO_COMMIT") return cs.commit_id;
+      if (cs.commit_id && err instanceof BerthError && err.reason === "NOTHING_TO_COMMIT") return cs.commit_id;
       throw err;
     }
   }
