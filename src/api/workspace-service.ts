@@ -157,7 +157,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       await requireChangesetMover(changesetId!, ctx);
       if (to === ChangesetState.MERGED && deps.landing) {
         const landed = await deps.landing.merge(changesetId!, targetRef, reason, callerAgent(ctx));
-        return { changeset: changesetToWire(landed.changeset), merge: mergeToWire(landed.merge) };
+        return { changeset: changesetToWire(landed.changeset), ...(landed.merge ? { merge: mergeToWire(landed.merge) } : {}) };
       }
       const changeset = await registry.transitionChangeset(changesetId!, changesetStateName(to!)!, reason);
       return { changeset: changesetToWire(changeset) };

@@ -107,11 +107,17 @@ export class Landing {
   /**
    * The MERGED transition: the changeset committed (again: the current overlay, with the message
    * and author of its last commit), merged into `targetRef` (empty: the branch HEAD names), the
-   * target moved by compare-and-set inside the transition's transaction.
+   * target moved by compare-and-set inside the transition's transaction. A repository without
+   * a source_path only changes state (a target_ref for it is NO_SOURCE_REPOSITORY).
    */
-  async merge(changesetId: string, targetRef: string, reason: string, agentId: string): Promise<{ changeset: Changeset; merge: MergeOutcome }> {
+  async merge(changesetId: string, targetRef: string, reason: string, agentId: string): Promise<{ changeset: Changeset; merge?: MergeOutcome }> {
     const cs = await this.changeset(changesetId);
     assertCanTransition(changesetId, cs.state, "merged");
+    // No git repository behind it: there is nothing to merge into, and MERGED stays the state it was.
+    if ((await this.deps.registry.repository(cs.repo_id)).sourcePath === null) {
+      if (targetRef !== "") await this.sourceOf(cs);
+      return { changeset: await this.deps.registry.transitionChangeset(changesetId, "merged", reason) };
+    }
     const source = await this.sourceOf(cs);
     const target = await this.target(source, targetRef);
     const changesetCommit = await this.commitForMerge(cs, source, agentId);

@@ -141,6 +141,12 @@ describe("CommitChangeset", () => {
     const ws = (await berth.grpc.createWorkspace({ repoId: plain.id, agentId: "agent-a", baseCommit: "deadbeef", mode: WorkspaceMode.PERSISTENT })).workspace!;
     await berth.grpc.writeFile({ sessionId: ws.sessionId, path: "a.txt", content: new TextEncoder().encode("a\n"), expectedHash: "" });
     expect(await failure(berth.grpc.commitChangeset({ changesetId: ws.changesetId }))).toMatchObject({ code: "FAILED_PRECONDITION", reason: "NO_SOURCE_REPOSITORY" });
+    // MERGED stays a state change there, with nothing to merge into; naming a target is refused.
+    await approve(berth.grpc, ws.changesetId);
+    expect(await failure(berth.grpc.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.MERGED, targetRef: "main" }))).toMatchObject({ reason: "NO_SOURCE_REPOSITORY" });
+    const labelled = await berth.grpc.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.MERGED });
+    expect(labelled.changeset!.state).toBe(ChangesetState.MERGED);
+    expect(labelled.merge).toBeUndefined();
     const empty = await open("agent-a");
     expect(await failure(berth.grpc.commitChangeset({ changesetId: empty.changesetId }))).toMatchObject({ code: "FAILED_PRECONDITION", reason: "NOTHING_TO_COMMIT" });
     expect((await failure(berth.grpc.commitChangeset({ changesetId: "nope" }))).fields).toEqual(["changeset_id"]);
