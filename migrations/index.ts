@@ -10,6 +10,7 @@ import * as m0008 from "./0008_turns_scale_out.js";
 import * as m0009 from "./0009_overlay_reads.js";
 import * as m0010 from "./0010_turns_captured_paths.js";
 import * as m0011 from "./0011_repository_capture_exclude.js";
+import * as m0012 from "./0012_changeset_commits.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
 export const migrations: Readonly<Record<string, Migration>> = {
@@ -24,4 +25,5 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0009_overlay_reads": m0009,
   "0010_turns_captured_paths": m0010,
   "0011_repository_capture_exclude": m0011,
+  "0012_changeset_commits": m0012,
 };

@@ -62,6 +62,8 @@ export interface Config {
   readonly eventRetentionSeconds: number;
   /** The event hub's safety-net poll (other instances' commits normally arrive by NOTIFY). */
   readonly eventPollMs: number;
+  /** Where CommitChangeset puts a changeset's commit: <prefix><changeset_id> (docs/landing-work.md). */
+  readonly commitRefPrefix: string;
   /** Turns (src/turns/): environments and the workspace map. */
   readonly envRoot: string;
   readonly envIdleTtlMs: number;
@@ -123,6 +125,7 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_NATS_STREAM", default: "BERTH_EVENTS", meaning: "JetStream stream the relay creates or updates at start" },
   { name: "BERTH_EVENT_RETENTION_S", default: "604800", meaning: "events older than this are pruned from PostgreSQL and JetStream (7 days)" },
   { name: "BERTH_EVENT_POLL_MS", default: "2000", meaning: "how often each instance reads the outbox even without a notification (the safety net under LISTEN/NOTIFY)" },
+  { name: "BERTH_COMMIT_REF_PREFIX", default: "refs/heads/berth/", meaning: "CommitChangeset writes a changeset's commit on <prefix><changeset_id> in its repository" },
   { name: "BERTH_ENV_ROOT", default: "$XDG_DATA_HOME/berth/envs (~/.local/share/berth/envs)", meaning: "where turn environments live, one git checkout per workspace id; refused inside a git repository" },
   { name: "BERTH_ENV_IDLE_TTL_MS", default: "60000", meaning: "an environment parked idle (turn COMPLETED) is kept warm this long" },
   { name: "BERTH_ENV_APPROVAL_TTL_MS", default: "600000", meaning: "an environment parked AWAITING_APPROVAL is kept warm this long" },
@@ -171,6 +174,15 @@ function integer(env: Env, name: string, fallback: number, min: number, max = Nu
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+/** A ref prefix under refs/ ending in "/" whose every component git accepts (checked again by git at each update). */
+function refPrefix(env: Env): string {
+  const raw = get(env, "BERTH_COMMIT_REF_PREFIX") ?? "refs/heads/berth/";
+  const parts = raw.split("/").slice(0, -1);
+  const ok = raw.startsWith("refs/") && raw.endsWith("/") && parts.length >= 2 && parts.every((c) => /^[A-Za-z0-9_][A-Za-z0-9._-]*$/.test(c) && !c.endsWith(".lock") && !c.includes(".."));
+  if (!ok) throw new ConfigError("BERTH_COMMIT_REF_PREFIX", `expected a ref prefix such as refs/heads/berth/ (under refs/, ending in /), got "${raw}"`);
+  return raw;
 }
 
 function flag(env: Env, name: string, fallback: boolean): boolean {
@@ -314,6 +326,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     natsStream,
     eventRetentionSeconds: integer(env, "BERTH_EVENT_RETENTION_S", 604_800, 60),
     eventPollMs: integer(env, "BERTH_EVENT_POLL_MS", 2000, 10, 3_600_000),
+    commitRefPrefix: refPrefix(env),
     envRoot: path.resolve(get(env, "BERTH_ENV_ROOT") ?? defaultEnvRoot(env)),
     envIdleTtlMs: integer(env, "BERTH_ENV_IDLE_TTL_MS", 60_000, 0),
     envApprovalTtlMs: integer(env, "BERTH_ENV_APPROVAL_TTL_MS", 600_000, 0),

@@ -4,6 +4,8 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { Changeset, Repository, Workspace } from "../sessions/workspace.js";
 import { changesetStateEnum, lifecycleEnum, modeEnum } from "../platform/proto-enums.js";
 import type { ChangesetSchema, RepositorySchema, SessionInfoSchema, WorkspaceSchema } from "../../gen/berth/v1/types_pb.js";
+import type { MergeOutcomeSchema } from "../../gen/berth/v1/workspace_service_pb.js";
+import type { MergeOutcome } from "../overlay/landing.js";
 
 /** `paths`: whether the caller sees server-side paths (source_path); see api/authorize.ts showsServerPaths. */
 export function repositoryToWire(r: Repository, paths: boolean): MessageInitShape<typeof RepositorySchema> {
@@ -18,7 +20,13 @@ export function changesetToWire(c: Changeset): MessageInitShape<typeof Changeset
     reason: c.reason,
     createdAt: timestampFromMs(c.createdAt),
     updatedAt: timestampFromMs(c.updatedAt),
+    commitId: c.commitId ?? "",
+    ...(c.committedAt !== undefined ? { committedAt: timestampFromMs(c.committedAt) } : {}),
   };
+}
+
+export function mergeToWire(m: MergeOutcome): MessageInitShape<typeof MergeOutcomeSchema> {
+  return { targetRef: m.targetRef, oldCommitId: m.oldCommit, newCommitId: m.newCommit, changesetCommitId: m.changesetCommit, fastForward: m.fastForward };
 }
 
 export function workspaceToWire(w: Workspace): MessageInitShape<typeof WorkspaceSchema> {

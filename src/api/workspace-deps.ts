@@ -5,6 +5,7 @@
  */
 import type { EventHub, SubscriberOptions } from "../delivery/hub.js";
 import type { LifecycleManager } from "../sessions/lifecycle.js";
+import type { Landing } from "../overlay/landing.js";
 import type { OverlayService } from "../overlay/overlay-service.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 
@@ -18,6 +19,8 @@ export interface WorkspaceServiceDeps {
   readonly eventSubscriberOptions?: SubscriberOptions | undefined;
   /** The workspace overlay and claims (WriteFile, ReadFile, ClaimSymbols, …). */
   readonly overlay?: OverlayService | undefined;
+  /** CommitChangeset and the merge of a MERGED transition (absent: MERGED is only a state). */
+  readonly landing?: Landing | undefined;
   /** The turn scheduler's capture of a stranded session's running turn (ResumeSession waits for it). */
   readonly captures?: { captureSettled(workspaceId: string): Promise<void> } | undefined;
 }

@@ -23,10 +23,20 @@ import { changesetStateName, modeName } from "../platform/proto-enums.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { ownedSession } from "./session-access.js";
 import { AGENT_ID, AGENT_NAME, Check, LIMITS } from "./validate.js";
-import { changesetToWire, repositoryToWire, sessionInfoToWire, workspaceToWire } from "./wire.js";
+import { BerthError } from "../platform/errors.js";
+import { changesetToWire, mergeToWire, repositoryToWire, sessionInfoToWire, workspaceToWire } from "./wire.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
 
 const MAX_TTL_SECONDS = 30 * 86_400;
+/** git refuses the rest in a ref name; check-ref-format has the last word (src/overlay/landing.ts). */
+const TARGET_REF = { max: LIMITS.targetRef, pattern: /^[A-Za-z0-9][A-Za-z0-9._/-]*$/, patternDescription: "a branch name or refs/heads/<name>" };
+/** An author's name or e-mail: git's ident cannot hold <, > or a newline. */
+const AUTHOR_PART = { max: LIMITS.commitAuthor, pattern: /^[^<>]*$/, patternDescription: "no < or >" };
+
+/** The agent a commit is authored by when the request names nobody. */
+function callerAgent(ctx: CallContext): string {
+  return ctx.principal.agentId ?? "berth";
+}
 
 export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<typeof WorkspaceService> {
   const { registry } = deps;
@@ -36,6 +46,18 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     const sessionId = c.uuid("session_id", rawSessionId);
     c.done();
     return ownedSession(registry, ctx, sessionId!, "any");
+  };
+  /**
+   * Who may move a changeset (a transition, a commit, a merge): a member of it or an admin, and
+   * a member whose grant on the changeset's repository was withdrawn may not.
+   */
+  const requireChangesetMover = async (changesetId: string, ctx: CallContext) => {
+    const p = ctx.principal;
+    await requireChangesetMember(ctx, changesetId, () => registry.agentsOfChangeset(changesetId), "NOT_CHANGESET_OWNER");
+    if (!actsForAnyone(p)) {
+      const repoId = await registry.repositoryOfChangeset(changesetId);
+      if (repoId !== undefined) await requireRepository(registry, p, repoId);
+    }
   };
   return {
     async registerRepository(req, ctx) {
@@ -129,16 +151,30 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       const changesetId = c.uuid("changeset_id", req.changesetId);
       const to = c.enumValue("to_state", req.toState, ChangesetState);
       const reason = c.text("reason", req.reason, { max: LIMITS.reason }) ?? "";
+      const targetRef = c.text("target_ref", req.targetRef, TARGET_REF) ?? "";
+      if (targetRef !== "" && to !== undefined && to !== ChangesetState.MERGED) c.add("target_ref", "MERGED_ONLY", "only a transition to MERGED has a target");
       c.done();
-      const p = ctx.principal;
-      await requireChangesetMember(ctx, changesetId!, () => registry.agentsOfChangeset(changesetId!), "NOT_CHANGESET_OWNER");
-      if (!actsForAnyone(p)) {
-        // A member whose grant on the changeset's repository was withdrawn may not move it either.
-        const repoId = await registry.repositoryOfChangeset(changesetId!);
-        if (repoId !== undefined) await requireRepository(registry, p, repoId);
+      await requireChangesetMover(changesetId!, ctx);
+      if (to === ChangesetState.MERGED && deps.landing) {
+        const landed = await deps.landing.merge(changesetId!, targetRef, reason, callerAgent(ctx));
+        return { changeset: changesetToWire(landed.changeset), ...(landed.merge ? { merge: mergeToWire(landed.merge) } : {}) };
       }
       const changeset = await registry.transitionChangeset(changesetId!, changesetStateName(to!)!, reason);
       return { changeset: changesetToWire(changeset) };
+    },
+
+    async commitChangeset(req, ctx) {
+      const c = new Check();
+      const changesetId = c.uuid("changeset_id", req.changesetId);
+      const message = c.text("message", req.message, { max: LIMITS.commitMessage, allowNewlines: true }) ?? "";
+      const name = c.text("author.name", req.author?.name ?? "", AUTHOR_PART) ?? "";
+      const email = c.text("author.email", req.author?.email ?? "", AUTHOR_PART) ?? "";
+      c.done();
+      await requireChangesetMover(changesetId!, ctx);
+      if (!deps.landing) throw new BerthError("unimplemented", "LANDING_UNAVAILABLE", "this server does not land changesets");
+      const agentId = callerAgent(ctx);
+      const r = await deps.landing.commit({ changesetId: changesetId!, message, author: name || email ? { name, email } : undefined, agentId });
+      return { changeset: changesetToWire(r.changeset), commitId: r.commit, ref: r.ref, treeId: r.tree, paths: r.paths, unchanged: r.unchanged };
     },
 
     ...lifecycleHandlers(deps),

@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { registerChangeset } from "./changeset.js";
 import { DEFAULT_SERVER } from "./client.js";
 import { registerEvents } from "./events.js";
+import { registerLanding } from "./landing.js";
 import { registerRepos } from "./repos.js";
 import { registerSessions } from "./sessions.js";
 import { registerTurns } from "./turns.js";
@@ -17,6 +18,7 @@ export function registerClientCommands(program: Command): void {
   registerRepos(program);
   registerSessions(program);
   registerChangeset(program);
+  registerLanding(program);
   registerEvents(program);
   registerTurns(program);
 }

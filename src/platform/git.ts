@@ -141,3 +141,63 @@ export async function enclosingWorkTree(dir: string): Promise<string | undefined
     throw err;
   }
 }
+
+export interface GitRunOptions {
+  readonly timeoutMs: number;
+  readonly maxBuffer: number;
+  /** Written to git's stdin, which is then closed (hash-object --stdin, mktree). */
+  readonly input?: Uint8Array;
+  /**
+   * Variables on top of gitEnv(), for the plumbing that takes its parameters there only
+   * (GIT_INDEX_FILE, GIT_AUTHOR_*, GIT_COMMITTER_*). Names outside that list are refused: the
+   * rest of the GIT_* space would undo the fixed environment.
+   */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+const RUN_ENV = /^GIT_(INDEX_FILE|AUTHOR_(NAME|EMAIL|DATE)|COMMITTER_(NAME|EMAIL|DATE))$/;
+
+/** A finished git: its exit code (not thrown: plumbing answers with it, e.g. merge-tree's 1 = conflicts) and output. */
+export interface GitResult {
+  readonly code: number;
+  readonly stdout: Buffer;
+  readonly stderr: string;
+}
+
+/** Runs git to completion with optional stdin and plumbing variables; rejects only when git could not run or overran. */
+export function runGit(repoPath: string, args: readonly string[], options: GitRunOptions): Promise<GitResult> {
+  const e: NodeJS.ProcessEnv = { ...gitEnv() };
+  for (const [k, v] of Object.entries(options.env ?? {})) {
+    if (!RUN_ENV.test(k)) throw new Error(`runGit: ${k} may not be set`);
+    e[k] = v;
+  }
+  return new Promise((resolve, reject) => {
+    const p = spawn("git", gitArgs(repoPath, args), { env: e, stdio: ["pipe", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let size = 0;
+    let failed: Error | undefined;
+    const fail = (why: Error) => {
+      failed ??= why;
+      p.kill("SIGKILL");
+    };
+    const timer = setTimeout(() => fail(new Error(`git ${args[0] ?? ""} timed out after ${options.timeoutMs} ms`)), options.timeoutMs);
+    p.stdout.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > options.maxBuffer) fail(new Error(`git ${args[0] ?? ""} wrote more than ${options.maxBuffer} bytes`));
+      else out.push(c);
+    });
+    p.stderr.on("data", (c: Buffer) => {
+      if (err.length < 64) err.push(c);
+    });
+    p.on("error", (x) => fail(x));
+    p.on("close", (code) => {
+      clearTimeout(timer);
+      if (failed) reject(failed);
+      else resolve({ code: code ?? -1, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString("utf8") });
+    });
+    // A git that exits before reading all its input (EPIPE) is reported by its exit code.
+    p.stdin.on("error", () => undefined);
+    p.stdin.end(options.input ?? Buffer.alloc(0));
+  });
+}

@@ -37,6 +37,9 @@ export interface ChangesetTable {
   reason: Generated<string>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** The commit last written for it (migrations/0012_changeset_commits.ts); NULL before. */
+  commit_id: Generated<string | null>;
+  committed_at: Generated<Timestamp | null>;
 }
 
 export type LifecycleName = "active" | "stranded" | "abandoned" | "destroyed";
@@ -226,7 +229,7 @@ export interface Database {
 
 const COLUMNS = {
   repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude"],
-  changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at"],
+  changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at", "commit_id", "committed_at"],
   workspaces: [
     "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",
     "created_at", "last_active_at", "lifecycle", "lifecycle_reason", "stranded_at", "ended_at", "resumed_from", "owner_instance",

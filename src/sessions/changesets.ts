@@ -8,7 +8,7 @@ import { canTransition, isTerminal, sourcesOf } from "./changeset-states.js";
 import type { Clock } from "../platform/clock.js";
 import { type BerthError, failedPrecondition, notFound } from "../platform/errors.js";
 import type { Changeset } from "./workspace.js";
-import type { UnitOfWork } from "../platform/unit-of-work.js";
+import type { Change, UnitOfWork } from "../platform/unit-of-work.js";
 import { changesetStateEnum } from "../platform/proto-enums.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import * as sqlRepo from "./registry.repository.js";
@@ -80,25 +80,25 @@ export class Changesets {
     cs.updatedAt = at;
   }
 
-  async transitionChangeset(changesetId: string, to: ChangesetStateName, reason: string): Promise<Changeset> {
+  /**
+   * `during`: work that must succeed for the transition to commit (the merge's ref update,
+   * src/overlay/landing.ts), run in its transaction once the compare-and-set holds the row: a
+   * racing transition waits for it, and when it throws nothing of the transition is written.
+   */
+  async transitionChangeset(changesetId: string, to: ChangesetStateName, reason: string, during?: (change: Change) => Promise<void>): Promise<Changeset> {
     const now = this.clock.now();
     const outcome = await this.uow.run(async (change) => {
       const { trx } = change;
       const current = await sqlRepo.findChangeset(trx, changesetId);
       if (!current) throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
-      if (isTerminal(current.state)) {
-        throw failedPrecondition("CHANGESET_TERMINAL", `changeset ${changesetId} is ${current.state.toUpperCase()}, a terminal state`, {
-          changeset_id: changesetId,
-          state: current.state.toUpperCase(),
-        });
-      }
-      if (!canTransition(current.state, to)) throw invalidTransition(changesetId, current.state, to);
+      assertCanTransition(changesetId, current.state, to);
       // The compare-and-set: of two racing transitions from the same state, one updates, one finds nothing.
       const row = await sqlRepo.casChangesetState(trx, changesetId, sourcesOf(to), to, reason, new Date(now));
       if (!row || row.state !== to) {
         const again = await sqlRepo.findChangeset(trx, changesetId);
         throw invalidTransition(changesetId, again?.state ?? current.state, to);
       }
+      if (during) await during(change);
       await this.hooks.changesetMoved(change, { changesetId, to, at: now });
       change.record({
         kind: "changeset.transitioned",
@@ -135,6 +135,22 @@ export class Changesets {
       return cached;
     }
     return changesetFromRow(row);
+  }
+}
+
+/** CHANGESET_TERMINAL or INVALID_TRANSITION unless a changeset in `from` may move to `to`. */
+export function assertCanTransition(changesetId: string, from: ChangesetStateName, to: ChangesetStateName): void {
+  assertNotTerminal(changesetId, from);
+  if (!canTransition(from, to)) throw invalidTransition(changesetId, from, to);
+}
+
+/** CHANGESET_TERMINAL when the changeset is MERGED, REJECTED or CLOSED. */
+export function assertNotTerminal(changesetId: string, state: ChangesetStateName): void {
+  if (isTerminal(state)) {
+    throw failedPrecondition("CHANGESET_TERMINAL", `changeset ${changesetId} is ${state.toUpperCase()}, a terminal state`, {
+      changeset_id: changesetId,
+      state: state.toUpperCase(),
+    });
   }
 }
 

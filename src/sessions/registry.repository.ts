@@ -7,7 +7,8 @@ type Executor = Kysely<Database> | Transaction<Database>;
 
 export type RepositoryRow = Omit<Selectable<RepositoryTable>, "next_agent_number">;
 export type RepositoryInsert = Omit<RepositoryRow, "capture_exclude"> & { capture_exclude: string[] };
-export type ChangesetRow = Selectable<ChangesetTable>;
+/** A changeset as the registry caches it; its commit columns are the landing's (src/overlay/landing.ts). */
+export type ChangesetRow = Omit<Selectable<ChangesetTable>, "commit_id" | "committed_at">;
 
 /** A workspace row with its changeset's columns, as every read of a workspace needs both. */
 export type WorkspaceRow = Omit<Selectable<WorkspaceTable>, "owner_instance"> & {

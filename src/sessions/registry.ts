@@ -14,7 +14,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../platform/clock.js";
 import { failedPrecondition, notFound } from "../platform/errors.js";
 import { assertActive, type Changeset, type Repository, type Workspace } from "./workspace.js";
-import type { UnitOfWork } from "../platform/unit-of-work.js";
+import type { Change, UnitOfWork } from "../platform/unit-of-work.js";
 import type { Db } from "../platform/database.js";
 import type { ChangesetStateName, LifecycleName } from "../platform/schema.js";
 import * as sqlRepo from "./registry.repository.js";
@@ -342,8 +342,8 @@ export class WorkspaceRegistry {
     return (await sqlRepo.findChangeset(this.db, changesetId))?.repo_id;
   }
 
-  transitionChangeset(changesetId: string, to: ChangesetStateName, reason: string): Promise<Changeset> {
-    return this.changesets.transitionChangeset(changesetId, to, reason);
+  transitionChangeset(changesetId: string, to: ChangesetStateName, reason: string, during?: (change: Change) => Promise<void>): Promise<Changeset> {
+    return this.changesets.transitionChangeset(changesetId, to, reason, during);
   }
 
   // ---- shared with the lifecycle ------------------------------------------------------

@@ -18,6 +18,9 @@ export interface Changeset {
   reason: string;
   readonly createdAt: number;
   updatedAt: number;
+  /** The commit landing last wrote for it (src/overlay/landing.ts), when the caller read it. */
+  commitId?: string;
+  committedAt?: number;
 }
 
 /**

@@ -16,6 +16,7 @@ import { lockInstanceName } from "../platform/instance-lock.js";
 import { WorkspaceRegistry } from "../sessions/registry.js";
 import { LifecycleManager, defaultInstanceName } from "../sessions/lifecycle.js";
 import { OverlayService } from "../overlay/overlay-service.js";
+import { Landing } from "../overlay/landing.js";
 import { preloadSymbolGrammars } from "../overlay/symbols/index.js";
 import { EventHub } from "../delivery/hub.js";
 import { NatsRelay, leaderLockFor } from "../delivery/nats-relay.js";
@@ -50,6 +51,8 @@ export interface BuildOptions {
   readonly turnOverlay?: OverlayPort;
   /** Turn pool options beyond the config (tests: no sweep timer). */
   readonly turns?: { readonly sweepIntervalMs?: number; readonly probeTimeoutMs?: number };
+  /** Test seam of a merge (src/overlay/landing.ts): runs between reading the target ref and moving it. */
+  readonly beforeTargetUpdate?: (sourcePath: string, targetRef: string) => Promise<void>;
 }
 
 export interface BerthServer {
@@ -150,7 +153,8 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     closers.push(async () => authenticator.close?.());
     for (const w of authenticator.startupWarnings ?? []) logger.warn({ auth: config.auth.mode }, w);
     // `events` is read by src/api/event-handlers.ts (EventServiceDeps).
-    const serviceDeps = { registry, lifecycle, events, overlay };
+    const landing = new Landing({ registry, clock, refPrefix: config.commitRefPrefix, beforeTargetUpdate: options.beforeTargetUpdate });
+    const serviceDeps = { registry, lifecycle, events, overlay, landing };
     // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).
     const maps = new WorkspaceMapService({
       logger,

@@ -70,6 +70,10 @@ interface Fixtures {
   readonly elsewhereId: string;
   /** A new active session of alice's in "matrix". */
   session(): Promise<{ sessionId: string; changesetId: string }>;
+  /** A new session of alice's with a file of its own written (something to commit). */
+  changed(): Promise<{ sessionId: string; changesetId: string }>;
+  /** The same, its changeset APPROVED (something to merge). */
+  approved(): Promise<{ sessionId: string; changesetId: string }>;
   /** A new session of alice's with a running turn. */
   turn(): Promise<{ sessionId: string; turnId: string }>;
   /** A new stranded session of alice's. */
@@ -147,6 +151,20 @@ const ROWS: Row[] = [
     service: "ws",
     method: "transitionChangeset",
     request: async (f) => ({ changesetId: (await f.session()).changesetId, toState: ChangesetState.SUBMITTED }),
+    expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+  },
+  {
+    rpc: "TransitionChangeset (to MERGED, into main)",
+    service: "ws",
+    method: "transitionChangeset",
+    request: async (f) => ({ changesetId: (await f.approved()).changesetId, toState: ChangesetState.MERGED, targetRef: "main" }),
+    expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+  },
+  {
+    rpc: "CommitChangeset",
+    service: "ws",
+    method: "commitChangeset",
+    request: async (f) => ({ changesetId: (await f.changed()).changesetId, message: "matrix" }),
     expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
   },
   { rpc: "Heartbeat", service: "ws", method: "heartbeat", request: async (f) => ({ sessionId: (await f.session()).sessionId }), expect: SESSION },
@@ -305,8 +323,19 @@ for (const instances of [1, 2]) {
     const probe = await session();
     const readmeHash = (await alice.ws.readFile({ sessionId: probe.sessionId, path: "README.md" })).hash;
     let counter = 0;
+    const changed = async () => {
+      const s = await session();
+      await alice.ws.writeFile({ sessionId: s.sessionId, path: `landed-${counter++}.txt`, content: new TextEncoder().encode("landed\n"), expectedHash: "" });
+      return s;
+    };
     fixtures = {
       unique: () => counter++,
+      changed,
+      async approved() {
+        const s = await changed();
+        for (const toState of [ChangesetState.SUBMITTED, ChangesetState.VERIFYING, ChangesetState.APPROVED]) await alice.ws.transitionChangeset({ changesetId: s.changesetId, toState });
+        return s;
+      },
       repoId,
       elsewhereId: elsewhere!.id,
       readmeHash,

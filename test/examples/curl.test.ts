@@ -3,13 +3,15 @@
  * tour" block, pointed at a real server (port, and the repository id the first one returned),
  * and run with the system's curl. Proves Connect's JSON form works with nothing but curl.
  */
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { REQUIRE_SERVICES } from "../support/services.js";
 import { run, succeeds } from "./helpers.js";
+import { BIN } from "../cli/helpers.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const haveCurl = succeeds("curl", ["--version"]);
@@ -27,6 +29,17 @@ function tourCommands(): string[] {
     .replace(/\\\n\s*/g, "")
     .split("\n")
     .filter((l) => l.startsWith("curl "));
+}
+
+/** The README's landing block (the second sh block of the tour): its commands, continuation lines joined, comments left out. */
+function landingCommands(): string[] {
+  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const tour = readme.slice(readme.indexOf("## A one-minute tour"), readme.indexOf("## The contract"));
+  const block = [...tour.matchAll(/```sh\n([\s\S]*?)```/g)].find((m) => m[1]!.includes("berth merge"))![1]!;
+  return block
+    .replace(/\\\n\s*/g, "")
+    .split("\n")
+    .filter((l) => l !== "" && !l.startsWith("#"));
 }
 
 describe.skipIf(!haveCurl)("the README's curl tour", () => {
@@ -74,5 +87,30 @@ describe.skipIf(!haveCurl)("the README's curl tour", () => {
       ],
     });
     expect(r3.body["message"]).toMatch(/^invalid repo_id: must be a UUID/);
+  });
+
+  it("ends with the change landed as a commit on main, as git log shows", async () => {
+    const demo = mkdtempSync(path.join(tmpdir(), "berth-demo-"));
+    rmSync(demo, { recursive: true });
+    const vars: Record<string, string> = { "/tmp/berth-demo": demo, "npx berth": `${process.execPath} ${BIN}` };
+    const commands = landingCommands();
+    expect(commands.map((c) => c.split(" ")[0])).toEqual(["git", "curl", "curl", "curl", "for", "npx", "git"]);
+    let last = "";
+    for (const command of commands) {
+      let cmd = command.replaceAll("http://127.0.0.1:8080", berth.server.httpUrl);
+      for (const [k, v] of Object.entries(vars)) cmd = cmd.replaceAll(k, v);
+      const r = await run("sh", ["-c", cmd], { env: { ...process.env, BERTH_SERVER: berth.server.httpUrl, GIT_CONFIG_GLOBAL: "/dev/null", GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@example.com", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@example.com" } });
+      expect(r.code, `${cmd}\n${r.stderr}`).toBe(0);
+      last = r.stdout;
+      if (command.startsWith("curl ")) {
+        const body = JSON.parse(r.stdout) as { repository?: { id: string }; workspace?: { sessionId: string; changesetId: string } };
+        if (body.repository) vars["7a1d…"] = body.repository.id;
+        if (body.workspace) Object.assign(vars, { "5e2b…": body.workspace.sessionId, "c9f0…": body.workspace.changesetId });
+      }
+    }
+    const lines = last.trim().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(new RegExp(`^[0-9a-f]+ \\(HEAD -> main, berth/${vars["c9f0…"]}\\) Say hello$`));
+    expect(lines[1]).toMatch(/^[0-9a-f]+ start$/);
   });
 });

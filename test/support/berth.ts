@@ -57,6 +57,8 @@ export interface StartOptions {
   readonly wrapOverlay?: (real: OverlayPort) => OverlayPort;
   /** Turn pool options beyond the config (test/turns: no sweep timer). */
   readonly turns?: BuildOptions["turns"];
+  /** The merge's seam between reading the target ref and moving it (test/landing: TARGET_MOVED). */
+  readonly beforeTargetUpdate?: BuildOptions["beforeTargetUpdate"];
 }
 
 /** A pino logger whose lines (parsed) go to each of `sinks`. */
@@ -147,6 +149,7 @@ export async function startBerth(options: StartOptions = {}): Promise<TestBerth>
             }
           : {}),
         ...(options.turns ? { turns: options.turns } : {}),
+        ...(options.beforeTargetUpdate ? { beforeTargetUpdate: options.beforeTargetUpdate } : {}),
       });
       if (wrapOverlay) real = wrapOverlay(server.overlay);
       servers.push(server);

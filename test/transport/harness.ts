@@ -49,6 +49,7 @@ export function testService(probe: Probe) {
     listSessions: unimplemented,
     countActive: unimplemented,
     transitionChangeset: unimplemented,
+    commitChangeset: unimplemented,
     writeFile: unimplemented,
     deleteFile: unimplemented,
     readFile: unimplemented,

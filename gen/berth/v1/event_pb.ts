@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/event.proto.
  */
 export const file_berth_v1_event: GenFile = /*@__PURE__*/
-  fileDesc("ChRiZXJ0aC92MS9ldmVudC5wcm90bxIIYmVydGgudjEiqgYKBUV2ZW50EgsKA3NlcRgBIAEoBBIKCgJpZBgCIAEoCRIMCgRraW5kGAMgASgJEg8KB3JlcG9faWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBiABKAkSEAoIYWdlbnRfaWQYByABKAkSFAoMY2hhbmdlc2V0X2lkGAggASgJEi8KC29jY3VycmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YCiABKAkSMwoPc2Vzc2lvbl9jcmVhdGVkGBQgASgLMhguYmVydGgudjEuU2Vzc2lvbkNyZWF0ZWRIABI1ChBzZXNzaW9uX3N0cmFuZGVkGBUgASgLMhkuYmVydGgudjEuU2Vzc2lvblN0cmFuZGVkSAASMwoPc2Vzc2lvbl9yZXN1bWVkGBYgASgLMhguYmVydGgudjEuU2Vzc2lvblJlc3VtZWRIABI3ChFzZXNzaW9uX2FiYW5kb25lZBgXIAEoCzIaLmJlcnRoLnYxLlNlc3Npb25BYmFuZG9uZWRIABIvCg1zZXNzaW9uX2VuZGVkGBggASgLMhYuYmVydGgudjEuU2Vzc2lvbkVuZGVkSAASQQoWY2hhbmdlc2V0X3RyYW5zaXRpb25lZBgZIAEoCzIfLmJlcnRoLnYxLkNoYW5nZXNldFRyYW5zaXRpb25lZEgAEi0KDGZpbGVfY2hhbmdlZBgaIAEoCzIVLmJlcnRoLnYxLkZpbGVDaGFuZ2VkSAASLwoNY2xhaW1fY2hhbmdlZBgbIAEoCzIWLmJlcnRoLnYxLkNsYWltQ2hhbmdlZEgAEi0KDHR1cm5fY2hhbmdlZBgcIAEoCzIVLmJlcnRoLnYxLlR1cm5DaGFuZ2VkSAASOwoTZW52aXJvbm1lbnRfZXZpY3RlZBgdIAEoCzIcLmJlcnRoLnYxLkVudmlyb25tZW50RXZpY3RlZEgAEjEKDmNhcHR1cmVfZmFpbGVkGB4gASgLMhcuYmVydGgudjEuQ2FwdHVyZUZhaWxlZEgAQgkKB3BheWxvYWQicAoOU2Vzc2lvbkNyZWF0ZWQSEgoKYWdlbnRfbmFtZRgBIAEoCRIlCgRtb2RlGAIgASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIOCgZpbnRlbnQYAyABKAkSEwoLYmFzZV9jb21taXQYBCABKAkiQgoPU2Vzc2lvblN0cmFuZGVkEi8KC3N0cmFuZGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJACg5TZXNzaW9uUmVzdW1lZBIWCg5vbGRfc2Vzc2lvbl9pZBgBIAEoCRIWCg5uZXdfc2Vzc2lvbl9pZBgCIAEoCSJOChBTZXNzaW9uQWJhbmRvbmVkEjoKGHByZXZpb3VzX2NoYW5nZXNldF9zdGF0ZRgBIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlIh0KDFNlc3Npb25FbmRlZBINCgVjYXVzZRgBIAEoCSJxChVDaGFuZ2VzZXRUcmFuc2l0aW9uZWQSLAoKZnJvbV9zdGF0ZRgBIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEioKCHRvX3N0YXRlGAIgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUifAoLRmlsZUNoYW5nZWQSDAoEcGF0aBgBIAEoCRIkCgZjaGFuZ2UYAiABKA4yFC5iZXJ0aC52MS5GaWxlQ2hhbmdlEicKB3N5bWJvbHMYAyADKAsyFi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2USEAoIbmV3X2hhc2gYBCABKAkiYwoMQ2xhaW1DaGFuZ2VkEgwKBHBhdGgYASABKAkSDwoHc3ltYm9scxgCIAMoCRIZChFob2xkZXJfc2Vzc2lvbl9pZBgDIAEoCRIZChFob2xkZXJfYWdlbnRfbmFtZRgEIAEoCSKDAQoLVHVybkNoYW5nZWQSDwoHdHVybl9pZBgBIAEoCRIWCg5jbGllbnRfdHVybl9pZBgCIAEoCRIVCg1vdGhlcl90dXJuX2lkGAMgASgJEiYKB291dGNvbWUYBCABKA4yFS5iZXJ0aC52MS5UdXJuT3V0Y29tZRIMCgR3YXJtGAUgASgIIoIBCg1DYXB0dXJlRmFpbGVkEhgKEGVudmlyb25tZW50X3BhdGgYASABKAkSDwoHa2VwdF9hdBgCIAEoCRINCgVjYXVzZRgDIAEoCRIlCgZmYWlsZWQYBCADKAsyFS5iZXJ0aC52MS5QYXRoRmFpbHVyZRIQCghjYXB0dXJlZBgFIAEoDSIrCgtQYXRoRmFpbHVyZRIMCgRwYXRoGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI+ChJFbnZpcm9ubWVudEV2aWN0ZWQSGAoQZW52aXJvbm1lbnRfcGF0aBgBIAEoCRIOCgZyZWFzb24YAiABKAliBnByb3RvMw", [file_berth_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("ChRiZXJ0aC92MS9ldmVudC5wcm90bxIIYmVydGgudjEingcKBUV2ZW50EgsKA3NlcRgBIAEoBBIKCgJpZBgCIAEoCRIMCgRraW5kGAMgASgJEg8KB3JlcG9faWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBiABKAkSEAoIYWdlbnRfaWQYByABKAkSFAoMY2hhbmdlc2V0X2lkGAggASgJEi8KC29jY3VycmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YCiABKAkSMwoPc2Vzc2lvbl9jcmVhdGVkGBQgASgLMhguYmVydGgudjEuU2Vzc2lvbkNyZWF0ZWRIABI1ChBzZXNzaW9uX3N0cmFuZGVkGBUgASgLMhkuYmVydGgudjEuU2Vzc2lvblN0cmFuZGVkSAASMwoPc2Vzc2lvbl9yZXN1bWVkGBYgASgLMhguYmVydGgudjEuU2Vzc2lvblJlc3VtZWRIABI3ChFzZXNzaW9uX2FiYW5kb25lZBgXIAEoCzIaLmJlcnRoLnYxLlNlc3Npb25BYmFuZG9uZWRIABIvCg1zZXNzaW9uX2VuZGVkGBggASgLMhYuYmVydGgudjEuU2Vzc2lvbkVuZGVkSAASQQoWY2hhbmdlc2V0X3RyYW5zaXRpb25lZBgZIAEoCzIfLmJlcnRoLnYxLkNoYW5nZXNldFRyYW5zaXRpb25lZEgAEi0KDGZpbGVfY2hhbmdlZBgaIAEoCzIVLmJlcnRoLnYxLkZpbGVDaGFuZ2VkSAASLwoNY2xhaW1fY2hhbmdlZBgbIAEoCzIWLmJlcnRoLnYxLkNsYWltQ2hhbmdlZEgAEi0KDHR1cm5fY2hhbmdlZBgcIAEoCzIVLmJlcnRoLnYxLlR1cm5DaGFuZ2VkSAASOwoTZW52aXJvbm1lbnRfZXZpY3RlZBgdIAEoCzIcLmJlcnRoLnYxLkVudmlyb25tZW50RXZpY3RlZEgAEjEKDmNhcHR1cmVfZmFpbGVkGB4gASgLMhcuYmVydGgudjEuQ2FwdHVyZUZhaWxlZEgAEjsKE2NoYW5nZXNldF9jb21taXR0ZWQYHyABKAsyHC5iZXJ0aC52MS5DaGFuZ2VzZXRDb21taXR0ZWRIABI1ChBjaGFuZ2VzZXRfbWVyZ2VkGCAgASgLMhkuYmVydGgudjEuQ2hhbmdlc2V0TWVyZ2VkSABCCQoHcGF5bG9hZCJwCg5TZXNzaW9uQ3JlYXRlZBISCgphZ2VudF9uYW1lGAEgASgJEiUKBG1vZGUYAiABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEg4KBmludGVudBgDIAEoCRITCgtiYXNlX2NvbW1pdBgEIAEoCSJCCg9TZXNzaW9uU3RyYW5kZWQSLwoLc3RyYW5kZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkAKDlNlc3Npb25SZXN1bWVkEhYKDm9sZF9zZXNzaW9uX2lkGAEgASgJEhYKDm5ld19zZXNzaW9uX2lkGAIgASgJIk4KEFNlc3Npb25BYmFuZG9uZWQSOgoYcHJldmlvdXNfY2hhbmdlc2V0X3N0YXRlGAEgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUiHQoMU2Vzc2lvbkVuZGVkEg0KBWNhdXNlGAEgASgJInEKFUNoYW5nZXNldFRyYW5zaXRpb25lZBIsCgpmcm9tX3N0YXRlGAEgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUSKgoIdG9fc3RhdGUYAiABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZSJ8CgtGaWxlQ2hhbmdlZBIMCgRwYXRoGAEgASgJEiQKBmNoYW5nZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVDaGFuZ2USJwoHc3ltYm9scxgDIAMoCzIWLmJlcnRoLnYxLlN5bWJvbENoYW5nZRIQCghuZXdfaGFzaBgEIAEoCSJjCgxDbGFpbUNoYW5nZWQSDAoEcGF0aBgBIAEoCRIPCgdzeW1ib2xzGAIgAygJEhkKEWhvbGRlcl9zZXNzaW9uX2lkGAMgASgJEhkKEWhvbGRlcl9hZ2VudF9uYW1lGAQgASgJIoMBCgtUdXJuQ2hhbmdlZBIPCgd0dXJuX2lkGAEgASgJEhYKDmNsaWVudF90dXJuX2lkGAIgASgJEhUKDW90aGVyX3R1cm5faWQYAyABKAkSJgoHb3V0Y29tZRgEIAEoDjIVLmJlcnRoLnYxLlR1cm5PdXRjb21lEgwKBHdhcm0YBSABKAgiggEKDUNhcHR1cmVGYWlsZWQSGAoQZW52aXJvbm1lbnRfcGF0aBgBIAEoCRIPCgdrZXB0X2F0GAIgASgJEg0KBWNhdXNlGAMgASgJEiUKBmZhaWxlZBgEIAMoCzIVLmJlcnRoLnYxLlBhdGhGYWlsdXJlEhAKCGNhcHR1cmVkGAUgASgNIisKC1BhdGhGYWlsdXJlEgwKBHBhdGgYASABKAkSDgoGcmVhc29uGAIgASgJIj4KEkVudmlyb25tZW50RXZpY3RlZBIYChBlbnZpcm9ubWVudF9wYXRoGAEgASgJEg4KBnJlYXNvbhgCIAEoCSJYChJDaGFuZ2VzZXRDb21taXR0ZWQSEQoJY29tbWl0X2lkGAEgASgJEgsKA3JlZhgCIAEoCRINCgVwYXRocxgDIAEoDRITCgtiYXNlX2NvbW1pdBgEIAEoCSKGAQoPQ2hhbmdlc2V0TWVyZ2VkEhIKCnRhcmdldF9yZWYYASABKAkSFQoNb2xkX2NvbW1pdF9pZBgCIAEoCRIVCg1uZXdfY29tbWl0X2lkGAMgASgJEhsKE2NoYW5nZXNldF9jb21taXRfaWQYBCABKAkSFAoMZmFzdF9mb3J3YXJkGAUgASgIYgZwcm90bzM", [file_berth_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * A lifecycle event, stored in the same transaction as the change that caused it
@@ -186,6 +186,22 @@ export type Event = Message<"berth.v1.Event"> & {
      */
     value: CaptureFailed;
     case: "captureFailed";
+  } | {
+    /**
+     * changeset.committed
+     *
+     * @generated from field: berth.v1.ChangesetCommitted changeset_committed = 31;
+     */
+    value: ChangesetCommitted;
+    case: "changesetCommitted";
+  } | {
+    /**
+     * changeset.merged
+     *
+     * @generated from field: berth.v1.ChangesetMerged changeset_merged = 32;
+     */
+    value: ChangesetMerged;
+    case: "changesetMerged";
   } | { case: undefined; value?: undefined };
 };
 
@@ -597,4 +613,95 @@ export type EnvironmentEvicted = Message<"berth.v1.EnvironmentEvicted"> & {
  */
 export const EnvironmentEvictedSchema: GenMessage<EnvironmentEvicted> = /*@__PURE__*/
   messageDesc(file_berth_v1_event, 12);
+
+/**
+ * Payload of changeset.committed: the changeset's overlay written as a commit.
+ *
+ * @generated from message berth.v1.ChangesetCommitted
+ */
+export type ChangesetCommitted = Message<"berth.v1.ChangesetCommitted"> & {
+  /**
+   * The commit (40 hex digits).
+   *
+   * @generated from field: string commit_id = 1;
+   */
+  commitId: string;
+
+  /**
+   * The ref that points at it.
+   *
+   * @generated from field: string ref = 2;
+   */
+  ref: string;
+
+  /**
+   * How many paths the overlay changed.
+   *
+   * @generated from field: uint32 paths = 3;
+   */
+  paths: number;
+
+  /**
+   * The base commit it was written on.
+   *
+   * @generated from field: string base_commit = 4;
+   */
+  baseCommit: string;
+};
+
+/**
+ * Describes the message berth.v1.ChangesetCommitted.
+ * Use `create(ChangesetCommittedSchema)` to create a new message.
+ */
+export const ChangesetCommittedSchema: GenMessage<ChangesetCommitted> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 13);
+
+/**
+ * Payload of changeset.merged: the changeset's commit merged into a branch.
+ *
+ * @generated from message berth.v1.ChangesetMerged
+ */
+export type ChangesetMerged = Message<"berth.v1.ChangesetMerged"> & {
+  /**
+   * The full ref merged into.
+   *
+   * @generated from field: string target_ref = 1;
+   */
+  targetRef: string;
+
+  /**
+   * The target before the merge.
+   *
+   * @generated from field: string old_commit_id = 2;
+   */
+  oldCommitId: string;
+
+  /**
+   * The target after the merge.
+   *
+   * @generated from field: string new_commit_id = 3;
+   */
+  newCommitId: string;
+
+  /**
+   * The changeset's commit.
+   *
+   * @generated from field: string changeset_commit_id = 4;
+   */
+  changesetCommitId: string;
+
+  /**
+   * True when the target only moved forward (no merge commit).
+   *
+   * @generated from field: bool fast_forward = 5;
+   */
+  fastForward: boolean;
+};
+
+/**
+ * Describes the message berth.v1.ChangesetMerged.
+ * Use `create(ChangesetMergedSchema)` to create a new message.
+ */
+export const ChangesetMergedSchema: GenMessage<ChangesetMerged> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 14);
 

@@ -1,0 +1,185 @@
+/**
+ * The git plumbing of landing (docs/landing-work.md): a commit built from a base commit and a
+ * set of path changes, a merge of two commits, and a compare-and-set ref update. Nothing here
+ * touches a working tree or the repository's own index: the tree is built in an index file of
+ * its own (GIT_INDEX_FILE in a temporary directory), so a source repository someone works in
+ * is left exactly as it is.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { BerthError } from "../platform/errors.js";
+import { runGit, type GitResult, type GitRunOptions } from "../platform/git.js";
+
+const TIMEOUT_MS = 30_000;
+const SMALL = 1 << 20;
+const ZERO_OID = "0000000000000000000000000000000000000000";
+
+export interface Identity {
+  readonly name: string;
+  readonly email: string;
+  /** Seconds since the epoch (UTC). */
+  readonly at: number;
+}
+
+/** One path of the commit: its new content, or null for a deletion. */
+export interface PathChange {
+  readonly path: string;
+  readonly content: Uint8Array | null;
+}
+
+async function git(repo: string, args: readonly string[], options: Partial<GitRunOptions> = {}): Promise<GitResult> {
+  return runGit(repo, args, { timeoutMs: TIMEOUT_MS, maxBuffer: SMALL, ...options });
+}
+
+/** git's answer when it must succeed; anything else is the repository failing Berth (UNAVAILABLE). */
+async function gitOk(repo: string, args: readonly string[], options: Partial<GitRunOptions> = {}): Promise<string> {
+  const r = await git(repo, args, options);
+  if (r.code !== 0) throw gitFailed(repo, args, r);
+  return r.stdout.toString("utf8").trim();
+}
+
+function gitFailed(repo: string, args: readonly string[], r: GitResult): BerthError {
+  return new BerthError("unavailable", "GIT_FAILED", `git ${args[0] ?? ""} failed in the repository: ${r.stderr.trim().split("\n")[0] ?? ""}`, {
+    source_path: repo,
+    command: args[0] ?? "",
+    exit_code: String(r.code),
+  });
+}
+
+function identityEnv(prefix: "AUTHOR" | "COMMITTER", who: Identity): Record<string, string> {
+  return { [`GIT_${prefix}_NAME`]: who.name, [`GIT_${prefix}_EMAIL`]: who.email, [`GIT_${prefix}_DATE`]: `@${who.at} +0000` };
+}
+
+/** The commit a ref names now, undefined when the ref does not exist. */
+export async function readRef(repo: string, ref: string): Promise<string | undefined> {
+  const r = await git(repo, ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`]);
+  if (r.code === 0) return r.stdout.toString("utf8").trim();
+  if (r.code === 1) return undefined;
+  throw gitFailed(repo, ["rev-parse"], r);
+}
+
+/** The branch HEAD names (refs/heads/…), undefined for a detached HEAD. */
+export async function headBranch(repo: string): Promise<string | undefined> {
+  const r = await git(repo, ["symbolic-ref", "--quiet", "HEAD"]);
+  if (r.code === 0) return r.stdout.toString("utf8").trim();
+  if (r.code === 1) return undefined;
+  throw gitFailed(repo, ["symbolic-ref"], r);
+}
+
+/** Whether git accepts `ref` as a full ref name. */
+export async function validRefName(repo: string, ref: string): Promise<boolean> {
+  return (await git(repo, ["check-ref-format", ref])).code === 0;
+}
+
+/**
+ * Writes the tree of `base` with `changes` applied and a commit of it with parent `base`. A
+ * changed file keeps its mode in the base (an executable stays executable); a new one is a
+ * regular file. The same inputs give the same commit id (git objects are content-addressed).
+ */
+export async function writeCommit(
+  repo: string,
+  base: string,
+  changes: readonly PathChange[],
+  message: string,
+  author: Identity,
+  committer: Identity,
+): Promise<{ commit: string; tree: string }> {
+  const dir = await mkdtemp(path.join(tmpdir(), "berth-land-"));
+  try {
+    const env = { GIT_INDEX_FILE: path.join(dir, "index") };
+    await gitOk(repo, ["read-tree", base], { env });
+    const modes = await baseModes(repo, base, changes.map((c) => c.path));
+    const lines: string[] = [];
+    for (const c of changes) {
+      if (c.content === null) {
+        lines.push(`0 ${ZERO_OID}\t${c.path}`);
+        continue;
+      }
+      // --no-filters: the bytes are stored as the overlay holds them (no clean filter, no eol conversion).
+      const blob = await gitOk(repo, ["hash-object", "-w", "--no-filters", "--stdin"], { input: c.content });
+      const mode = modes.get(c.path) ?? "100644";
+      lines.push(`${mode === "100755" ? "100755" : "100644"} ${blob}\t${c.path}`);
+    }
+    if (lines.length > 0) await gitOk(repo, ["update-index", "-z", "--index-info"], { env, input: Buffer.from(lines.map((l) => `${l}\0`).join(""), "utf8") });
+    const tree = await gitOk(repo, ["write-tree"], { env });
+    const commit = await gitOk(repo, ["commit-tree", tree, "-p", base, "-F", "-"], {
+      env: { ...identityEnv("AUTHOR", author), ...identityEnv("COMMITTER", committer) },
+      input: Buffer.from(message, "utf8"),
+    });
+    return { commit, tree };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The modes in `base` of those of `paths` it has. */
+async function baseModes(repo: string, base: string, paths: readonly string[]): Promise<Map<string, string>> {
+  const wanted = new Set(paths);
+  const out = (await git(repo, ["ls-tree", "-r", "-z", "--full-tree", base], { maxBuffer: 256 << 20 }));
+  if (out.code !== 0) throw gitFailed(repo, ["ls-tree"], out);
+  const modes = new Map<string, string>();
+  for (const entry of out.stdout.toString("utf8").split("\0")) {
+    const tab = entry.indexOf("\t");
+    if (tab < 0) continue;
+    const p = entry.slice(tab + 1);
+    if (wanted.has(p)) modes.set(p, entry.slice(0, entry.indexOf(" ")));
+  }
+  return modes;
+}
+
+/** The author and message of a commit (to write the same commit again on a changed overlay). */
+export async function commitIdentity(repo: string, commit: string): Promise<{ name: string; email: string; message: string } | undefined> {
+  const r = await git(repo, ["show", "-s", "--no-notes", "--format=%an%x00%ae%x00%B", commit]);
+  if (r.code !== 0) return undefined;
+  const [name = "", email = "", ...rest] = r.stdout.toString("utf8").split("\0");
+  return { name, email, message: rest.join("\0").replace(/\n+$/, "\n") };
+}
+
+export async function isAncestor(repo: string, ancestor: string, of: string): Promise<boolean> {
+  const r = await git(repo, ["merge-base", "--is-ancestor", ancestor, of]);
+  if (r.code === 0) return true;
+  if (r.code === 1) return false;
+  throw gitFailed(repo, ["merge-base"], r);
+}
+
+export type MergePlan =
+  | { readonly kind: "already_merged"; readonly commit: string }
+  | { readonly kind: "fast_forward"; readonly commit: string }
+  | { readonly kind: "merge"; readonly commit: string }
+  | { readonly kind: "conflict"; readonly paths: readonly string[] };
+
+/**
+ * What merging `commit` into `target` gives, written as objects but on no ref: the target
+ * itself when it already holds the commit, the commit when the target is its ancestor, else a
+ * merge commit (parents target, commit) of `git merge-tree --write-tree`'s tree — or the
+ * conflicting paths, with nothing written that anything names.
+ */
+export async function planMerge(repo: string, target: string, commit: string, message: string, committer: Identity): Promise<MergePlan> {
+  if (await isAncestor(repo, commit, target)) return { kind: "already_merged", commit: target };
+  if (await isAncestor(repo, target, commit)) return { kind: "fast_forward", commit };
+  const r = await git(repo, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", target, commit], { maxBuffer: 64 << 20 });
+  if (r.code !== 0 && r.code !== 1) throw gitFailed(repo, ["merge-tree"], r);
+  const [tree = "", ...rest] = r.stdout.toString("utf8").split("\0");
+  if (r.code === 1) return { kind: "conflict", paths: [...new Set(rest.filter((p) => p !== ""))].sort() };
+  const merged = await gitOk(repo, ["commit-tree", tree, "-p", target, "-p", commit, "-F", "-"], {
+    env: { ...identityEnv("AUTHOR", committer), ...identityEnv("COMMITTER", committer) },
+    input: Buffer.from(message, "utf8"),
+  });
+  return { kind: "merge", commit: merged };
+}
+
+/**
+ * `git update-ref <ref> <next> <expected>`: moves the ref only if it still names `expected`
+ * (undefined: only if it does not exist). False when it did not (someone moved it); git's lock
+ * on the ref makes the check and the move one step.
+ */
+export async function compareAndSetRef(repo: string, ref: string, next: string, expected: string | undefined, why: string): Promise<boolean> {
+  const r = await git(repo, ["update-ref", "-m", why, ref, next, expected ?? ZERO_OID]);
+  if (r.code === 0) return true;
+  const now = await readRef(repo, ref);
+  // Already there: this same update made by an earlier attempt of the caller's transaction.
+  if (now === next) return true;
+  if (now !== expected) return false;
+  throw gitFailed(repo, ["update-ref"], r);
+}

@@ -1,0 +1,286 @@
+/**
+ * Landing (docs/landing-work.md): a changeset's overlay becomes a commit on a branch of its
+ * registered repository (CommitChangeset), and that commit is merged into a target branch by the
+ * MERGED transition. Git is driven with plumbing only (./landing-git.ts); the database says what
+ * was recorded, git's refs say what was published, and the order between them is what makes a
+ * crash harmless:
+ *
+ * - commit: the objects are written first (unreferenced objects are harmless), then, in one
+ *   transaction holding the changeset row FOR UPDATE, the branch ref is moved and commit_id
+ *   recorded. A crash after the ref moved leaves the ref ahead of commit_id; the next commit of
+ *   the same overlay writes the same commit and records it.
+ * - merge: the merge is computed first, then the transition's transaction (its compare-and-set
+ *   holds the changeset row) moves the target with a compare-and-set and commits only when that
+ *   succeeded. A crash after the ref moved leaves the changeset APPROVED with its commit already
+ *   in the target: MERGED again finds it there ("already merged") and only records the transition.
+ */
+import { BerthError, failedPrecondition, invalidArgument, notFound } from "../platform/errors.js";
+import type { Clock } from "../platform/clock.js";
+import type { WorkspaceRegistry } from "../sessions/registry.js";
+import type { Changeset } from "../sessions/workspace.js";
+import { assertCanTransition, assertNotTerminal } from "../sessions/changesets.js";
+import { changesetOverlay, findLandingChangeset, recordCommit, type LandingChangeset } from "./landing.repository.js";
+import { commitIdentity, compareAndSetRef, headBranch, planMerge, readRef, validRefName, writeCommit, type Identity, type PathChange } from "./landing-git.js";
+
+/** Who commits: always Berth; the author is the agent (or whoever the request names). */
+const COMMITTER = { name: "Berth", email: "berth@berth.invalid" } as const;
+
+export interface LandingDeps {
+  readonly registry: WorkspaceRegistry;
+  readonly clock: Clock;
+  /** BERTH_COMMIT_REF_PREFIX */
+  readonly refPrefix: string;
+  /**
+   * Test seam: runs between reading the target and its compare-and-set update (test/landing
+   * moves the target there to prove TARGET_MOVED). Never set in production.
+   */
+  readonly beforeTargetUpdate?: ((sourcePath: string, targetRef: string) => Promise<void>) | undefined;
+}
+
+export interface CommitInput {
+  readonly changesetId: string;
+  /** Empty: the intents of the changeset's sessions. */
+  readonly message: string;
+  /** Undefined: the calling agent. */
+  readonly author?: { readonly name: string; readonly email: string } | undefined;
+  /** The caller, the default author. */
+  readonly agentId: string;
+}
+
+export interface CommitResult {
+  readonly changeset: Changeset;
+  readonly commit: string;
+  readonly ref: string;
+  readonly tree: string;
+  readonly paths: number;
+  /** The ref already named this commit and it was recorded: nothing was written. */
+  readonly unchanged: boolean;
+}
+
+export interface MergeOutcome {
+  readonly targetRef: string;
+  readonly oldCommit: string;
+  readonly newCommit: string;
+  readonly changesetCommit: string;
+  readonly fastForward: boolean;
+}
+
+export class Landing {
+  constructor(private readonly deps: LandingDeps) {}
+
+  private get db() {
+    return this.deps.registry.db;
+  }
+
+  /** CommitChangeset: the changeset's combined overlay as one commit on its base, on <prefix><id>. */
+  async commit(input: CommitInput): Promise<CommitResult> {
+    const { changesetId } = input;
+    const cs = await this.changeset(changesetId);
+    assertNotTerminal(changesetId, cs.state);
+    const source = await this.sourceOf(cs);
+    const built = await this.build(cs, source, input);
+    const ref = `${this.deps.refPrefix}${changesetId}`;
+    const now = this.deps.clock.now();
+    return this.deps.registry.uow.run(async (change) => {
+      const locked = (await findLandingChangeset(change.trx, changesetId, "update"))!;
+      assertNotTerminal(changesetId, locked.state);
+      const old = await readRef(source, ref);
+      if (old === built.commit && locked.commit_id === built.commit) {
+        return { changeset: toChangeset(locked), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: true };
+      }
+      if (old !== built.commit && !(await compareAndSetRef(source, ref, built.commit, old, `berth: commit changeset ${changesetId}`))) {
+        throw targetMoved(changesetId, ref, old, await readRef(source, ref));
+      }
+      const row = await recordCommit(change.trx, changesetId, built.commit, new Date(now));
+      change.record({
+        kind: "changeset.committed",
+        repoId: row.repo_id,
+        changesetId,
+        agentId: input.agentId,
+        occurredAt: now,
+        payload: { case: "changesetCommitted", value: { commitId: built.commit, ref, paths: built.paths, baseCommit: built.base } },
+      });
+      return { changeset: toChangeset(row), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: false };
+    });
+  }
+
+  /**
+   * The MERGED transition: the changeset committed (again: the current overlay, with the message
+   * and author of its last commit), merged into `targetRef` (empty: the branch HEAD names), the
+   * target moved by compare-and-set inside the transition's transaction. A repository without
+   * a source_path only changes state (a target_ref for it is NO_SOURCE_REPOSITORY).
+   */
+  async merge(changesetId: string, targetRef: string, reason: string, agentId: string): Promise<{ changeset: Changeset; merge?: MergeOutcome }> {
+    const cs = await this.changeset(changesetId);
+    assertCanTransition(changesetId, cs.state, "merged");
+    // No git repository behind it: there is nothing to merge into, and MERGED stays the state it was.
+    if ((await this.deps.registry.repository(cs.repo_id)).sourcePath === null) {
+      if (targetRef !== "") await this.sourceOf(cs);
+      return { changeset: await this.deps.registry.transitionChangeset(changesetId, "merged", reason) };
+    }
+    const source = await this.sourceOf(cs);
+    const target = await this.target(source, targetRef);
+    const changesetCommit = await this.commitForMerge(cs, source, agentId);
+    const old = await readRef(source, target);
+    if (old === undefined) {
+      throw failedPrecondition("TARGET_NOT_FOUND", `the target ${target} does not exist in the repository`, { changeset_id: changesetId, target_ref: target });
+    }
+    const at = Math.floor(this.deps.clock.now() / 1000);
+    const message = `Merge changeset ${changesetId} into ${target.replace(/^refs\/heads\//, "")}\n`;
+    const plan = await planMerge(source, old, changesetCommit, message, { ...COMMITTER, at });
+    if (plan.kind === "conflict") {
+      throw failedPrecondition("MERGE_CONFLICT", `changeset ${changesetId} conflicts with ${target} in ${plan.paths.length} path(s): ${plan.paths.join(", ")}`, {
+        changeset_id: changesetId,
+        target_ref: target,
+        target_commit: old,
+        changeset_commit: changesetCommit,
+        paths: JSON.stringify(plan.paths),
+      });
+    }
+    const merge: MergeOutcome = { targetRef: target, oldCommit: old, newCommit: plan.commit, changesetCommit, fastForward: plan.kind === "fast_forward" };
+    const changeset = await this.deps.registry.transitionChangeset(changesetId, "merged", reason, async (change) => {
+      if (plan.commit !== old) {
+        await this.deps.beforeTargetUpdate?.(source, target);
+        if (!(await compareAndSetRef(source, target, plan.commit, old, `berth: merge changeset ${changesetId}`))) {
+          throw targetMoved(changesetId, target, old, await readRef(source, target));
+        }
+      }
+      change.record({
+        kind: "changeset.merged",
+        repoId: cs.repo_id,
+        changesetId,
+        agentId,
+        occurredAt: this.deps.clock.now(),
+        reason,
+        payload: { case: "changesetMerged", value: { targetRef: target, oldCommitId: old, newCommitId: plan.commit, changesetCommitId: changesetCommit, fastForward: merge.fastForward } },
+      });
+    });
+    return { changeset: { ...changeset, commitId: changesetCommit }, merge };
+  }
+
+  /** The commit to merge: the current overlay's, or the one recorded when no live session holds an overlay any more. */
+  private async commitForMerge(cs: LandingChangeset, source: string, agentId: string): Promise<string> {
+    const prior = cs.commit_id ? await commitIdentity(source, cs.commit_id) : undefined;
+    try {
+      const r = await this.commit({ changesetId: cs.id, message: prior?.message ?? "", author: prior, agentId });
+      return r.commit;
+    } catch (err) {
+      if (cs.commit_id && err instanceof BerthError && err.reason === "NOTHING_TO_COMMIT") return cs.commit_id;
+      throw err;
+    }
+  }
+
+  private async changeset(changesetId: string): Promise<LandingChangeset> {
+    const cs = await findLandingChangeset(this.db, changesetId);
+    if (!cs) throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
+    return cs;
+  }
+
+  private async sourceOf(cs: LandingChangeset): Promise<string> {
+    const repo = await this.deps.registry.repository(cs.repo_id);
+    if (!repo.sourcePath) {
+      throw failedPrecondition("NO_SOURCE_REPOSITORY", `repository ${repo.name} was registered without a source_path: there is no git repository to commit into`, {
+        changeset_id: cs.id,
+        repo_id: repo.id,
+      });
+    }
+    return repo.sourcePath;
+  }
+
+  /** The full ref to merge into: refs/heads/<name> for a bare name, the branch HEAD names by default. */
+  private async target(source: string, raw: string): Promise<string> {
+    if (raw === "") {
+      const head = await headBranch(source);
+      if (head === undefined) throw failedPrecondition("NO_DEFAULT_BRANCH", "the repository's HEAD is detached: name the target_ref to merge into", { source_head: "detached" });
+      return head;
+    }
+    const ref = raw.startsWith("refs/") ? raw : `refs/heads/${raw}`;
+    if (!ref.startsWith("refs/heads/") || ref.startsWith(this.deps.refPrefix) || !(await validRefName(source, ref))) {
+      throw invalidArgument([{ field: "target_ref", reason: "INVALID_FORMAT", description: `${raw} is not a branch to merge into (refs/heads/<name>, not under ${this.deps.refPrefix})` }]);
+    }
+    return ref;
+  }
+
+  /**
+   * The commit's inputs: every live session's overlay combined (one version per path, or
+   * OVERLAY_CONFLICT naming each path the sessions disagree on), their one base commit
+   * (BASE_MISMATCH otherwise), and a date that is the overlay's (its last change), so that the
+   * same overlay, message and author give the same commit id.
+   */
+  private async build(cs: LandingChangeset, source: string, input: CommitInput) {
+    const { sessions, rows } = await changesetOverlay(this.db, cs.id);
+    if (rows.length === 0) {
+      throw failedPrecondition("NOTHING_TO_COMMIT", `changeset ${cs.id} has no change in any live session`, { changeset_id: cs.id });
+    }
+    const working = new Set(rows.map((r) => r.workspace_id));
+    const contributing = sessions.filter((s) => working.has(s.workspace_id));
+    const bases = new Set(contributing.map((s) => s.base_commit));
+    if (bases.size > 1) {
+      throw failedPrecondition("BASE_MISMATCH", `the sessions of changeset ${cs.id} work on different base commits: rebase them onto one first`, {
+        changeset_id: cs.id,
+        bases: JSON.stringify(Object.fromEntries(contributing.map((s) => [s.session_id, s.base_commit]))),
+      });
+    }
+    const base = [...bases][0]!;
+    const sessionOf = new Map(sessions.map((s) => [s.workspace_id, s.session_id]));
+    const byPath = new Map<string, typeof rows>();
+    for (const r of rows) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
+    const changes: PathChange[] = [];
+    const conflicts: Record<string, string[]> = {};
+    let last = 0;
+    for (const [p, versions] of byPath) {
+      const kinds = new Set(versions.map((v) => (v.content === null ? "deleted" : v.sha256)));
+      if (kinds.size > 1) {
+        conflicts[p] = versions.map((v) => sessionOf.get(v.workspace_id) ?? v.workspace_id);
+        continue;
+      }
+      for (const v of versions) last = Math.max(last, v.updated_at.getTime());
+      changes.push({ path: p, content: versions[0]!.content });
+    }
+    const conflicting = Object.keys(conflicts);
+    if (conflicting.length > 0) {
+      throw failedPrecondition("OVERLAY_CONFLICT", `the sessions of changeset ${cs.id} hold different versions of ${conflicting.length} path(s): ${conflicting.join(", ")}`, {
+        changeset_id: cs.id,
+        paths: JSON.stringify(conflicting),
+        sessions: JSON.stringify(conflicts),
+      });
+    }
+    const message = normaliseMessage(input.message || defaultMessage(cs.id, contributing.map((s) => s.intent)));
+    const at = Math.floor(last / 1000);
+    const author: Identity = { name: input.author?.name || input.agentId, email: input.author?.email || `${input.agentId}@berth.invalid`, at };
+    const written = await writeCommit(source, base, changes, message, author, { ...COMMITTER, at });
+    return { ...written, base, paths: changes.length };
+  }
+}
+
+function defaultMessage(changesetId: string, intents: readonly string[]): string {
+  const said = [...new Set(intents.map((i) => i.trim()).filter((i) => i !== ""))];
+  return said.length > 0 ? said.join("\n\n") : `Berth changeset ${changesetId}`;
+}
+
+/** One trailing newline, as git itself stores a message: the same words give the same commit. */
+function normaliseMessage(m: string): string {
+  return `${m.replace(/\s+$/, "")}\n`;
+}
+
+function targetMoved(changesetId: string, ref: string, expected: string | undefined, actual: string | undefined) {
+  return failedPrecondition("TARGET_MOVED", `${ref} moved while Berth was updating it (expected ${expected ?? "no ref"}, found ${actual ?? "no ref"}); nothing changed: try again`, {
+    changeset_id: changesetId,
+    target_ref: ref,
+    expected_commit: expected ?? "",
+    actual_commit: actual ?? "",
+  });
+}
+
+function toChangeset(row: LandingChangeset): Changeset {
+  return {
+    id: row.id,
+    repoId: row.repo_id,
+    state: row.state,
+    reason: row.reason,
+    createdAt: row.created_at.getTime(),
+    updatedAt: row.updated_at.getTime(),
+    ...(row.commit_id !== null ? { commitId: row.commit_id } : {}),
+    ...(row.committed_at !== null ? { committedAt: row.committed_at.getTime() } : {}),
+  };
+}
