@@ -63,6 +63,8 @@ function detail(event: Event): string {
       return p.value.reason;
     case "captureFailed":
       return `${p.value.cause}: ${p.value.failed.length} path(s) not captured${p.value.keptAt ? `, kept at ${p.value.keptAt}` : ""}`;
+    case "workspaceRebased":
+      return `${p.value.oldBaseCommit.slice(0, 12)}→${p.value.newBaseCommit.slice(0, 12)}${p.value.conflicted.length ? `, ${p.value.conflicted.length} conflicted` : ""}`;
     // Every case is named (no default), so a new payload kind is a compile error here until it
     // is given its detail. undefined: no payload, or one this CLI's protos do not know.
     case "sessionAbandoned":

@@ -61,9 +61,23 @@ export function gitArgs(repoPath: string, args: readonly string[]): string[] {
 /** Extra settings (key, value) for one call, on top of gitEnv(). */
 export type GitConfig = readonly (readonly [string, string])[];
 
-function envWith(config: GitConfig | undefined): NodeJS.ProcessEnv {
-  if (!config || config.length === 0) return gitEnv();
-  const e: NodeJS.ProcessEnv = { ...gitEnv(), GIT_CONFIG_COUNT: String(config.length) };
+/**
+ * A scratch object store and index for one call (diffs and rebases build trees of an overlay
+ * without writing into the source repository: new objects go to `objectDir`, the repository's
+ * own are read through `alternates`).
+ */
+export interface GitScratch {
+  readonly objectDir: string;
+  readonly alternates: string;
+  readonly indexFile: string;
+}
+
+function envWith(config: GitConfig | undefined, scratch?: GitScratch): NodeJS.ProcessEnv {
+  const base = scratch
+    ? { ...gitEnv(), GIT_OBJECT_DIRECTORY: scratch.objectDir, GIT_ALTERNATE_OBJECT_DIRECTORIES: scratch.alternates, GIT_INDEX_FILE: scratch.indexFile }
+    : gitEnv();
+  if (!config || config.length === 0) return base;
+  const e: NodeJS.ProcessEnv = { ...base, GIT_CONFIG_COUNT: String(config.length) };
   config.forEach(([k, v], i) => {
     e[`GIT_CONFIG_KEY_${i}`] = k;
     e[`GIT_CONFIG_VALUE_${i}`] = v;
@@ -76,17 +90,36 @@ export interface GitExecOptions {
   readonly maxBuffer: number;
   /** Extra settings (e.g. filterOverrides). */
   readonly config?: GitConfig;
+  /** Written to git's stdin (closed either way). */
+  readonly input?: Uint8Array;
+  /** A scratch object store and index (see GitScratch). */
+  readonly scratch?: GitScratch;
+  /** Exit codes that are answers, not failures (`merge-file` counts conflicts in it): resolved with the code. */
+  readonly okCodes?: readonly number[];
 }
 
 /** Runs git to completion; rejects (with `code` = git's exit code) when it fails. */
 export async function execGit(repoPath: string, args: readonly string[], options: GitExecOptions): Promise<Buffer> {
-  const { stdout } = await execFileP("git", gitArgs(repoPath, args), {
-    env: envWith(options.config),
+  return (await execGitCode(repoPath, args, options)).stdout;
+}
+
+/** As execGit, also answering git's exit code (0, or one of `okCodes`). */
+export async function execGitCode(repoPath: string, args: readonly string[], options: GitExecOptions): Promise<{ stdout: Buffer; code: number }> {
+  const run = execFileP("git", gitArgs(repoPath, args), {
+    env: envWith(options.config, options.scratch),
     timeout: options.timeoutMs,
     maxBuffer: options.maxBuffer,
     encoding: "buffer",
   });
-  return stdout;
+  run.child.stdin?.on("error", () => {}); // EPIPE when git exits before reading it all: its exit code says why
+  run.child.stdin?.end(options.input ? Buffer.from(options.input.buffer, options.input.byteOffset, options.input.byteLength) : undefined);
+  try {
+    return { stdout: (await run).stdout, code: 0 };
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: Buffer };
+    if (typeof e.code === "number" && options.okCodes?.includes(e.code) && e.stdout) return { stdout: e.stdout, code: e.code };
+    throw err;
+  }
 }
 
 /** A long-lived or streaming git (cat-file --batch, archive), all three streams piped (end stdin if it reads none). */
