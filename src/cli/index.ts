@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { registerChangeset } from "./changeset.js";
 import { DEFAULT_SERVER } from "./client.js";
+import { registerDiffs } from "./diffs.js";
 import { registerEvents } from "./events.js";
 import { registerRepos } from "./repos.js";
 import { registerSessions } from "./sessions.js";
@@ -19,4 +20,5 @@ export function registerClientCommands(program: Command): void {
   registerChangeset(program);
   registerEvents(program);
   registerTurns(program);
+  registerDiffs(program);
 }

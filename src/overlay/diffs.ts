@@ -123,7 +123,11 @@ export class Diffs {
     return {
       patch: d.patch,
       baseCommit,
-      paths: d.stats.map((st) => ({ ...st, symbols: [...new Set([...(entries.get(st.path)?.symbols ?? []), ...(st.oldPath ? (entries.get(st.oldPath)?.symbols ?? []) : [])])] })),
+      // "" in the rows is the file as a whole (a file with no parsed symbols), not a symbol.
+      paths: d.stats.map((st) => ({
+        ...st,
+        symbols: [...new Set([...(entries.get(st.path)?.symbols ?? []), ...(st.oldPath ? (entries.get(st.oldPath)?.symbols ?? []) : [])])].filter((x) => x !== ""),
+      })),
     };
   }
 }
