@@ -16,14 +16,13 @@
 import { sql } from "kysely";
 import { lockForWrite } from "../claims/claims.repository.js";
 import type { Clock } from "../platform/clock.js";
-import { BerthError } from "../platform/errors.js";
+import { BerthError, failedPrecondition } from "../platform/errors.js";
 import { resolveCommit } from "../sessions/git-source.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { Workspace } from "../sessions/workspace.js";
 import type { Diffs } from "./diffs.js";
 import { noSource } from "./diffs.js";
 import { sha256Hex, type GitBase } from "./git-base.js";
-import type { OverlayCache } from "./overlay-cache.js";
 import type { OverlayContext } from "./overlay-context.js";
 import * as sqlRepo from "./overlay.repository.js";
 import { checkRow } from "./refusals.js";
@@ -60,7 +59,6 @@ export class Rebases {
   private readonly registry: WorkspaceRegistry;
   private readonly clock: Clock;
   private readonly git: GitBase;
-  private readonly cache: OverlayCache;
 
   constructor(
     ctx: OverlayContext,
@@ -69,7 +67,6 @@ export class Rebases {
     this.registry = ctx.registry;
     this.clock = ctx.clock;
     this.git = ctx.git;
-    this.cache = ctx.cache;
   }
 
   async rebase(ws0: Workspace, onto: string): Promise<RebaseResult> {
@@ -89,7 +86,7 @@ export class Rebases {
         if (err instanceof Moved) throw new BerthError("aborted", "OVERLAY_CHANGING", `the workspace's overlay kept changing during the rebase; retry`, { session_id: ws.sessionId });
         throw err;
       }
-      this.cache.drop(ws.workspaceId);
+      // The overlay cache reloads on the bumped overlay_version (keeping the recorded reads STALE_OVERLAY needs).
       ws.baseCommit = target;
       return { workspace: ws, oldBaseCommit: oldBase, merged: plan.merged, conflicts: plan.conflicts, dropped: plan.dropped };
     }
@@ -174,6 +171,13 @@ export class Rebases {
       const cur = await sql<{ base_commit: string; v: string | number }>`SELECT base_commit, overlay_version AS v FROM workspaces WHERE id = ${ws.workspaceId}::uuid`.execute(trx);
       const c = cur.rows[0];
       if (!c || c.base_commit !== oldBase || Number(c.v) !== version) throw new Moved();
+      // A running turn's environment holds the old base, and its capture would write old-base
+      // content over the merge. (BeginTurn does not take the workspace row: a turn inserted in the
+      // same instant as this commit is not seen — docs/overlay.md, limits.)
+      const running = await sql<{ id: string }>`SELECT id FROM turns WHERE workspace_id = ${ws.workspaceId}::uuid AND state = 'running' LIMIT 1`.execute(trx);
+      if (running.rows[0]) {
+        throw failedPrecondition("TURN_IN_PROGRESS", `session ${ws.sessionId} has a running turn ${running.rows[0].id}; end it before rebasing`, { session_id: ws.sessionId, turn_id: running.rows[0].id });
+      }
       const at = new Date(now);
       for (const p of plan.rows) {
         if (p.op === "drop") {

@@ -5,15 +5,16 @@
  * moved for ReadFile/ListFiles/DiffWorkspace on the other instance, workspace.rebased stored.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FileChange, FileSource, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { FileChange, FileSource, TurnOutcome, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { failure } from "../support/rpc-error.js";
 import { clusterAt } from "../support/instances.js";
 import { needs } from "../support/services.js";
+import { makeGitRepo, newSession, startTurnBerth, type TurnBerth } from "../turns/helpers.js";
 import { gitRepo, text, utf8 } from "./helpers.js";
 
 const LINES = Array.from({ length: 30 }, (_, i) => `line ${i}`);
@@ -156,5 +157,40 @@ needs({ postgres: true })("RebaseWorkspace", () => {
     expect(bad).toMatchObject({ code: "INVALID_ARGUMENT" });
     expect(bad.fields).toEqual(["onto"]);
     expect((await failure(berth.grpc.rebaseWorkspace({ sessionId: ws.sessionId, onto: "" }))).fields).toEqual(["onto"]);
+  });
+});
+
+describe("RebaseWorkspace and turns", () => {
+  let b: TurnBerth;
+  let source: string;
+  beforeAll(async () => {
+    source = makeGitRepo(4);
+    b = await startTurnBerth({ instances: 1 });
+  });
+  afterAll(async () => {
+    await b?.close();
+  });
+
+  it("refuses while a turn runs (TURN_IN_PROGRESS); after the turn, the parked environment is evicted and the next turn is cold at the new base", async () => {
+    const { sessionId } = await newSession(b, source);
+    const t1 = await b.turns.beginTurn({ sessionId });
+    const f = await failure(b.ws.rebaseWorkspace({ sessionId, onto: "HEAD" }));
+    expect(f).toMatchObject({ code: "FAILED_PRECONDITION", reason: "TURN_IN_PROGRESS", metadata: { turn_id: t1.turnId } });
+    await b.turns.endTurn({ turnId: t1.turnId, outcome: TurnOutcome.COMPLETED });
+
+    const sgit = (...args: string[]) => execFileSync("git", ["-C", source, ...args], { encoding: "utf8" }).trim();
+    writeFileSync(path.join(source, "README.md"), "# moved on\n");
+    sgit("commit", "-q", "-am", "upstream");
+    const before = await b.turns.getPoolStats({});
+    const r = await b.ws.rebaseWorkspace({ sessionId, onto: "main" });
+    expect(r.workspace?.baseCommit).toBe(sgit("rev-parse", "HEAD"));
+    await vi.waitFor(async () => {
+      const s = await b.turns.getPoolStats({});
+      expect((s.evictions["rebased"] ?? 0n) - (before.evictions["rebased"] ?? 0n)).toBe(1n);
+    });
+    const t2 = await b.turns.beginTurn({ sessionId });
+    expect(t2.warm).toBe(false);
+    expect(readFileSync(path.join(t2.environmentPath, "README.md"), "utf8")).toBe("# moved on\n");
+    await b.turns.endTurn({ turnId: t2.turnId, outcome: TurnOutcome.COMPLETED });
   });
 });

@@ -592,7 +592,7 @@ export type EnvironmentEvicted = Message<"berth.v1.EnvironmentEvicted"> & {
   environmentPath: string;
 
   /**
-   * supersede-busy, pre-acquire, mount-lost, idle-expiry, approval-expiry, capacity or session-ended.
+   * supersede-busy, pre-acquire, mount-lost, idle-expiry, approval-expiry, capacity, session-ended or rebased.
    *
    * @generated from field: string reason = 2;
    */
