@@ -161,7 +161,7 @@ export async function requireChangesetMember(
     auditAdminAction(ctx, { changeset_id: changesetId });
     return;
   }
-  const verb = reason === "CHANGESET_NOT_JOINABLE" ? "joined" : "moved";
+  const verb = reason === "CHANGESET_NOT_JOINABLE" ? "joined" : "moved or diffed";
   throw permissionDenied(reason, `changeset ${changesetId} may be ${verb} only by an agent that works on it (or an admin); ${p.agentId ?? ""} does not`, {
     changeset_id: changesetId,
     agent_id: p.agentId ?? "",

@@ -124,8 +124,9 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
         entries: files.map((e) => ({
           path: e.path,
           source: e.source === "overlay" ? FileSource.OVERLAY : FileSource.BASE,
-          change: e.change === "added" ? FileChange.ADDED : e.change === "modified" ? FileChange.MODIFIED : FileChange.UNSPECIFIED,
+          change: e.change === "added" ? FileChange.ADDED : e.change === "modified" ? FileChange.MODIFIED : e.change === "deleted" ? FileChange.DELETED : FileChange.UNSPECIFIED,
           modifiedByOther: e.modifiedByOther,
+          deleted: e.change === "deleted",
         })),
         nextPageToken: more && files.length > 0 ? encodeToken(files[files.length - 1]!.path) : "",
       };

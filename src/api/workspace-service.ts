@@ -16,6 +16,7 @@ import {
   seesRepository,
   showsServerPaths,
 } from "./authorize.js";
+import { diffHandlers } from "./diff-handlers.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
 import { overlayHandlers } from "./overlay-handlers.js";
@@ -180,5 +181,6 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     ...lifecycleHandlers(deps),
     ...eventHandlers(deps),
     ...overlayHandlers(deps),
+    ...diffHandlers(deps),
   };
 }

@@ -67,6 +67,8 @@ function detail(event: Event): string {
       return `${p.value.commitId.slice(0, 12)} on ${p.value.ref} (${p.value.paths} path(s))`;
     case "changesetMerged":
       return `${p.value.targetRef} ${p.value.oldCommitId.slice(0, 12)}→${p.value.newCommitId.slice(0, 12)}${p.value.fastForward ? " (fast-forward)" : ""}`;
+    case "workspaceRebased":
+      return `${p.value.oldBaseCommit.slice(0, 12)}→${p.value.newBaseCommit.slice(0, 12)}${p.value.conflicted.length ? `, ${p.value.conflicted.length} conflicted` : ""}`;
     // Every case is named (no default), so a new payload kind is a compile error here until it
     // is given its detail. undefined: no payload, or one this CLI's protos do not know.
     case "sessionAbandoned":

@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { registerChangeset } from "./changeset.js";
 import { DEFAULT_SERVER } from "./client.js";
+import { registerDiffs } from "./diffs.js";
 import { registerEvents } from "./events.js";
 import { registerLanding } from "./landing.js";
 import { registerRepos } from "./repos.js";
@@ -21,4 +22,5 @@ export function registerClientCommands(program: Command): void {
   registerLanding(program);
   registerEvents(program);
   registerTurns(program);
+  registerDiffs(program);
 }

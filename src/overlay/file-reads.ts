@@ -15,7 +15,7 @@ import { comparePaths, type GitBase } from "./git-base.js";
 import type { ModifiersIndex } from "./modifiers-index.js";
 import type { OverlayCache } from "./overlay-cache.js";
 import type { OverlayContext } from "./overlay-context.js";
-import { fileNotFound } from "./refusals.js";
+import { fileDeleted, fileNotFound } from "./refusals.js";
 import * as sqlRepo from "./overlay.repository.js";
 
 export interface ReadResult {
@@ -27,7 +27,7 @@ export interface ReadResult {
 export interface ListedFile {
   readonly path: string;
   readonly source: "overlay" | "base";
-  readonly change: "added" | "modified" | undefined;
+  readonly change: "added" | "modified" | "deleted" | undefined;
   readonly modifiedByOther: boolean;
 }
 
@@ -56,7 +56,7 @@ export class FileReads {
     // competing change is after this read, which could never excuse it.
     const [v] = await Promise.all([this.cache.view(ws, ov, path), this.shareRead(ws, path, now)]);
     if (v) {
-      if (v.content === null || v.file.hash === null) throw fileNotFound(path);
+      if (v.content === null || v.file.hash === null) throw v.file.change === "deleted" ? fileDeleted(path) : fileNotFound(path);
       return { content: v.content, hash: v.file.hash, source: "overlay" };
     }
     const repo = await this.registry.repository(ws.repoId);
@@ -97,12 +97,13 @@ export class FileReads {
         i++;
       }
       const f = ov.files.get(path);
-      if (f?.change === "deleted") continue;
+      // A tombstone of a path the base does not have (the base moved under a rebase) shows nothing.
+      if (f?.change === "deleted" && b !== path) continue;
       if (files.length === limit) return { files: await this.markOthers(ws, files), more: true };
       files.push({
         path,
         source: f ? "overlay" : "base",
-        change: f ? (f.change === "added" ? "added" : "modified") : undefined,
+        change: f?.change,
         modifiedByOther: false,
       });
     }

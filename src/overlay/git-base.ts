@@ -18,6 +18,8 @@ export interface BaseTree {
   readonly blobs: ReadonlyMap<string, string>;
   /** The paths that are symbolic links (mode 120000; their blob is the link's target). */
   readonly symlinks: ReadonlySet<string>;
+  /** The paths with mode 100755 (a diff or rebase keeps the bit on the files it rewrites). */
+  readonly executables: ReadonlySet<string>;
 }
 
 export interface BaseBlob {
@@ -25,7 +27,7 @@ export interface BaseBlob {
   readonly hash: string;
 }
 
-const EMPTY_TREE: BaseTree = { paths: [], blobs: new Map(), symlinks: new Set() };
+const EMPTY_TREE: BaseTree = { paths: [], blobs: new Map(), symlinks: new Set(), executables: new Set() };
 const TREE_CACHE = 32;
 const BLOB_CACHE_BYTES = 64 * 1024 * 1024;
 const TIMEOUT_MS = 10_000;
@@ -154,15 +156,17 @@ export class GitBase {
     }
     const blobs = new Map<string, string>();
     const symlinks = new Set<string>();
+    const executables = new Set<string>();
     for (const rec of stdout.toString("utf8").split("\u0000")) {
       if (rec === "") continue;
       const tab = rec.indexOf("\t");
       const [mode, type, oid] = rec.slice(0, tab).split(" ");
       if (type === "blob" && oid) blobs.set(rec.slice(tab + 1), oid);
       if (type === "blob" && mode === "120000") symlinks.add(rec.slice(tab + 1));
+      if (type === "blob" && mode === "100755") executables.add(rec.slice(tab + 1));
     }
     const paths = [...blobs.keys()].sort(comparePaths);
-    return { paths, blobs, symlinks };
+    return { paths, blobs, symlinks, executables };
   }
 
   /** The content of `path` at `commit`; undefined when it does not exist there. */

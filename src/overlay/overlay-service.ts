@@ -20,6 +20,8 @@ import type { Workspace } from "../sessions/workspace.js";
 import { Claiming, type ClaimInfo } from "./claiming.js";
 import { FileReads, type ListedFile, type ReadResult } from "./file-reads.js";
 import { FileWrites } from "./file-writes.js";
+import { Diffs, type ChangesetDiff, type WorkspaceDiff } from "./diffs.js";
+import { Rebases, type RebaseResult } from "./rebase.js";
 import { GitBase, comparePaths } from "./git-base.js";
 import { describeText, ModifiersIndex, publicOthers, type IndexEvent } from "./modifiers-index.js";
 import { OverlayCache } from "./overlay-cache.js";
@@ -29,6 +31,8 @@ import * as sqlRepo from "./overlay.repository.js";
 
 export type { ClaimInfo } from "./claiming.js";
 export type { ListedFile, ReadResult } from "./file-reads.js";
+export type { ChangesetDiff, PathDiffInfo, WorkspaceDiff } from "./diffs.js";
+export type { RebaseResult } from "./rebase.js";
 export type { OverlayDeps, OverlaySettings } from "./overlay-context.js";
 
 export class OverlayService implements OverlayPort {
@@ -42,6 +46,8 @@ export class OverlayService implements OverlayPort {
   private readonly writes: FileWrites;
   private readonly reads: FileReads;
   private readonly claiming: Claiming;
+  private readonly diffs: Diffs;
+  private readonly rebases: Rebases;
 
   constructor(deps: OverlayDeps) {
     this.registry = deps.registry;
@@ -55,6 +61,8 @@ export class OverlayService implements OverlayPort {
     this.writes = new FileWrites(ctx);
     this.reads = new FileReads(ctx);
     this.claiming = new Claiming(ctx, this.writes);
+    this.diffs = new Diffs(ctx);
+    this.rebases = new Rebases(ctx, this.diffs);
     deps.registry.uow.addFollower("overlay", {
       apply: (e) => this.applyEvent(e),
       // Missed events: caches and the index are rebuilt from the rows on their next use.
@@ -146,6 +154,21 @@ export class OverlayService implements OverlayPort {
   /** The merged view in path order, from after `after` (exclusive), at most `limit` entries (and whether more follow). */
   listFiles(ws: Workspace, prefix: string, after: string, limit: number): Promise<{ files: ListedFile[]; more: boolean }> {
     return this.reads.listFiles(ws, prefix, after, limit);
+  }
+
+  // ---- diffs and rebase (diffs.ts, rebase.ts) ------------------------------------------
+
+  diffWorkspace(ws: Workspace, binary: boolean): Promise<WorkspaceDiff> {
+    return this.diffs.workspace(ws, binary);
+  }
+
+  /** `workspaces`: the changeset's sessions that hold an overlay, oldest first. */
+  diffChangeset(workspaces: readonly Workspace[], binary: boolean, repoId: string): Promise<ChangesetDiff> {
+    return this.diffs.changeset(workspaces, binary, repoId);
+  }
+
+  rebase(ws: Workspace, onto: string): Promise<RebaseResult> {
+    return this.rebases.rebase(ws, onto);
   }
 
   // ---- claims (claiming.ts) -------------------------------------------------------------

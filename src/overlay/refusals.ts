@@ -30,6 +30,14 @@ export function fileNotFound(path: string): BerthError {
   return notFound("FILE_NOT_FOUND", `${path} is neither in the overlay nor in the base`, { path });
 }
 
+/**
+ * A path this workspace deleted: NOT_FOUND like any missing file (it is not in the workspace's
+ * view, and retrying changes nothing), with its own reason so that the agent is told why.
+ */
+export function fileDeleted(path: string): BerthError {
+  return notFound("FILE_DELETED", `${path} was deleted in this workspace`, { path });
+}
+
 /** A write or delete whose path goes through a symbolic link of the base commit (one the workspace has not deleted). */
 export function traversesSymlink(path: string, symlink: string): BerthError {
   return failedPrecondition(

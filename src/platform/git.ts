@@ -61,9 +61,24 @@ export function gitArgs(repoPath: string, args: readonly string[]): string[] {
 /** Extra settings (key, value) for one call, on top of gitEnv(). */
 export type GitConfig = readonly (readonly [string, string])[];
 
-function envWith(config: GitConfig | undefined, optionalLocks = false): NodeJS.ProcessEnv {
-  if ((!config || config.length === 0) && !optionalLocks) return gitEnv();
-  const e: NodeJS.ProcessEnv = { ...gitEnv(), ...(optionalLocks ? { GIT_OPTIONAL_LOCKS: "1" } : {}) };
+/**
+ * A scratch object store and index for one call (diffs and rebases build trees of an overlay
+ * without writing into the source repository: new objects go to `objectDir`, the repository's
+ * own are read through `alternates`).
+ */
+export interface GitScratch {
+  readonly objectDir: string;
+  readonly alternates: string;
+  readonly indexFile: string;
+}
+
+function envWith(config: GitConfig | undefined, opts: { optionalLocks?: boolean | undefined; scratch?: GitScratch | undefined } = {}): NodeJS.ProcessEnv {
+  const { optionalLocks = false, scratch } = opts;
+  const e: NodeJS.ProcessEnv = {
+    ...gitEnv(),
+    ...(optionalLocks ? { GIT_OPTIONAL_LOCKS: "1" } : {}),
+    ...(scratch ? { GIT_OBJECT_DIRECTORY: scratch.objectDir, GIT_ALTERNATE_OBJECT_DIRECTORIES: scratch.alternates, GIT_INDEX_FILE: scratch.indexFile } : {}),
+  };
   if (!config || config.length === 0) return e;
   e.GIT_CONFIG_COUNT = String(config.length);
   config.forEach(([k, v], i) => {
@@ -83,17 +98,36 @@ export interface GitExecOptions {
    * repository that is not Berth's, even the index is not ours to rewrite.
    */
   readonly optionalLocks?: boolean;
+  /** Written to git's stdin (closed either way). */
+  readonly input?: Uint8Array;
+  /** A scratch object store and index (see GitScratch). */
+  readonly scratch?: GitScratch;
+  /** Exit codes that are answers, not failures (`merge-file` counts conflicts in it): resolved with the code. */
+  readonly okCodes?: readonly number[];
 }
 
 /** Runs git to completion; rejects (with `code` = git's exit code) when it fails. */
 export async function execGit(repoPath: string, args: readonly string[], options: GitExecOptions): Promise<Buffer> {
-  const { stdout } = await execFileP("git", gitArgs(repoPath, args), {
-    env: envWith(options.config, options.optionalLocks),
+  return (await execGitCode(repoPath, args, options)).stdout;
+}
+
+/** As execGit, also answering git's exit code (0, or one of `okCodes`). */
+export async function execGitCode(repoPath: string, args: readonly string[], options: GitExecOptions): Promise<{ stdout: Buffer; code: number }> {
+  const run = execFileP("git", gitArgs(repoPath, args), {
+    env: envWith(options.config, { optionalLocks: options.optionalLocks, scratch: options.scratch }),
     timeout: options.timeoutMs,
     maxBuffer: options.maxBuffer,
     encoding: "buffer",
   });
-  return stdout;
+  run.child.stdin?.on("error", () => {}); // EPIPE when git exits before reading it all: its exit code says why
+  run.child.stdin?.end(options.input ? Buffer.from(options.input.buffer, options.input.byteOffset, options.input.byteLength) : undefined);
+  try {
+    return { stdout: (await run).stdout, code: 0 };
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: Buffer };
+    if (typeof e.code === "number" && options.okCodes?.includes(e.code) && e.stdout) return { stdout: e.stdout, code: e.code };
+    throw err;
+  }
 }
 
 /** A long-lived or streaming git (cat-file --batch, archive), all three streams piped (end stdin if it reads none). */

@@ -22,15 +22,15 @@ export async function checkGitRepository(p: string): Promise<string> {
 }
 
 /** Resolves a commit-ish to a full object name; INVALID_ARGUMENT on base_commit when it does not name a commit. */
-export async function resolveCommit(repoPath: string, commitish: string): Promise<string> {
+export async function resolveCommit(repoPath: string, commitish: string, field = "base_commit"): Promise<string> {
   if (commitish.startsWith("-")) {
-    throw invalidArgument([{ field: "base_commit", reason: "UNKNOWN_COMMIT", description: "must name a commit" }]);
+    throw invalidArgument([{ field, reason: "UNKNOWN_COMMIT", description: "must name a commit" }]);
   }
   try {
     return await git(repoPath, ["rev-parse", "--verify", "--quiet", `${commitish}^{commit}`]);
   } catch (err) {
     if ((err as { code?: unknown }).code === 1) {
-      throw invalidArgument([{ field: "base_commit", reason: "UNKNOWN_COMMIT", description: `${commitish} is not a commit of the repository` }]);
+      throw invalidArgument([{ field, reason: "UNKNOWN_COMMIT", description: `${commitish} is not a commit of the repository` }]);
     }
     throw new BerthError("unavailable", "SOURCE_UNREADABLE", "the repository's source could not be read", { source_path: repoPath });
   }

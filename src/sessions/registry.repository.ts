@@ -142,6 +142,11 @@ export function listWorkspacesByLifecycle(db: Executor, lifecycles: readonly Lif
   return q.orderBy("w.created_at").orderBy("w.id").execute();
 }
 
+/** The workspaces of a changeset that still hold an overlay (active and stranded), oldest first. */
+export function workspacesOfChangeset(db: Executor, changesetId: string): Promise<WorkspaceRow[]> {
+  return selectWorkspaces(db).where("w.changeset_id", "=", changesetId).where("w.lifecycle", "in", ["active", "stranded"]).orderBy("w.created_at").orderBy("w.id").execute();
+}
+
 export function listActiveWorkspacesOfInstance(db: Executor, instanceId: string): Promise<WorkspaceRow[]> {
   return selectWorkspaces(db)
     .where("w.lifecycle", "=", "active")

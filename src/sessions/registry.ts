@@ -149,6 +149,8 @@ export class WorkspaceRegistry {
     if (live) {
       if (row?.lifecycle === "active" && row.id === live.workspaceId) {
         this.refreshChangeset(changesetRowOf(row));
+        // A RebaseWorkspace (on any instance) moves the base in the row.
+        live.baseCommit = row.base_commit;
         return live;
       }
       this.drop(sessionId);
@@ -335,6 +337,12 @@ export class WorkspaceRegistry {
   /** The agents whose workspaces work (or worked) on a changeset: the only agents that may move it or join it. */
   agentsOfChangeset(changesetId: string): Promise<string[]> {
     return sqlRepo.agentsOfChangeset(this.db, changesetId);
+  }
+
+  /** The workspaces of a changeset that hold an overlay (active, stranded), oldest first; NOT_FOUND when the changeset does not exist. */
+  async workspacesOfChangeset(changesetId: string): Promise<Workspace[]> {
+    if (!(await sqlRepo.findChangeset(this.db, changesetId))) throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
+    return (await sqlRepo.workspacesOfChangeset(this.db, changesetId)).map((row) => this.live.get(row.session_id) ?? this.workspaceFromRow(row));
   }
 
   /** The repository of a changeset; undefined when there is no such changeset. */

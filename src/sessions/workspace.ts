@@ -35,7 +35,8 @@ export interface Workspace {
   readonly agentName: string;
   readonly changeset: Changeset;
   readonly intent: string;
-  readonly baseCommit: string;
+  /** Moved by RebaseWorkspace (the registry refreshes it from the row on every lookup). */
+  baseCommit: string;
   readonly mode: ModeName;
   readonly expiresAt: number | null;
   readonly createdAt: number;

@@ -22,6 +22,7 @@ export type EvictReason =
   | "approval-expiry"
   | "capacity"
   | "session-ended"
+  | "rebased"
   | "turn-failed"
   | "turn-cancelled"
   | "lost-race"

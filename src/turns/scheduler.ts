@@ -99,6 +99,13 @@ export class TurnScheduler {
 
   constructor(private readonly deps: TurnSchedulerDeps) {
     deps.registry.uow.addFollower("turns", sessionEndFollower(deps.registry, () => [...this.pool.all()].map((s) => s.workspaceId), (workspaceId, kind) => this.sessionEnded(workspaceId, kind)));
+    // A parked environment holds the old base: after a RebaseWorkspace (on any instance) it must not be reused warm.
+    deps.registry.uow.addFollower("turns-rebase", {
+      apply: (e) => {
+        if (e.kind === "workspace.rebased" && e.workspaceId) this.rebased(e.workspaceId);
+      },
+      resync: async () => {},
+    });
     // A RUNNING turn keeps its session connected: every activity flush renews its last_active_at.
     deps.registry.addActivityExtender(() => this.runningWorkspaces());
     const timeout = deps.settings.probeTimeoutMs ?? 1000;
@@ -474,6 +481,14 @@ export class TurnScheduler {
    * nothing to capture into; the directory is discarded (the ending was asked for, or the
    * changeset is terminal: GC destroys only terminal work).
    */
+  /** The workspace moved to another base commit: its parked environment is torn down (RebaseWorkspace refuses while a turn runs). */
+  private rebased(workspaceId: string): void {
+    const state = this.pool.get(workspaceId);
+    if (!state?.env || state.turn) return;
+    this.pool.unseat(state);
+    this.track(this.pool.enqueue(state, () => this.teardowns.evictParked(state, "rebased")));
+  }
+
   sessionEnded(workspaceId: string, kind: string): void {
     const state = this.pool.get(workspaceId);
     if (!state) return;

@@ -203,6 +203,15 @@ const ROWS: Row[] = [
   { rpc: "ClaimSymbols", service: "ws", method: "claimSymbols", request: async (f) => ({ sessionId: (await f.session()).sessionId, symbols: [{ path: "src/a.ts", symbol: `alpha${f.unique()}` }] }), expect: SESSION },
   { rpc: "ReleaseSymbols", service: "ws", method: "releaseSymbols", request: async (f) => ({ sessionId: (await f.session()).sessionId, symbols: [{ path: "src/a.ts", symbol: "alpha" }] }), expect: SESSION },
   { rpc: "DescribeOtherModifiers", service: "ws", method: "describeOtherModifiers", request: (f) => ({ repoId: f.repoId, path: "README.md" }), expect: REPOSITORY },
+  { rpc: "DiffWorkspace", service: "ws", method: "diffWorkspace", request: async (f) => ({ sessionId: (await f.session()).sessionId }), expect: SESSION },
+  {
+    rpc: "DiffChangeset",
+    service: "ws",
+    method: "diffChangeset",
+    request: async (f) => ({ changesetId: (await f.session()).changesetId }),
+    expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+  },
+  { rpc: "RebaseWorkspace", service: "ws", method: "rebaseWorkspace", request: async (f) => ({ sessionId: (await f.session()).sessionId, onto: "HEAD" }), expect: SESSION },
   {
     rpc: "BeginTurn",
     service: "turns",

@@ -178,7 +178,7 @@ needs({ postgres: true })("the overlay on two instances of one database", () => 
     const base = "README.md";
     const readme = await a.grpc.readFile({ sessionId: ws.sessionId, path: base });
     await b.grpc.deleteFile({ sessionId: ws.sessionId, path: base, expectedHash: readme.hash });
-    expect(await failure(a.grpc.readFile({ sessionId: ws.sessionId, path: base }))).toMatchObject({ reason: "FILE_NOT_FOUND" });
+    expect(await failure(a.grpc.readFile({ sessionId: ws.sessionId, path: base }))).toMatchObject({ code: "NOT_FOUND", reason: "FILE_DELETED" });
     expect(await failure(a.grpc.deleteFile({ sessionId: ws.sessionId, path: base, expectedHash: readme.hash }))).toMatchObject({ code: "ABORTED", reason: "HASH_MISMATCH", metadata: { current_hash: "" } });
     expect((await fileEvents(ws.workspaceId, base)).map((e) => e.kind)).toEqual(["file.deleted"]);
   });

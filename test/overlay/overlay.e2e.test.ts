@@ -207,7 +207,8 @@ describe("ReadFile and ListFiles", () => {
     const del = await berth.grpc.deleteFile({ sessionId: s.sessionId, path: "src/util.ts" });
     expect(del.symbols.map((x) => x.name)).toEqual(["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]);
     expect(del.symbols.every((x) => x.change === SymbolChangeKind.DELETED)).toBe(true);
-    expect((await failure(berth.grpc.readFile({ sessionId: s.sessionId, path: "src/util.ts" }))).reason).toBe("FILE_NOT_FOUND");
+    // Deleted in this workspace (issue 15): said so, not "neither in the overlay nor in the base".
+    expect((await failure(berth.grpc.readFile({ sessionId: s.sessionId, path: "src/util.ts" }))).reason).toBe("FILE_DELETED");
     expect((await failure(berth.grpc.deleteFile({ sessionId: s.sessionId, path: "src/util.ts" }))).reason).toBe("FILE_NOT_FOUND");
     expect(await overlayRows(db(), s.workspaceId)).toContainEqual({ path: "src/util.ts", change: "deleted" });
     // Deleting a file the base lacks removes the row.
@@ -226,7 +227,9 @@ describe("ReadFile and ListFiles", () => {
     const paths = all.entries.map((e) => e.path);
     expect(paths).toEqual([...paths].sort());
     expect(paths).toContain("src/added.ts");
-    expect(paths).not.toContain("src/f03.txt");
+    // A deleted base path is listed, marked (issue 15).
+    expect(all.entries.find((e) => e.path === "src/f03.txt")).toMatchObject({ deleted: true, source: FileSource.OVERLAY, change: FileChange.DELETED });
+    expect(all.entries.filter((e) => e.deleted).map((e) => e.path)).toEqual(["src/f03.txt"]);
     expect(all.entries.find((e) => e.path === "src/added.ts")).toMatchObject({ source: FileSource.OVERLAY, change: FileChange.ADDED, modifiedByOther: false });
     expect(all.entries.find((e) => e.path === "src/f05.txt")).toMatchObject({ source: FileSource.BASE, modifiedByOther: true });
     expect(all.nextPageToken).toBe("");

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/workspace_service.proto.
  */
 export const file_berth_v1_workspace_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBiZXJ0aC92MS93b3Jrc3BhY2Vfc2VydmljZS5wcm90bxIIYmVydGgudjEiVwoZUmVnaXN0ZXJSZXBvc2l0b3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC3NvdXJjZV9wYXRoGAIgASgJEhcKD2NhcHR1cmVfZXhjbHVkZRgDIAMoCSJGChpSZWdpc3RlclJlcG9zaXRvcnlSZXNwb25zZRIoCgpyZXBvc2l0b3J5GAEgASgLMhQuYmVydGgudjEuUmVwb3NpdG9yeSIZChdMaXN0UmVwb3NpdG9yaWVzUmVxdWVzdCJGChhMaXN0UmVwb3NpdG9yaWVzUmVzcG9uc2USKgoMcmVwb3NpdG9yaWVzGAEgAygLMhQuYmVydGgudjEuUmVwb3NpdG9yeSLvAQoWQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBIPCgdyZXBvX2lkGAEgASgJEg4KBmludGVudBgCIAEoCRITCgtiYXNlX2NvbW1pdBgDIAEoCRIlCgRtb2RlGAQgASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIYCgt0dGxfc2Vjb25kcxgFIAEoDUgAiAEBEhAKCGFnZW50X2lkGAYgASgJEhIKCmFnZW50X25hbWUYByABKAkSEgoKc2Vzc2lvbl9pZBgIIAEoCRIUCgxjaGFuZ2VzZXRfaWQYCSABKAlCDgoMX3R0bF9zZWNvbmRzIkEKF0NyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSIpChNHZXRXb3Jrc3BhY2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiPgoUR2V0V29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIi0KF0Rlc3Ryb3lXb3Jrc3BhY2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiQgoYRGVzdHJveVdvcmtzcGFjZVJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSImChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg8KB3JlcG9faWQYASABKAkiPwoUTGlzdFNlc3Npb25zUmVzcG9uc2USJwoIc2Vzc2lvbnMYASADKAsyFS5iZXJ0aC52MS5TZXNzaW9uSW5mbyIlChJDb3VudEFjdGl2ZVJlcXVlc3QSDwoHcmVwb19pZBgBIAEoCSI0ChNDb3VudEFjdGl2ZVJlc3BvbnNlEg4KBmFjdGl2ZRgBIAEoDRINCgV0b3RhbBgCIAEoDSKCAQoaVHJhbnNpdGlvbkNoYW5nZXNldFJlcXVlc3QSFAoMY2hhbmdlc2V0X2lkGAEgASgJEioKCHRvX3N0YXRlGAIgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUSDgoGcmVhc29uGAMgASgJEhIKCnRhcmdldF9yZWYYBCABKAkibAobVHJhbnNpdGlvbkNoYW5nZXNldFJlc3BvbnNlEiYKCWNoYW5nZXNldBgBIAEoCzITLmJlcnRoLnYxLkNoYW5nZXNldBIlCgVtZXJnZRgCIAEoCzIWLmJlcnRoLnYxLk1lcmdlT3V0Y29tZSImChBIZWFydGJlYXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiJQoRSGVhcnRiZWF0UmVzcG9uc2USEAoIbGVhc2VfbXMYASABKA0iKgoUQXR0YWNoU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSJuChVBdHRhY2hTZXNzaW9uUmVzcG9uc2USKAoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlSAASIAoFZXZlbnQYAiABKAsyDy5iZXJ0aC52MS5FdmVudEgAQgkKB21lc3NhZ2UiOgoUU3RyYW5kU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiPwoVU3RyYW5kU2Vzc2lvblJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSJBChRSZXN1bWVTZXNzaW9uUmVxdWVzdBIXCg9kZWFkX3Nlc3Npb25faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkiVwoVUmVzdW1lU2Vzc2lvblJlc3BvbnNlEhYKDm5ld19zZXNzaW9uX2lkGAEgASgJEiYKCXdvcmtzcGFjZRgCIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSJiChVBYmFuZG9uU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSJQoFY2F1c2UYAyABKA4yFi5iZXJ0aC52MS5BYmFuZG9uQ2F1c2UiQAoWQWJhbmRvblNlc3Npb25SZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiZAoSV2F0Y2hFdmVudHNSZXF1ZXN0EhEKCWFmdGVyX3NlcRgBIAEoBBIQCghyZXBvX2lkcxgCIAMoCRINCgVraW5kcxgDIAMoCRIaChJleGNsdWRlX3Nlc3Npb25faWQYBCABKAkiNQoTV2F0Y2hFdmVudHNSZXNwb25zZRIeCgVldmVudBgBIAEoCzIPLmJlcnRoLnYxLkV2ZW50Io0BCg1PdGhlck1vZGlmaWVyEhIKCnNlc3Npb25faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEgoKYWdlbnRfbmFtZRgDIAEoCRIPCgdzeW1ib2xzGAQgAygJEjEKD2NoYW5nZXNldF9zdGF0ZRgFIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlIo0BChBXcml0ZUZpbGVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdjb250ZW50GAMgASgMEhoKDWV4cGVjdGVkX2hhc2gYBCABKAlIAIgBARIYChBkZWNsYXJlZF9zeW1ib2xzGAUgAygJQhAKDl9leHBlY3RlZF9oYXNoIqABChFXcml0ZUZpbGVSZXNwb25zZRIQCghuZXdfaGFzaBgBIAEoCRIkCgZjaGFuZ2UYAiABKA4yFC5iZXJ0aC52MS5GaWxlQ2hhbmdlEicKB3N5bWJvbHMYAyADKAsyFi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2USKgoJY29uZmxpY3RzGAQgAygLMhcuYmVydGgudjEuT3RoZXJNb2RpZmllciJjChFEZWxldGVGaWxlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHBhdGgYAiABKAkSGgoNZXhwZWN0ZWRfaGFzaBgDIAEoCUgAiAEBQhAKDl9leHBlY3RlZF9oYXNoImkKEkRlbGV0ZUZpbGVSZXNwb25zZRInCgdzeW1ib2xzGAEgAygLMhYuYmVydGgudjEuU3ltYm9sQ2hhbmdlEioKCWNvbmZsaWN0cxgCIAMoCzIXLmJlcnRoLnYxLk90aGVyTW9kaWZpZXIiMwoPUmVhZEZpbGVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEcGF0aBgCIAEoCSJXChBSZWFkRmlsZVJlc3BvbnNlEg8KB2NvbnRlbnQYASABKAwSDAoEaGFzaBgCIAEoCRIkCgZzb3VyY2UYAyABKA4yFC5iZXJ0aC52MS5GaWxlU291cmNlIl0KEExpc3RGaWxlc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZwcmVmaXgYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkigAEKCUZpbGVFbnRyeRIMCgRwYXRoGAEgASgJEiQKBnNvdXJjZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVTb3VyY2USJAoGY2hhbmdlGAMgASgOMhQuYmVydGgudjEuRmlsZUNoYW5nZRIZChFtb2RpZmllZF9ieV9vdGhlchgEIAEoCCJSChFMaXN0RmlsZXNSZXNwb25zZRIkCgdlbnRyaWVzGAEgAygLMhMuYmVydGgudjEuRmlsZUVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIpCglTeW1ib2xSZWYSDAoEcGF0aBgBIAEoCRIOCgZzeW1ib2wYAiABKAkioQEKBUNsYWltEg8KB3JlcG9faWQYASABKAkSDAoEcGF0aBgCIAEoCRIOCgZzeW1ib2wYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRIQCghhZ2VudF9pZBgFIAEoCRISCgphZ2VudF9uYW1lGAYgASgJEi8KC2FjcXVpcmVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJPChNDbGFpbVN5bWJvbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoHc3ltYm9scxgCIAMoCzITLmJlcnRoLnYxLlN5bWJvbFJlZiI3ChRDbGFpbVN5bWJvbHNSZXNwb25zZRIfCgZjbGFpbXMYASADKAsyDy5iZXJ0aC52MS5DbGFpbSJRChVSZWxlYXNlU3ltYm9sc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIkCgdzeW1ib2xzGAIgAygLMhMuYmVydGgudjEuU3ltYm9sUmVmIioKFlJlbGVhc2VTeW1ib2xzUmVzcG9uc2USEAoIcmVsZWFzZWQYASABKA0iWgodRGVzY3JpYmVPdGhlck1vZGlmaWVyc1JlcXVlc3QSDwoHcmVwb19pZBgBIAEoCRIMCgRwYXRoGAIgASgJEhoKEmV4Y2x1ZGVfc2Vzc2lvbl9pZBgDIAEoCSJaCh5EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVzcG9uc2USDAoEdGV4dBgBIAEoCRIqCgltb2RpZmllcnMYAiADKAsyFy5iZXJ0aC52MS5PdGhlck1vZGlmaWVyIisKDENvbW1pdEF1dGhvchIMCgRuYW1lGAEgASgJEg0KBWVtYWlsGAIgASgJImcKFkNvbW1pdENoYW5nZXNldFJlcXVlc3QSFAoMY2hhbmdlc2V0X2lkGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSJgoGYXV0aG9yGAMgASgLMhYuYmVydGgudjEuQ29tbWl0QXV0aG9yIpQBChdDb21taXRDaGFuZ2VzZXRSZXNwb25zZRImCgljaGFuZ2VzZXQYASABKAsyEy5iZXJ0aC52MS5DaGFuZ2VzZXQSEQoJY29tbWl0X2lkGAIgASgJEgsKA3JlZhgDIAEoCRIPCgd0cmVlX2lkGAQgASgJEg0KBXBhdGhzGAUgASgNEhEKCXVuY2hhbmdlZBgGIAEoCCKDAQoMTWVyZ2VPdXRjb21lEhIKCnRhcmdldF9yZWYYASABKAkSFQoNb2xkX2NvbW1pdF9pZBgCIAEoCRIVCg1uZXdfY29tbWl0X2lkGAMgASgJEhsKE2NoYW5nZXNldF9jb21taXRfaWQYBCABKAkSFAoMZmFzdF9mb3J3YXJkGAUgASgIKmIKDEFiYW5kb25DYXVzZRIdChlBQkFORE9OX0NBVVNFX1VOU1BFQ0lGSUVEEAASGgoWQUJBTkRPTl9DQVVTRV9FWFBMSUNJVBABEhcKE0FCQU5ET05fQ0FVU0VfQURNSU4QAjKxDgoQV29ya3NwYWNlU2VydmljZRJfChJSZWdpc3RlclJlcG9zaXRvcnkSIy5iZXJ0aC52MS5SZWdpc3RlclJlcG9zaXRvcnlSZXF1ZXN0GiQuYmVydGgudjEuUmVnaXN0ZXJSZXBvc2l0b3J5UmVzcG9uc2USWQoQTGlzdFJlcG9zaXRvcmllcxIhLmJlcnRoLnYxLkxpc3RSZXBvc2l0b3JpZXNSZXF1ZXN0GiIuYmVydGgudjEuTGlzdFJlcG9zaXRvcmllc1Jlc3BvbnNlElYKD0NyZWF0ZVdvcmtzcGFjZRIgLmJlcnRoLnYxLkNyZWF0ZVdvcmtzcGFjZVJlcXVlc3QaIS5iZXJ0aC52MS5DcmVhdGVXb3Jrc3BhY2VSZXNwb25zZRJNCgxHZXRXb3Jrc3BhY2USHS5iZXJ0aC52MS5HZXRXb3Jrc3BhY2VSZXF1ZXN0Gh4uYmVydGgudjEuR2V0V29ya3NwYWNlUmVzcG9uc2USWQoQRGVzdHJveVdvcmtzcGFjZRIhLmJlcnRoLnYxLkRlc3Ryb3lXb3Jrc3BhY2VSZXF1ZXN0GiIuYmVydGgudjEuRGVzdHJveVdvcmtzcGFjZVJlc3BvbnNlEk0KDExpc3RTZXNzaW9ucxIdLmJlcnRoLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHi5iZXJ0aC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJKCgtDb3VudEFjdGl2ZRIcLmJlcnRoLnYxLkNvdW50QWN0aXZlUmVxdWVzdBodLmJlcnRoLnYxLkNvdW50QWN0aXZlUmVzcG9uc2USYgoTVHJhbnNpdGlvbkNoYW5nZXNldBIkLmJlcnRoLnYxLlRyYW5zaXRpb25DaGFuZ2VzZXRSZXF1ZXN0GiUuYmVydGgudjEuVHJhbnNpdGlvbkNoYW5nZXNldFJlc3BvbnNlEkQKCUhlYXJ0YmVhdBIaLmJlcnRoLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy5iZXJ0aC52MS5IZWFydGJlYXRSZXNwb25zZRJSCg1BdHRhY2hTZXNzaW9uEh4uYmVydGgudjEuQXR0YWNoU2Vzc2lvblJlcXVlc3QaHy5iZXJ0aC52MS5BdHRhY2hTZXNzaW9uUmVzcG9uc2UwARJQCg1TdHJhbmRTZXNzaW9uEh4uYmVydGgudjEuU3RyYW5kU2Vzc2lvblJlcXVlc3QaHy5iZXJ0aC52MS5TdHJhbmRTZXNzaW9uUmVzcG9uc2USUAoNUmVzdW1lU2Vzc2lvbhIeLmJlcnRoLnYxLlJlc3VtZVNlc3Npb25SZXF1ZXN0Gh8uYmVydGgudjEuUmVzdW1lU2Vzc2lvblJlc3BvbnNlElMKDkFiYW5kb25TZXNzaW9uEh8uYmVydGgudjEuQWJhbmRvblNlc3Npb25SZXF1ZXN0GiAuYmVydGgudjEuQWJhbmRvblNlc3Npb25SZXNwb25zZRJMCgtXYXRjaEV2ZW50cxIcLmJlcnRoLnYxLldhdGNoRXZlbnRzUmVxdWVzdBodLmJlcnRoLnYxLldhdGNoRXZlbnRzUmVzcG9uc2UwARJECglXcml0ZUZpbGUSGi5iZXJ0aC52MS5Xcml0ZUZpbGVSZXF1ZXN0GhsuYmVydGgudjEuV3JpdGVGaWxlUmVzcG9uc2USRwoKRGVsZXRlRmlsZRIbLmJlcnRoLnYxLkRlbGV0ZUZpbGVSZXF1ZXN0GhwuYmVydGgudjEuRGVsZXRlRmlsZVJlc3BvbnNlEkEKCFJlYWRGaWxlEhkuYmVydGgudjEuUmVhZEZpbGVSZXF1ZXN0GhouYmVydGgudjEuUmVhZEZpbGVSZXNwb25zZRJECglMaXN0RmlsZXMSGi5iZXJ0aC52MS5MaXN0RmlsZXNSZXF1ZXN0GhsuYmVydGgudjEuTGlzdEZpbGVzUmVzcG9uc2USTQoMQ2xhaW1TeW1ib2xzEh0uYmVydGgudjEuQ2xhaW1TeW1ib2xzUmVxdWVzdBoeLmJlcnRoLnYxLkNsYWltU3ltYm9sc1Jlc3BvbnNlElMKDlJlbGVhc2VTeW1ib2xzEh8uYmVydGgudjEuUmVsZWFzZVN5bWJvbHNSZXF1ZXN0GiAuYmVydGgudjEuUmVsZWFzZVN5bWJvbHNSZXNwb25zZRJrChZEZXNjcmliZU90aGVyTW9kaWZpZXJzEicuYmVydGgudjEuRGVzY3JpYmVPdGhlck1vZGlmaWVyc1JlcXVlc3QaKC5iZXJ0aC52MS5EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVzcG9uc2USVgoPQ29tbWl0Q2hhbmdlc2V0EiAuYmVydGgudjEuQ29tbWl0Q2hhbmdlc2V0UmVxdWVzdBohLmJlcnRoLnYxLkNvbW1pdENoYW5nZXNldFJlc3BvbnNlYgZwcm90bzM", [file_berth_v1_event, file_berth_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("CiBiZXJ0aC92MS93b3Jrc3BhY2Vfc2VydmljZS5wcm90bxIIYmVydGgudjEiVwoZUmVnaXN0ZXJSZXBvc2l0b3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC3NvdXJjZV9wYXRoGAIgASgJEhcKD2NhcHR1cmVfZXhjbHVkZRgDIAMoCSJGChpSZWdpc3RlclJlcG9zaXRvcnlSZXNwb25zZRIoCgpyZXBvc2l0b3J5GAEgASgLMhQuYmVydGgudjEuUmVwb3NpdG9yeSIZChdMaXN0UmVwb3NpdG9yaWVzUmVxdWVzdCJGChhMaXN0UmVwb3NpdG9yaWVzUmVzcG9uc2USKgoMcmVwb3NpdG9yaWVzGAEgAygLMhQuYmVydGgudjEuUmVwb3NpdG9yeSLvAQoWQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBIPCgdyZXBvX2lkGAEgASgJEg4KBmludGVudBgCIAEoCRITCgtiYXNlX2NvbW1pdBgDIAEoCRIlCgRtb2RlGAQgASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIYCgt0dGxfc2Vjb25kcxgFIAEoDUgAiAEBEhAKCGFnZW50X2lkGAYgASgJEhIKCmFnZW50X25hbWUYByABKAkSEgoKc2Vzc2lvbl9pZBgIIAEoCRIUCgxjaGFuZ2VzZXRfaWQYCSABKAlCDgoMX3R0bF9zZWNvbmRzIkEKF0NyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSIpChNHZXRXb3Jrc3BhY2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiPgoUR2V0V29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIi0KF0Rlc3Ryb3lXb3Jrc3BhY2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiQgoYRGVzdHJveVdvcmtzcGFjZVJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSImChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg8KB3JlcG9faWQYASABKAkiPwoUTGlzdFNlc3Npb25zUmVzcG9uc2USJwoIc2Vzc2lvbnMYASADKAsyFS5iZXJ0aC52MS5TZXNzaW9uSW5mbyIlChJDb3VudEFjdGl2ZVJlcXVlc3QSDwoHcmVwb19pZBgBIAEoCSI0ChNDb3VudEFjdGl2ZVJlc3BvbnNlEg4KBmFjdGl2ZRgBIAEoDRINCgV0b3RhbBgCIAEoDSKCAQoaVHJhbnNpdGlvbkNoYW5nZXNldFJlcXVlc3QSFAoMY2hhbmdlc2V0X2lkGAEgASgJEioKCHRvX3N0YXRlGAIgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUSDgoGcmVhc29uGAMgASgJEhIKCnRhcmdldF9yZWYYBCABKAkibAobVHJhbnNpdGlvbkNoYW5nZXNldFJlc3BvbnNlEiYKCWNoYW5nZXNldBgBIAEoCzITLmJlcnRoLnYxLkNoYW5nZXNldBIlCgVtZXJnZRgCIAEoCzIWLmJlcnRoLnYxLk1lcmdlT3V0Y29tZSImChBIZWFydGJlYXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiJQoRSGVhcnRiZWF0UmVzcG9uc2USEAoIbGVhc2VfbXMYASABKA0iKgoUQXR0YWNoU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSJuChVBdHRhY2hTZXNzaW9uUmVzcG9uc2USKAoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlSAASIAoFZXZlbnQYAiABKAsyDy5iZXJ0aC52MS5FdmVudEgAQgkKB21lc3NhZ2UiOgoUU3RyYW5kU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiPwoVU3RyYW5kU2Vzc2lvblJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSJBChRSZXN1bWVTZXNzaW9uUmVxdWVzdBIXCg9kZWFkX3Nlc3Npb25faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkiVwoVUmVzdW1lU2Vzc2lvblJlc3BvbnNlEhYKDm5ld19zZXNzaW9uX2lkGAEgASgJEiYKCXdvcmtzcGFjZRgCIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSJiChVBYmFuZG9uU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSJQoFY2F1c2UYAyABKA4yFi5iZXJ0aC52MS5BYmFuZG9uQ2F1c2UiQAoWQWJhbmRvblNlc3Npb25SZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiZAoSV2F0Y2hFdmVudHNSZXF1ZXN0EhEKCWFmdGVyX3NlcRgBIAEoBBIQCghyZXBvX2lkcxgCIAMoCRINCgVraW5kcxgDIAMoCRIaChJleGNsdWRlX3Nlc3Npb25faWQYBCABKAkiNQoTV2F0Y2hFdmVudHNSZXNwb25zZRIeCgVldmVudBgBIAEoCzIPLmJlcnRoLnYxLkV2ZW50Io0BCg1PdGhlck1vZGlmaWVyEhIKCnNlc3Npb25faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEgoKYWdlbnRfbmFtZRgDIAEoCRIPCgdzeW1ib2xzGAQgAygJEjEKD2NoYW5nZXNldF9zdGF0ZRgFIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlIo0BChBXcml0ZUZpbGVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdjb250ZW50GAMgASgMEhoKDWV4cGVjdGVkX2hhc2gYBCABKAlIAIgBARIYChBkZWNsYXJlZF9zeW1ib2xzGAUgAygJQhAKDl9leHBlY3RlZF9oYXNoIqABChFXcml0ZUZpbGVSZXNwb25zZRIQCghuZXdfaGFzaBgBIAEoCRIkCgZjaGFuZ2UYAiABKA4yFC5iZXJ0aC52MS5GaWxlQ2hhbmdlEicKB3N5bWJvbHMYAyADKAsyFi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2USKgoJY29uZmxpY3RzGAQgAygLMhcuYmVydGgudjEuT3RoZXJNb2RpZmllciJjChFEZWxldGVGaWxlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHBhdGgYAiABKAkSGgoNZXhwZWN0ZWRfaGFzaBgDIAEoCUgAiAEBQhAKDl9leHBlY3RlZF9oYXNoImkKEkRlbGV0ZUZpbGVSZXNwb25zZRInCgdzeW1ib2xzGAEgAygLMhYuYmVydGgudjEuU3ltYm9sQ2hhbmdlEioKCWNvbmZsaWN0cxgCIAMoCzIXLmJlcnRoLnYxLk90aGVyTW9kaWZpZXIiMwoPUmVhZEZpbGVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEcGF0aBgCIAEoCSJXChBSZWFkRmlsZVJlc3BvbnNlEg8KB2NvbnRlbnQYASABKAwSDAoEaGFzaBgCIAEoCRIkCgZzb3VyY2UYAyABKA4yFC5iZXJ0aC52MS5GaWxlU291cmNlIl0KEExpc3RGaWxlc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZwcmVmaXgYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkikQEKCUZpbGVFbnRyeRIMCgRwYXRoGAEgASgJEiQKBnNvdXJjZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVTb3VyY2USJAoGY2hhbmdlGAMgASgOMhQuYmVydGgudjEuRmlsZUNoYW5nZRIZChFtb2RpZmllZF9ieV9vdGhlchgEIAEoCBIPCgdkZWxldGVkGAUgASgIIlIKEUxpc3RGaWxlc1Jlc3BvbnNlEiQKB2VudHJpZXMYASADKAsyEy5iZXJ0aC52MS5GaWxlRW50cnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIikKCVN5bWJvbFJlZhIMCgRwYXRoGAEgASgJEg4KBnN5bWJvbBgCIAEoCSKhAQoFQ2xhaW0SDwoHcmVwb19pZBgBIAEoCRIMCgRwYXRoGAIgASgJEg4KBnN5bWJvbBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhIKCmFnZW50X25hbWUYBiABKAkSLwoLYWNxdWlyZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIk8KE0NsYWltU3ltYm9sc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIkCgdzeW1ib2xzGAIgAygLMhMuYmVydGgudjEuU3ltYm9sUmVmIjcKFENsYWltU3ltYm9sc1Jlc3BvbnNlEh8KBmNsYWltcxgBIAMoCzIPLmJlcnRoLnYxLkNsYWltIlEKFVJlbGVhc2VTeW1ib2xzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiQKB3N5bWJvbHMYAiADKAsyEy5iZXJ0aC52MS5TeW1ib2xSZWYiKgoWUmVsZWFzZVN5bWJvbHNSZXNwb25zZRIQCghyZWxlYXNlZBgBIAEoDSJaCh1EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVxdWVzdBIPCgdyZXBvX2lkGAEgASgJEgwKBHBhdGgYAiABKAkSGgoSZXhjbHVkZV9zZXNzaW9uX2lkGAMgASgJIloKHkRlc2NyaWJlT3RoZXJNb2RpZmllcnNSZXNwb25zZRIMCgR0ZXh0GAEgASgJEioKCW1vZGlmaWVycxgCIAMoCzIXLmJlcnRoLnYxLk90aGVyTW9kaWZpZXIiKwoMQ29tbWl0QXV0aG9yEgwKBG5hbWUYASABKAkSDQoFZW1haWwYAiABKAkiZwoWQ29tbWl0Q2hhbmdlc2V0UmVxdWVzdBIUCgxjaGFuZ2VzZXRfaWQYASABKAkSDwoHbWVzc2FnZRgCIAEoCRImCgZhdXRob3IYAyABKAsyFi5iZXJ0aC52MS5Db21taXRBdXRob3IilAEKF0NvbW1pdENoYW5nZXNldFJlc3BvbnNlEiYKCWNoYW5nZXNldBgBIAEoCzITLmJlcnRoLnYxLkNoYW5nZXNldBIRCgljb21taXRfaWQYAiABKAkSCwoDcmVmGAMgASgJEg8KB3RyZWVfaWQYBCABKAkSDQoFcGF0aHMYBSABKA0SEQoJdW5jaGFuZ2VkGAYgASgIIoMBCgxNZXJnZU91dGNvbWUSEgoKdGFyZ2V0X3JlZhgBIAEoCRIVCg1vbGRfY29tbWl0X2lkGAIgASgJEhUKDW5ld19jb21taXRfaWQYAyABKAkSGwoTY2hhbmdlc2V0X2NvbW1pdF9pZBgEIAEoCRIUCgxmYXN0X2ZvcndhcmQYBSABKAgiOgoURGlmZldvcmtzcGFjZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZiaW5hcnkYAiABKAginQEKCFBhdGhEaWZmEgwKBHBhdGgYASABKAkSJAoGY2hhbmdlGAIgASgOMhQuYmVydGgudjEuRmlsZUNoYW5nZRIQCghvbGRfcGF0aBgDIAEoCRITCgtsaW5lc19hZGRlZBgEIAEoDRIVCg1saW5lc19yZW1vdmVkGAUgASgNEg4KBmJpbmFyeRgGIAEoCBIPCgdzeW1ib2xzGAcgAygJIl4KFURpZmZXb3Jrc3BhY2VSZXNwb25zZRINCgVwYXRjaBgBIAEoDBIhCgVwYXRocxgCIAMoCzISLmJlcnRoLnYxLlBhdGhEaWZmEhMKC2Jhc2VfY29tbWl0GAMgASgJIjwKFERpZmZDaGFuZ2VzZXRSZXF1ZXN0EhQKDGNoYW5nZXNldF9pZBgBIAEoCRIOCgZiaW5hcnkYAiABKAgiQQoMUGF0aENvbmZsaWN0EgwKBHBhdGgYASABKAkSEwoLc2Vzc2lvbl9pZHMYAiADKAkSDgoGcmVhc29uGAMgASgJIp4BChVEaWZmQ2hhbmdlc2V0UmVzcG9uc2USDQoFcGF0Y2gYASABKAwSIQoFcGF0aHMYAiADKAsyEi5iZXJ0aC52MS5QYXRoRGlmZhITCgtiYXNlX2NvbW1pdBgDIAEoCRIpCgljb25mbGljdHMYBCADKAsyFi5iZXJ0aC52MS5QYXRoQ29uZmxpY3QSEwoLc2Vzc2lvbl9pZHMYBSADKAkiOgoWUmViYXNlV29ya3NwYWNlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBG9udG8YAiABKAkiLAoOUmViYXNlQ29uZmxpY3QSDAoEcGF0aBgBIAEoCRIMCgRraW5kGAIgASgJIqgBChdSZWJhc2VXb3Jrc3BhY2VSZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2USFwoPb2xkX2Jhc2VfY29tbWl0GAIgASgJEg4KBm1lcmdlZBgDIAMoCRIrCgljb25mbGljdHMYBCADKAsyGC5iZXJ0aC52MS5SZWJhc2VDb25mbGljdBIPCgdkcm9wcGVkGAUgAygJKmIKDEFiYW5kb25DYXVzZRIdChlBQkFORE9OX0NBVVNFX1VOU1BFQ0lGSUVEEAASGgoWQUJBTkRPTl9DQVVTRV9FWFBMSUNJVBABEhcKE0FCQU5ET05fQ0FVU0VfQURNSU4QAjKtEAoQV29ya3NwYWNlU2VydmljZRJfChJSZWdpc3RlclJlcG9zaXRvcnkSIy5iZXJ0aC52MS5SZWdpc3RlclJlcG9zaXRvcnlSZXF1ZXN0GiQuYmVydGgudjEuUmVnaXN0ZXJSZXBvc2l0b3J5UmVzcG9uc2USWQoQTGlzdFJlcG9zaXRvcmllcxIhLmJlcnRoLnYxLkxpc3RSZXBvc2l0b3JpZXNSZXF1ZXN0GiIuYmVydGgudjEuTGlzdFJlcG9zaXRvcmllc1Jlc3BvbnNlElYKD0NyZWF0ZVdvcmtzcGFjZRIgLmJlcnRoLnYxLkNyZWF0ZVdvcmtzcGFjZVJlcXVlc3QaIS5iZXJ0aC52MS5DcmVhdGVXb3Jrc3BhY2VSZXNwb25zZRJNCgxHZXRXb3Jrc3BhY2USHS5iZXJ0aC52MS5HZXRXb3Jrc3BhY2VSZXF1ZXN0Gh4uYmVydGgudjEuR2V0V29ya3NwYWNlUmVzcG9uc2USWQoQRGVzdHJveVdvcmtzcGFjZRIhLmJlcnRoLnYxLkRlc3Ryb3lXb3Jrc3BhY2VSZXF1ZXN0GiIuYmVydGgudjEuRGVzdHJveVdvcmtzcGFjZVJlc3BvbnNlEk0KDExpc3RTZXNzaW9ucxIdLmJlcnRoLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHi5iZXJ0aC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJKCgtDb3VudEFjdGl2ZRIcLmJlcnRoLnYxLkNvdW50QWN0aXZlUmVxdWVzdBodLmJlcnRoLnYxLkNvdW50QWN0aXZlUmVzcG9uc2USYgoTVHJhbnNpdGlvbkNoYW5nZXNldBIkLmJlcnRoLnYxLlRyYW5zaXRpb25DaGFuZ2VzZXRSZXF1ZXN0GiUuYmVydGgudjEuVHJhbnNpdGlvbkNoYW5nZXNldFJlc3BvbnNlEkQKCUhlYXJ0YmVhdBIaLmJlcnRoLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy5iZXJ0aC52MS5IZWFydGJlYXRSZXNwb25zZRJSCg1BdHRhY2hTZXNzaW9uEh4uYmVydGgudjEuQXR0YWNoU2Vzc2lvblJlcXVlc3QaHy5iZXJ0aC52MS5BdHRhY2hTZXNzaW9uUmVzcG9uc2UwARJQCg1TdHJhbmRTZXNzaW9uEh4uYmVydGgudjEuU3RyYW5kU2Vzc2lvblJlcXVlc3QaHy5iZXJ0aC52MS5TdHJhbmRTZXNzaW9uUmVzcG9uc2USUAoNUmVzdW1lU2Vzc2lvbhIeLmJlcnRoLnYxLlJlc3VtZVNlc3Npb25SZXF1ZXN0Gh8uYmVydGgudjEuUmVzdW1lU2Vzc2lvblJlc3BvbnNlElMKDkFiYW5kb25TZXNzaW9uEh8uYmVydGgudjEuQWJhbmRvblNlc3Npb25SZXF1ZXN0GiAuYmVydGgudjEuQWJhbmRvblNlc3Npb25SZXNwb25zZRJMCgtXYXRjaEV2ZW50cxIcLmJlcnRoLnYxLldhdGNoRXZlbnRzUmVxdWVzdBodLmJlcnRoLnYxLldhdGNoRXZlbnRzUmVzcG9uc2UwARJECglXcml0ZUZpbGUSGi5iZXJ0aC52MS5Xcml0ZUZpbGVSZXF1ZXN0GhsuYmVydGgudjEuV3JpdGVGaWxlUmVzcG9uc2USRwoKRGVsZXRlRmlsZRIbLmJlcnRoLnYxLkRlbGV0ZUZpbGVSZXF1ZXN0GhwuYmVydGgudjEuRGVsZXRlRmlsZVJlc3BvbnNlEkEKCFJlYWRGaWxlEhkuYmVydGgudjEuUmVhZEZpbGVSZXF1ZXN0GhouYmVydGgudjEuUmVhZEZpbGVSZXNwb25zZRJECglMaXN0RmlsZXMSGi5iZXJ0aC52MS5MaXN0RmlsZXNSZXF1ZXN0GhsuYmVydGgudjEuTGlzdEZpbGVzUmVzcG9uc2USTQoMQ2xhaW1TeW1ib2xzEh0uYmVydGgudjEuQ2xhaW1TeW1ib2xzUmVxdWVzdBoeLmJlcnRoLnYxLkNsYWltU3ltYm9sc1Jlc3BvbnNlElMKDlJlbGVhc2VTeW1ib2xzEh8uYmVydGgudjEuUmVsZWFzZVN5bWJvbHNSZXF1ZXN0GiAuYmVydGgudjEuUmVsZWFzZVN5bWJvbHNSZXNwb25zZRJrChZEZXNjcmliZU90aGVyTW9kaWZpZXJzEicuYmVydGgudjEuRGVzY3JpYmVPdGhlck1vZGlmaWVyc1JlcXVlc3QaKC5iZXJ0aC52MS5EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVzcG9uc2USVgoPQ29tbWl0Q2hhbmdlc2V0EiAuYmVydGgudjEuQ29tbWl0Q2hhbmdlc2V0UmVxdWVzdBohLmJlcnRoLnYxLkNvbW1pdENoYW5nZXNldFJlc3BvbnNlElAKDURpZmZXb3Jrc3BhY2USHi5iZXJ0aC52MS5EaWZmV29ya3NwYWNlUmVxdWVzdBofLmJlcnRoLnYxLkRpZmZXb3Jrc3BhY2VSZXNwb25zZRJQCg1EaWZmQ2hhbmdlc2V0Eh4uYmVydGgudjEuRGlmZkNoYW5nZXNldFJlcXVlc3QaHy5iZXJ0aC52MS5EaWZmQ2hhbmdlc2V0UmVzcG9uc2USVgoPUmViYXNlV29ya3NwYWNlEiAuYmVydGgudjEuUmViYXNlV29ya3NwYWNlUmVxdWVzdBohLmJlcnRoLnYxLlJlYmFzZVdvcmtzcGFjZVJlc3BvbnNlYgZwcm90bzM", [file_berth_v1_event, file_berth_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * Request of RegisterRepository.
@@ -1121,6 +1121,13 @@ export type FileEntry = Message<"berth.v1.FileEntry"> & {
    * @generated from field: bool modified_by_other = 4;
    */
   modifiedByOther: boolean;
+
+  /**
+   * The path is in the base and this workspace deleted it (source OVERLAY, change DELETED).
+   *
+   * @generated from field: bool deleted = 5;
+   */
+  deleted: boolean;
 };
 
 /**
@@ -1579,6 +1586,355 @@ export const MergeOutcomeSchema: GenMessage<MergeOutcome> = /*@__PURE__*/
   messageDesc(file_berth_v1_workspace_service, 49);
 
 /**
+ * Request of DiffWorkspace.
+ *
+ * @generated from message berth.v1.DiffWorkspaceRequest
+ */
+export type DiffWorkspaceRequest = Message<"berth.v1.DiffWorkspaceRequest"> & {
+  /**
+   * The session.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * Include binary files as git binary patches (`git apply` reproduces them); by default they
+   * are marked "Binary files … differ" with no content.
+   *
+   * @generated from field: bool binary = 2;
+   */
+  binary: boolean;
+};
+
+/**
+ * Describes the message berth.v1.DiffWorkspaceRequest.
+ * Use `create(DiffWorkspaceRequestSchema)` to create a new message.
+ */
+export const DiffWorkspaceRequestSchema: GenMessage<DiffWorkspaceRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 50);
+
+/**
+ * One path of a diff.
+ *
+ * @generated from message berth.v1.PathDiff
+ */
+export type PathDiff = Message<"berth.v1.PathDiff"> & {
+  /**
+   * Repository-relative path (after a rename: the new path).
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * ADDED, MODIFIED or DELETED; a rename is MODIFIED with old_path set.
+   *
+   * @generated from field: berth.v1.FileChange change = 2;
+   */
+  change: FileChange;
+
+  /**
+   * A rename: the path in the base.
+   *
+   * @generated from field: string old_path = 3;
+   */
+  oldPath: string;
+
+  /**
+   * Lines added (0 for a binary file).
+   *
+   * @generated from field: uint32 lines_added = 4;
+   */
+  linesAdded: number;
+
+  /**
+   * Lines removed (0 for a binary file).
+   *
+   * @generated from field: uint32 lines_removed = 5;
+   */
+  linesRemoved: number;
+
+  /**
+   * The content is binary: no text hunks.
+   *
+   * @generated from field: bool binary = 6;
+   */
+  binary: boolean;
+
+  /**
+   * The qualified symbols the sessions changed in the path (from the overlay).
+   *
+   * @generated from field: repeated string symbols = 7;
+   */
+  symbols: string[];
+};
+
+/**
+ * Describes the message berth.v1.PathDiff.
+ * Use `create(PathDiffSchema)` to create a new message.
+ */
+export const PathDiffSchema: GenMessage<PathDiff> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 51);
+
+/**
+ * Response of DiffWorkspace.
+ *
+ * @generated from message berth.v1.DiffWorkspaceResponse
+ */
+export type DiffWorkspaceResponse = Message<"berth.v1.DiffWorkspaceResponse"> & {
+  /**
+   * The unified diff (git's format, a/ and b/ prefixes), empty when nothing changed. Bytes:
+   * the files' own bytes, whatever their encoding, so that `git apply` reproduces them.
+   *
+   * @generated from field: bytes patch = 1;
+   */
+  patch: Uint8Array;
+
+  /**
+   * One entry per changed path, in path order.
+   *
+   * @generated from field: repeated berth.v1.PathDiff paths = 2;
+   */
+  paths: PathDiff[];
+
+  /**
+   * The commit the diff is against.
+   *
+   * @generated from field: string base_commit = 3;
+   */
+  baseCommit: string;
+};
+
+/**
+ * Describes the message berth.v1.DiffWorkspaceResponse.
+ * Use `create(DiffWorkspaceResponseSchema)` to create a new message.
+ */
+export const DiffWorkspaceResponseSchema: GenMessage<DiffWorkspaceResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 52);
+
+/**
+ * Request of DiffChangeset.
+ *
+ * @generated from message berth.v1.DiffChangesetRequest
+ */
+export type DiffChangesetRequest = Message<"berth.v1.DiffChangesetRequest"> & {
+  /**
+   * The changeset.
+   *
+   * @generated from field: string changeset_id = 1;
+   */
+  changesetId: string;
+
+  /**
+   * As DiffWorkspaceRequest.binary.
+   *
+   * @generated from field: bool binary = 2;
+   */
+  binary: boolean;
+};
+
+/**
+ * Describes the message berth.v1.DiffChangesetRequest.
+ * Use `create(DiffChangesetRequestSchema)` to create a new message.
+ */
+export const DiffChangesetRequestSchema: GenMessage<DiffChangesetRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 53);
+
+/**
+ * Two sessions of a changeset that leave a path different.
+ *
+ * @generated from message berth.v1.PathConflict
+ */
+export type PathConflict = Message<"berth.v1.PathConflict"> & {
+  /**
+   * Repository-relative path.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * The sessions whose overlays differ on it.
+   *
+   * @generated from field: repeated string session_ids = 2;
+   */
+  sessionIds: string[];
+
+  /**
+   * Why: DIFFERENT_CONTENT or DIFFERENT_BASE (the sessions are on different base commits).
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message berth.v1.PathConflict.
+ * Use `create(PathConflictSchema)` to create a new message.
+ */
+export const PathConflictSchema: GenMessage<PathConflict> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 54);
+
+/**
+ * Response of DiffChangeset.
+ *
+ * @generated from message berth.v1.DiffChangesetResponse
+ */
+export type DiffChangesetResponse = Message<"berth.v1.DiffChangesetResponse"> & {
+  /**
+   * The combined unified diff; a conflicting path shows the first session's version.
+   *
+   * @generated from field: bytes patch = 1;
+   */
+  patch: Uint8Array;
+
+  /**
+   * One entry per changed path, in path order.
+   *
+   * @generated from field: repeated berth.v1.PathDiff paths = 2;
+   */
+  paths: PathDiff[];
+
+  /**
+   * The base commit of the sessions (the first session's, when they differ).
+   *
+   * @generated from field: string base_commit = 3;
+   */
+  baseCommit: string;
+
+  /**
+   * Paths on which the sessions differ.
+   *
+   * @generated from field: repeated berth.v1.PathConflict conflicts = 4;
+   */
+  conflicts: PathConflict[];
+
+  /**
+   * The sessions combined (active and stranded ones).
+   *
+   * @generated from field: repeated string session_ids = 5;
+   */
+  sessionIds: string[];
+};
+
+/**
+ * Describes the message berth.v1.DiffChangesetResponse.
+ * Use `create(DiffChangesetResponseSchema)` to create a new message.
+ */
+export const DiffChangesetResponseSchema: GenMessage<DiffChangesetResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 55);
+
+/**
+ * Request of RebaseWorkspace.
+ *
+ * @generated from message berth.v1.RebaseWorkspaceRequest
+ */
+export type RebaseWorkspaceRequest = Message<"berth.v1.RebaseWorkspaceRequest"> & {
+  /**
+   * The session.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * A commit id or ref of the repository to move onto.
+   *
+   * @generated from field: string onto = 2;
+   */
+  onto: string;
+};
+
+/**
+ * Describes the message berth.v1.RebaseWorkspaceRequest.
+ * Use `create(RebaseWorkspaceRequestSchema)` to create a new message.
+ */
+export const RebaseWorkspaceRequestSchema: GenMessage<RebaseWorkspaceRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 56);
+
+/**
+ * A file the rebase could not merge cleanly.
+ *
+ * @generated from message berth.v1.RebaseConflict
+ */
+export type RebaseConflict = Message<"berth.v1.RebaseConflict"> & {
+  /**
+   * Repository-relative path.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * CONTENT (both changed the same lines: the overlay holds the conflict markers),
+   * MODIFY_DELETE (the workspace changed a file the new base deleted: the overlay keeps the
+   * workspace's version), DELETE_MODIFY (the workspace deleted a file the new base changed:
+   * the deletion stays), ADD_ADD (both added the path differently: conflict markers), BINARY
+   * (a binary file both changed: the overlay keeps the workspace's version).
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+};
+
+/**
+ * Describes the message berth.v1.RebaseConflict.
+ * Use `create(RebaseConflictSchema)` to create a new message.
+ */
+export const RebaseConflictSchema: GenMessage<RebaseConflict> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 57);
+
+/**
+ * Response of RebaseWorkspace.
+ *
+ * @generated from message berth.v1.RebaseWorkspaceResponse
+ */
+export type RebaseWorkspaceResponse = Message<"berth.v1.RebaseWorkspaceResponse"> & {
+  /**
+   * The workspace on its new base.
+   *
+   * @generated from field: berth.v1.Workspace workspace = 1;
+   */
+  workspace?: Workspace | undefined;
+
+  /**
+   * The base commit before.
+   *
+   * @generated from field: string old_base_commit = 2;
+   */
+  oldBaseCommit: string;
+
+  /**
+   * Paths merged cleanly (their overlay content changed).
+   *
+   * @generated from field: repeated string merged = 3;
+   */
+  merged: string[];
+
+  /**
+   * Paths whose conflicts are left for the agent.
+   *
+   * @generated from field: repeated berth.v1.RebaseConflict conflicts = 4;
+   */
+  conflicts: RebaseConflict[];
+
+  /**
+   * Overlay paths dropped because the new base already has the same content.
+   *
+   * @generated from field: repeated string dropped = 5;
+   */
+  dropped: string[];
+};
+
+/**
+ * Describes the message berth.v1.RebaseWorkspaceResponse.
+ * Use `create(RebaseWorkspaceResponseSchema)` to create a new message.
+ */
+export const RebaseWorkspaceResponseSchema: GenMessage<RebaseWorkspaceResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 58);
+
+/**
  * Who abandoned a session.
  *
  * @generated from enum berth.v1.AbandonCause
@@ -1852,6 +2208,40 @@ export const WorkspaceService: GenService<{
     methodKind: "unary";
     input: typeof CommitChangesetRequestSchema;
     output: typeof CommitChangesetResponseSchema;
+  },
+  /**
+   * ---- diffs and rebase (issue 15) ----
+   * The unified diff of the session's overlay against its base commit (git's format, which
+   * `git apply` takes), with a summary per path.
+   *
+   * @generated from rpc berth.v1.WorkspaceService.DiffWorkspace
+   */
+  diffWorkspace: {
+    methodKind: "unary";
+    input: typeof DiffWorkspaceRequestSchema;
+    output: typeof DiffWorkspaceResponseSchema;
+  },
+  /**
+   * The unified diff of every session of a changeset against their base, combined; two
+   * sessions that leave a path different are reported as a conflict on that path.
+   *
+   * @generated from rpc berth.v1.WorkspaceService.DiffChangeset
+   */
+  diffChangeset: {
+    methodKind: "unary";
+    input: typeof DiffChangesetRequestSchema;
+    output: typeof DiffChangesetResponseSchema;
+  },
+  /**
+   * Moves a workspace to a new base commit, merging its overlay three-way per file; the files
+   * that conflict are listed and hold git's conflict-marker version in the overlay.
+   *
+   * @generated from rpc berth.v1.WorkspaceService.RebaseWorkspace
+   */
+  rebaseWorkspace: {
+    methodKind: "unary";
+    input: typeof RebaseWorkspaceRequestSchema;
+    output: typeof RebaseWorkspaceResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_berth_v1_workspace_service, 0);
