@@ -172,7 +172,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       c.done();
       ctx.logFields.turnId = turnId;
       const { turn, ws } = await turnAndSession(ctx, turnId!);
-      return routed(methods.cancelTurn, ctx, req, () => turns.ownership.ofTurn(turn, ws), () => turns.cancelTurn(turnId!, () => Promise.resolve(ws)));
+      return routed(methods.cancelTurn, ctx, req, () => turns.ownership.ofTurn(turn, ws, { finishedToo: true }), () => turns.cancelTurn(turnId!, () => Promise.resolve(ws)));
     },
 
     async turnHeartbeat(req, ctx) {

@@ -94,9 +94,12 @@ export class EnvironmentOwnership {
    * running it. A turn this process started, or one that is not RUNNING (its row is final), is
    * answered here; a RUNNING turn of a dead instance is failed (owner_lost) and answered here.
    */
-  async ofTurn(turn: Turn, ws: Workspace): Promise<Placement> {
+  async ofTurn(turn: Turn, ws: Workspace, options: { finishedToo?: boolean } = {}): Promise<Placement> {
     const me = this.me;
-    if (me === undefined || this.deps.knows(turn.id) || turn.state !== "running" || !turn.instanceId || turn.instanceId === me) return HERE;
+    // A finished turn is answered anywhere from its row — except where the answer is the running
+    // instance's own (CancelTurn's `settled`: whether its teardown there has finished).
+    const finishedHere = turn.state !== "running" && options.finishedToo !== true;
+    if (me === undefined || this.deps.knows(turn.id) || finishedHere || !turn.instanceId || turn.instanceId === me) return HERE;
     const instance = await this.deps.records.instanceState(turn.instanceId);
     if (instance?.alive) return elsewhere(turn.instanceId, instance.advertise_addr);
     await this.ownerLost(turn, ws);

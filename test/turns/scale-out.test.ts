@@ -16,7 +16,7 @@ import type { OpenedDatabase } from "../../src/platform/database.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { failure, rpcFailure } from "../support/rpc-error.js";
 import { needs } from "../support/services.js";
-import { makeGitRepo, newSession, startTurnBerth, type TurnBerth } from "./helpers.js";
+import { makeGitRepo, newSession, startTurnBerth, type TurnBerth, type TurnBerthOptions } from "./helpers.js";
 
 const MARKER = ".berth-env";
 
@@ -42,10 +42,10 @@ needs({ postgres: true })("turns on several instances", () => {
   let source: string;
 
   /** Another instance on the same database, with a pool of its own. */
-  async function instance(name: string): Promise<TurnBerth> {
+  async function instance(name: string, wrapOverlay?: TurnBerthOptions["wrapOverlay"]): Promise<TurnBerth> {
     const opened = await database.reopen();
     pools.push(opened);
-    const berth = await startTurnBerth({ database: { ...database, opened }, instanceName: name });
+    const berth = await startTurnBerth({ database: { ...database, opened }, instanceName: name, ...(wrapOverlay ? { wrapOverlay } : {}) });
     berths.push(berth);
     return berth;
   }
@@ -270,6 +270,38 @@ needs({ postgres: true })("turns on several instances", () => {
     expect((await a.turns.turnHeartbeat({ turnId: t1.turnId })).current).toBe(false);
     expect((await failure(a.turns.endTurn({ turnId: t1.turnId, outcome: TurnOutcome.COMPLETED }))).reason).toBe("TURN_NOT_RUNNING");
     await a.turns.endTurn({ turnId: t2.turnId, outcome: TurnOutcome.COMPLETED });
+  });
+
+  it("answers CancelTurn's settled for a finished turn from the instance that ran it, not from another one", async () => {
+    // The owner's teardown captures through the overlay: held open by a gate, so it is certainly
+    // still running when the other instance is asked.
+    let open!: () => void;
+    let gate: Promise<void> | undefined = new Promise<void>((r) => (open = r));
+    const owner = await instance("scale-gated", (real) => ({
+      ...real,
+      entries: (w) => real.entries(w),
+      readBase: (w, p) => real.readBase(w, p),
+      deleteFile: (i) => real.deleteFile(i),
+      writeFile: async (i) => {
+        if (gate) await gate;
+        return real.writeFile(i);
+      },
+    }));
+    const { sessionId } = await newSession(owner, source);
+    const t = await owner.turns.beginTurn({ sessionId });
+    writeFileSync(path.join(t.environmentPath, "held.txt"), "captured once the gate opens\n");
+    expect((await owner.turns.cancelTurn({ turnId: t.turnId })).settled).toBe(false);
+    // Through another instance: the teardown is still held, so it is not settled.
+    expect(await b.turns.cancelTurn({ turnId: t.turnId })).toMatchObject({ cancelled: false, settled: false });
+    open();
+    gate = undefined;
+    let again = await b.turns.cancelTurn({ turnId: t.turnId });
+    for (let i = 0; i < 500 && !again.settled; i++) {
+      await sleep(10);
+      again = await b.turns.cancelTurn({ turnId: t.turnId });
+    }
+    expect(again.settled).toBe(true);
+    expect(existsSync(t.environmentPath)).toBe(false);
   });
 
   it("fails a dead owner's running turn in the sweep, with no call naming the turn, once", async () => {
