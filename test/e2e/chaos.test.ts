@@ -643,6 +643,13 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
         SELECT w.session_id, w.id, w.agent_id FROM workspaces w JOIN instances i ON i.id = w.owner_instance
         WHERE i.name = ${v.name} AND w.lifecycle = 'active'`.execute(db());
       for (const r of owned.rows) ownedByVictim.set(r.session_id, { workspaceId: r.id, agentId: r.agent_id });
+      // The survivors may have stranded some already (a holder whose instance lock is free is
+      // gone at once): an owner_lost strand since the kill is of the killed instance's sessions,
+      // the only instance that died.
+      const early = await sql<{ session_id: string; workspace_id: string; agent_id: string }>`
+        SELECT session_id, workspace_id, agent_id FROM events
+        WHERE kind = 'session.stranded' AND reason = 'owner_lost' AND occurred_at >= ${new Date(killedAt)}`.execute(db());
+      for (const r of early.rows) ownedByVictim.set(r.session_id, { workspaceId: r.workspace_id, agentId: r.agent_id });
     })();
     await Promise.all([...ops, kill]);
 
