@@ -18,7 +18,7 @@ import { BerthError, failedPrecondition, invalidArgument, notFound } from "../pl
 import type { Clock } from "../platform/clock.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { Changeset } from "../sessions/workspace.js";
-import { assertCanTransition, assertNotTerminal } from "../sessions/changesets.js";
+import { assertCanTransition, assertNotTerminal, changesetFromRow } from "../sessions/changesets.js";
 import { changesetOverlay, findLandingChangeset, recordCommit, type LandingChangeset } from "./landing.repository.js";
 import { commitIdentity, compareAndSetRef, headBranch, planMerge, readRef, validRefName, writeCommit, type Identity, type PathChange } from "./landing-git.js";
 
@@ -86,7 +86,7 @@ export class Landing {
       assertNotTerminal(changesetId, locked.state);
       const old = await readRef(source, ref);
       if (old === built.commit && locked.commit_id === built.commit) {
-        return { changeset: toChangeset(locked), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: true };
+        return { changeset: changesetFromRow(locked), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: true };
       }
       if (old !== built.commit && !(await compareAndSetRef(source, ref, built.commit, old, `berth: commit changeset ${changesetId}`))) {
         throw targetMoved(changesetId, ref, old, await readRef(source, ref));
@@ -100,7 +100,7 @@ export class Landing {
         occurredAt: now,
         payload: { case: "changesetCommitted", value: { commitId: built.commit, ref, paths: built.paths, baseCommit: built.base } },
       });
-      return { changeset: toChangeset(row), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: false };
+      return { changeset: changesetFromRow(row), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: false };
     });
   }
 
@@ -272,15 +272,3 @@ function targetMoved(changesetId: string, ref: string, expected: string | undefi
   });
 }
 
-function toChangeset(row: LandingChangeset): Changeset {
-  return {
-    id: row.id,
-    repoId: row.repo_id,
-    state: row.state,
-    reason: row.reason,
-    createdAt: row.created_at.getTime(),
-    updatedAt: row.updated_at.getTime(),
-    ...(row.commit_id !== null ? { commitId: row.commit_id } : {}),
-    ...(row.committed_at !== null ? { committedAt: row.committed_at.getTime() } : {}),
-  };
-}

@@ -162,7 +162,8 @@ function invalidTransition(changesetId: string, from: ChangesetStateName, to: Ch
   });
 }
 
-function changesetFromRow(row: sqlRepo.ChangesetRow): Changeset {
+/** A changeset row as the domain holds it (the commit columns when the row was read with them). */
+export function changesetFromRow(row: Pick<sqlRepo.ChangesetRow, "id" | "repo_id" | "state" | "reason" | "created_at" | "updated_at"> & { readonly commit_id?: string | null; readonly committed_at?: Date | null }): Changeset {
   return {
     id: row.id,
     repoId: row.repo_id,
@@ -170,5 +171,7 @@ function changesetFromRow(row: sqlRepo.ChangesetRow): Changeset {
     reason: row.reason,
     createdAt: row.created_at.getTime(),
     updatedAt: row.updated_at.getTime(),
+    ...(row.commit_id ? { commitId: row.commit_id } : {}),
+    ...(row.committed_at ? { committedAt: row.committed_at.getTime() } : {}),
   };
 }
