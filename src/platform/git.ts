@@ -113,21 +113,26 @@ export async function execGit(repoPath: string, args: readonly string[], options
 
 /** As execGit, also answering git's exit code (0, or one of `okCodes`). */
 export async function execGitCode(repoPath: string, args: readonly string[], options: GitExecOptions): Promise<{ stdout: Buffer; code: number }> {
+  try {
+    return { stdout: (await execGitRun(repoPath, args, options)).stdout, code: 0 };
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: Buffer };
+    if (typeof e.code === "number" && options.okCodes?.includes(e.code) && e.stdout) return { stdout: e.stdout, code: e.code };
+    throw err;
+  }
+}
+
+/** The one execFile of git: the fixed environment (plus scratch, locks, plumbing variables), stdin fed and closed. */
+function execGitRun(repoPath: string, args: readonly string[], options: GitExecOptions & { extraEnv?: Readonly<Record<string, string>> }): Promise<{ stdout: Buffer; stderr: Buffer }> {
   const run = execFileP("git", gitArgs(repoPath, args), {
-    env: envWith(options.config, { optionalLocks: options.optionalLocks, scratch: options.scratch }),
+    env: { ...envWith(options.config, { optionalLocks: options.optionalLocks, scratch: options.scratch }), ...options.extraEnv },
     timeout: options.timeoutMs,
     maxBuffer: options.maxBuffer,
     encoding: "buffer",
   });
   run.child.stdin?.on("error", () => {}); // EPIPE when git exits before reading it all: its exit code says why
   run.child.stdin?.end(options.input ? Buffer.from(options.input.buffer, options.input.byteOffset, options.input.byteLength) : undefined);
-  try {
-    return { stdout: (await run).stdout, code: 0 };
-  } catch (err) {
-    const e = err as { code?: unknown; stdout?: Buffer };
-    if (typeof e.code === "number" && options.okCodes?.includes(e.code) && e.stdout) return { stdout: e.stdout, code: e.code };
-    throw err;
-  }
+  return run;
 }
 
 /** A long-lived or streaming git (cat-file --batch, archive), all three streams piped (end stdin if it reads none). */
@@ -176,6 +181,7 @@ export async function enclosingWorkTree(dir: string): Promise<string | undefined
   }
 }
 
+/** runGit's options: execGit's, and the plumbing variables it may set. */
 export interface GitRunOptions {
   readonly timeoutMs: number;
   readonly maxBuffer: number;
@@ -198,40 +204,15 @@ export interface GitResult {
   readonly stderr: string;
 }
 
-/** Runs git to completion with optional stdin and plumbing variables; rejects only when git could not run or overran. */
-export function runGit(repoPath: string, args: readonly string[], options: GitRunOptions): Promise<GitResult> {
-  const e: NodeJS.ProcessEnv = { ...gitEnv() };
-  for (const [k, v] of Object.entries(options.env ?? {})) {
-    if (!RUN_ENV.test(k)) throw new Error(`runGit: ${k} may not be set`);
-    e[k] = v;
+/** execGit answering every exit code (with stderr) instead of rejecting; rejects only when git could not run or overran. */
+export async function runGit(repoPath: string, args: readonly string[], options: GitRunOptions): Promise<GitResult> {
+  for (const k of Object.keys(options.env ?? {})) if (!RUN_ENV.test(k)) throw new Error(`runGit: ${k} may not be set`);
+  try {
+    const { stdout, stderr } = await execGitRun(repoPath, args, { ...options, ...(options.env ? { extraEnv: options.env } : {}) });
+    return { code: 0, stdout, stderr: stderr.toString("utf8") };
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: Buffer; stderr?: Buffer };
+    if (typeof e.code !== "number") throw err; // timeout, maxBuffer, spawn failure
+    return { code: e.code, stdout: e.stdout ?? Buffer.alloc(0), stderr: e.stderr?.toString("utf8") ?? "" };
   }
-  return new Promise((resolve, reject) => {
-    const p = spawn("git", gitArgs(repoPath, args), { env: e, stdio: ["pipe", "pipe", "pipe"] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let size = 0;
-    let failed: Error | undefined;
-    const fail = (why: Error) => {
-      failed ??= why;
-      p.kill("SIGKILL");
-    };
-    const timer = setTimeout(() => fail(new Error(`git ${args[0] ?? ""} timed out after ${options.timeoutMs} ms`)), options.timeoutMs);
-    p.stdout.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > options.maxBuffer) fail(new Error(`git ${args[0] ?? ""} wrote more than ${options.maxBuffer} bytes`));
-      else out.push(c);
-    });
-    p.stderr.on("data", (c: Buffer) => {
-      if (err.length < 64) err.push(c);
-    });
-    p.on("error", (x) => fail(x));
-    p.on("close", (code) => {
-      clearTimeout(timer);
-      if (failed) reject(failed);
-      else resolve({ code: code ?? -1, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString("utf8") });
-    });
-    // A git that exits before reading all its input (EPIPE) is reported by its exit code.
-    p.stdin.on("error", () => undefined);
-    p.stdin.end(options.input ?? Buffer.alloc(0));
-  });
 }

@@ -28,7 +28,7 @@ import { compileGitignore, isIgnored } from "./map/walk-core.mjs";
 import type { GitignoreRuleSet } from "./map/walk-core.mjs";
 import type { LeftOut, LeftOutReason } from "./turn.js";
 import { isGitName } from "../overlay/paths.js";
-import { readInside, rootOf } from "./safe-fs.js";
+import { lstatIfPresent, readInside, rootOf } from "./safe-fs.js";
 import { gitChanges, type GitChanges } from "./env-git.js";
 
 export type { LeftOut, LeftOutReason } from "./turn.js";
@@ -235,7 +235,7 @@ class Collector {
     const parts = rel.split("/");
     for (let i = 0; i < parts.length; i++) {
       const dir = parts.slice(0, i).join("/");
-      const text = (await readInside(this.root, dir ? `${dir}/.gitignore` : ".gitignore").catch(() => undefined))?.content.toString("utf8");
+      const text = (await readInside(this.root, dir ? `${dir}/.gitignore` : ".gitignore"))?.content.toString("utf8");
       if (text !== undefined) sets.push({ base: dir, rules: compileGitignore(text) });
     }
     return sets;
@@ -249,7 +249,7 @@ class Collector {
   async gitDirectoriesIn(dirs: Iterable<string>): Promise<void> {
     await Promise.all(
       [...dirs].map(async (d) => {
-        const st = await lstat(path.join(this.env.path, d, ".git")).catch(() => undefined);
+        const st = await lstatIfPresent(path.join(this.env.path, d, ".git"));
         if (st?.isDirectory()) this.leaveOut(`${d}/.git/`, "git_directory");
         else if (st?.isFile()) this.leaveOut(`${d}/.git`, "git_directory");
       }),

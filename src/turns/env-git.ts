@@ -14,6 +14,7 @@ import { lstat, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { enclosingWorkTree, execGit, filterOverrides, type GitConfig } from "../platform/git.js";
 import { failedPrecondition } from "../platform/errors.js";
+import { lstatIfPresent } from "./safe-fs.js";
 
 const RUN = { timeoutMs: 120_000, maxBuffer: 256 << 20 } as const;
 
@@ -93,7 +94,7 @@ export interface GitChanges {
  */
 export async function gitChanges(dir: string, baseCommit: string): Promise<GitChanges | undefined> {
   const gitDir = path.join(dir, ".git");
-  const st = await lstat(gitDir).catch(() => undefined);
+  const st = await lstatIfPresent(gitDir);
   if (!st?.isDirectory()) return undefined;
   const config: GitConfig = [
     ...(await filterOverrides(dir)),

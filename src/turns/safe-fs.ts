@@ -150,6 +150,17 @@ export async function removeInside(root: Root, rel: string, remove: (abs: string
   if (root.checked) for (const c of root.checked) if (c === rel || c.startsWith(`${rel}/`)) root.checked.delete(c);
 }
 
+/** lstat of `abs`, or undefined when nothing is there (ENOENT, ENOTDIR); any other failure is thrown. */
+export async function lstatIfPresent(abs: string): Promise<Stats | undefined> {
+  try {
+    return await lstat(abs);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    throw err;
+  }
+}
+
 /**
  * The content and stat of the regular file at `rel`, read without following a link anywhere on
  * the path; undefined when there is none there now (gone, a link, a FIFO, a directory, or a
