@@ -222,6 +222,12 @@ export const REASON_ROWS = [
   },
   {
     code: "NOT_FOUND",
+    reasons: ["SYMBOL_NOT_FOUND"],
+    when: "ClaimSymbols names a symbol the workspace's version of the file does not define (the whole file, symbol `\"\"`, may always be claimed; a path missing altogether is `FILE_NOT_FOUND`); nothing is claimed",
+    metadata: "`path`, `symbols` (JSON array of the missing), `known` (JSON array, at most 50)",
+  },
+  {
+    code: "NOT_FOUND",
     reasons: ["TURN_NOT_FOUND"],
     when: "GetTurn, EndTurn, CancelTurn, TurnHeartbeat: no turn has this id",
     metadata: "`turn_id`",
