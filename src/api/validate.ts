@@ -107,3 +107,4 @@ export class Check {
 
 export const AGENT_ID = { max: LIMITS.agentId, pattern: /^[A-Za-z0-9][A-Za-z0-9._:@/-]*$/, patternDescription: "letters, digits and . _ : @ / - (starting with a letter or digit)" };
 export const AGENT_NAME = { max: LIMITS.agentName, pattern: /^[A-Za-z0-9][A-Za-z0-9._-]*$/, patternDescription: "letters, digits and . _ - (starting with a letter or digit)" };
+export const REQUEST_ID = { max: 200, pattern: /^[A-Za-z0-9._:-]+$/, patternDescription: "letters, digits and . _ : - (a UUID, say)" };

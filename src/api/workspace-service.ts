@@ -23,7 +23,7 @@ import { overlayHandlers } from "./overlay-handlers.js";
 import { changesetStateName, modeName } from "../platform/proto-enums.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { ownedSession } from "./session-access.js";
-import { AGENT_ID, AGENT_NAME, Check, LIMITS } from "./validate.js";
+import { AGENT_ID, AGENT_NAME, Check, LIMITS, REQUEST_ID } from "./validate.js";
 import { BerthError } from "../platform/errors.js";
 import { changesetToWire, mergeToWire, repositoryToWire, sessionInfoToWire, workspaceToWire } from "./wire.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
@@ -67,13 +67,14 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       const sourcePath = c.text("source_path", req.sourcePath, { max: LIMITS.sourcePath });
       if (req.captureExclude.length > LIMITS.captureExcludePatterns) c.add("capture_exclude", "TOO_MANY", `at most ${LIMITS.captureExcludePatterns} patterns, got ${req.captureExclude.length}`);
       const exclude = req.captureExclude.map((p, i) => c.text(`capture_exclude[${i}]`, p, { max: LIMITS.captureExcludePattern, required: true }) ?? "");
+      const requestId = c.text("request_id", req.requestId, REQUEST_ID) ?? "";
       c.done();
       requireRepositoryName(ctx.principal, name!);
       if (sourcePath) {
         requireRole(ctx.principal, "admin");
         auditAdminAction(ctx, { name: name!, source_path: sourcePath });
       }
-      const repo = await registry.registerRepository(name!, sourcePath, exclude);
+      const repo = await registry.registerRepository(name!, sourcePath, exclude, requestId);
       return { repository: repositoryToWire(repo, showsServerPaths(ctx.principal)) };
     },
 
@@ -154,14 +155,16 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       const reason = c.text("reason", req.reason, { max: LIMITS.reason }) ?? "";
       const targetRef = c.text("target_ref", req.targetRef, TARGET_REF) ?? "";
       if (targetRef !== "" && to !== undefined && to !== ChangesetState.MERGED) c.add("target_ref", "MERGED_ONLY", "only a transition to MERGED has a target");
+      const expected = c.enumValue("expected_state", req.expectedState, ChangesetState, false);
       c.done();
       await requireChangesetMover(changesetId!, ctx);
+      const expectedName = expected === undefined ? undefined : changesetStateName(expected);
       if (to === ChangesetState.MERGED && deps.landing) {
-        const landed = await deps.landing.merge(changesetId!, targetRef, reason, callerAgent(ctx));
-        return { changeset: changesetToWire(landed.changeset), ...(landed.merge ? { merge: mergeToWire(landed.merge) } : {}) };
+        const landed = await deps.landing.merge(changesetId!, targetRef, reason, callerAgent(ctx), expectedName);
+        return { changeset: changesetToWire(landed.changeset), ...(landed.merge ? { merge: mergeToWire(landed.merge) } : {}), unchanged: landed.unchanged };
       }
-      const changeset = await registry.transitionChangeset(changesetId!, changesetStateName(to!)!, reason);
-      return { changeset: changesetToWire(changeset) };
+      const moved = await registry.moveChangeset(changesetId!, changesetStateName(to!)!, reason, { expected: expectedName });
+      return { changeset: changesetToWire(moved.changeset), unchanged: moved.unchanged };
     },
 
     async commitChangeset(req, ctx) {

@@ -14,6 +14,9 @@ import { SymbolLocked, type FileWrites } from "./file-writes.js";
 import type { OverlayContext } from "./overlay-context.js";
 import type * as sqlRepo from "./overlay.repository.js";
 import { changesetTerminal, checkRow } from "./refusals.js";
+import type { FileReads } from "./file-reads.js";
+import { extractSymbols } from "./symbols/index.js";
+import { notFound } from "../platform/errors.js";
 
 export interface ClaimInfo {
   readonly repoId: string;
@@ -32,6 +35,7 @@ export class Claiming {
   constructor(
     ctx: OverlayContext,
     private readonly writes: FileWrites,
+    private readonly reads: FileReads,
   ) {
     this.registry = ctx.registry;
     this.clock = ctx.clock;
@@ -46,6 +50,7 @@ export class Claiming {
       if (!l) byPath.set(r.path, (l = []));
       if (!l.includes(r.symbol)) l.push(r.symbol);
     }
+    await this.assertSymbolsExist(ws, byPath);
     const now = this.clock.now();
     const holder = { workspaceId: ws.workspaceId, sessionId: ws.sessionId, agentId: ws.agentId, agentName: ws.agentName };
     try {
@@ -66,6 +71,30 @@ export class Claiming {
     }
     const wanted = new Set(refs.map((r) => `${r.path}\u0000${r.symbol}`));
     return (await claimsRepo.claimsOfWorkspace(this.registry.db, ws.workspaceId)).filter((c) => wanted.has(`${c.path}\u0000${c.symbol}`)).map(claimInfo);
+  }
+
+  /**
+   * A named symbol must exist in the workspace's version of its file (a claim of a typo would
+   * protect nothing and say nothing); the whole file (symbol "") may always be claimed. The path
+   * itself must exist: FILE_NOT_FOUND / FILE_DELETED from the read. To reserve a symbol not yet
+   * written, claim the file, or write the symbol (a write claims what it changes).
+   */
+  private async assertSymbolsExist(ws: Workspace, byPath: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    for (const [path, symbols] of byPath) {
+      const named = symbols.filter((s) => s !== "");
+      if (named.length === 0) continue;
+      const { content } = await this.reads.readFile(ws, path);
+      const defs = await extractSymbols(path, Buffer.from(content).toString("utf8"));
+      const known = new Set((defs ?? []).map((d) => d.name));
+      const missing = named.filter((s) => !known.has(s));
+      if (missing.length === 0) continue;
+      const whole = defs === null ? "; the file has no symbols Berth can name (language, size or binary), claim it whole with symbol \"\"" : "";
+      throw notFound("SYMBOL_NOT_FOUND", `${path} has no symbol ${missing.map((m) => JSON.stringify(m)).join(", ")} in this workspace's version${whole}`, {
+        path,
+        symbols: JSON.stringify(missing),
+        known: JSON.stringify([...known].slice(0, 50)),
+      });
+    }
   }
 
   /** Releases some claims of the session, or all of them when `refs` is empty. */

@@ -18,7 +18,8 @@ import { BerthError, failedPrecondition, invalidArgument, notFound } from "../pl
 import type { Clock } from "../platform/clock.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { Changeset } from "../sessions/workspace.js";
-import { assertCanTransition, assertNotTerminal, changesetFromRow } from "../sessions/changesets.js";
+import { assertCanTransition, assertNotTerminal, changesetFromRow, stateMismatch } from "../sessions/changesets.js";
+import type { ChangesetStateName } from "../platform/schema.js";
 import { changesetOverlay, findLandingChangeset, recordCommit, type LandingChangeset } from "./landing.repository.js";
 import { commitIdentity, compareAndSetRef, headBranch, planMerge, readRef, validRefName, writeCommit, type Identity, type PathChange } from "./landing-git.js";
 
@@ -110,13 +111,18 @@ export class Landing {
    * target moved by compare-and-set inside the transition's transaction. A repository without
    * a source_path only changes state (a target_ref for it is NO_SOURCE_REPOSITORY).
    */
-  async merge(changesetId: string, targetRef: string, reason: string, agentId: string): Promise<{ changeset: Changeset; merge?: MergeOutcome }> {
+  async merge(changesetId: string, targetRef: string, reason: string, agentId: string, expected?: ChangesetStateName): Promise<{ changeset: Changeset; merge?: MergeOutcome; unchanged: boolean }> {
     const cs = await this.changeset(changesetId);
+    if (expected !== undefined) {
+      // A retried MERGED that succeeded: answered as it is (the merge is not done twice).
+      if (cs.state === "merged" && expected !== "merged") return { changeset: changesetFromRow(cs), unchanged: true };
+      if (cs.state !== expected) throw stateMismatch(changesetId, expected, cs.state);
+    }
     assertCanTransition(changesetId, cs.state, "merged");
     // No git repository behind it: there is nothing to merge into, and MERGED stays the state it was.
     if ((await this.deps.registry.repository(cs.repo_id)).sourcePath === null) {
       if (targetRef !== "") await this.sourceOf(cs);
-      return { changeset: await this.deps.registry.transitionChangeset(changesetId, "merged", reason) };
+      return this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected });
     }
     const source = await this.sourceOf(cs);
     const target = await this.target(source, targetRef);
@@ -138,7 +144,7 @@ export class Landing {
       });
     }
     const merge: MergeOutcome = { targetRef: target, oldCommit: old, newCommit: plan.commit, changesetCommit, fastForward: plan.kind === "fast_forward" };
-    const changeset = await this.deps.registry.transitionChangeset(changesetId, "merged", reason, async (change) => {
+    const moved = await this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected, during: async (change) => {
       if (plan.commit !== old) {
         await this.deps.beforeTargetUpdate?.(source, target);
         if (!(await compareAndSetRef(source, target, plan.commit, old, `berth: merge changeset ${changesetId}`))) {
@@ -154,8 +160,9 @@ export class Landing {
         reason,
         payload: { case: "changesetMerged", value: { targetRef: target, oldCommitId: old, newCommitId: plan.commit, changesetCommitId: changesetCommit, fastForward: merge.fastForward } },
       });
-    });
-    return { changeset: { ...changeset, commitId: changesetCommit }, merge };
+    } });
+    if (moved.unchanged) return moved;
+    return { changeset: { ...moved.changeset, commitId: changesetCommit }, merge, unchanged: false };
   }
 
   /** The commit to merge: the current overlay's, or the one recorded when no live session holds an overlay any more. */

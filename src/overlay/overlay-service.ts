@@ -60,7 +60,7 @@ export class OverlayService implements OverlayPort {
     const ctx: OverlayContext = { ...deps, git: this.git, index: this.index, cache: this.cache };
     this.writes = new FileWrites(ctx);
     this.reads = new FileReads(ctx);
-    this.claiming = new Claiming(ctx, this.writes);
+    this.claiming = new Claiming(ctx, this.writes, this.reads);
     this.diffs = new Diffs(ctx);
     this.rebases = new Rebases(ctx, this.diffs);
     deps.registry.uow.addFollower("overlay", {

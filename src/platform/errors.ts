@@ -3,6 +3,10 @@
  * and gives a stable machine-readable reason; src/transport/status.ts maps kinds to status codes and puts
  * the reason and metadata into a google.rpc.ErrorInfo (and violations into a BadRequest).
  */
+import type { Reason } from "./error-reasons.js";
+
+export type { Reason } from "./error-reasons.js";
+
 export type ErrorKind =
   | "invalid_argument"
   | "not_found"
@@ -29,8 +33,8 @@ export interface FieldViolation {
 export class BerthError extends Error {
   constructor(
     readonly kind: ErrorKind,
-    /** UPPER_SNAKE_CASE, stable: clients switch on it. */
-    readonly reason: string,
+    /** UPPER_SNAKE_CASE, stable: clients switch on it; one of src/platform/error-reasons.ts. */
+    readonly reason: Reason,
     message: string,
     readonly metadata: Readonly<Record<string, string>> = {},
     readonly violations: readonly FieldViolation[] = [],
@@ -55,7 +59,7 @@ export interface QuotaViolation {
  */
 export class QuotaExceeded extends BerthError {
   constructor(
-    reason: string,
+    reason: Reason,
     message: string,
     metadata: Readonly<Record<string, string>>,
     readonly quota: readonly QuotaViolation[],
@@ -74,18 +78,18 @@ export function invalidArgument(violations: readonly FieldViolation[]): BerthErr
   return new BerthError("invalid_argument", "INVALID_ARGUMENT", message, first ? { field: first.field } : {}, violations);
 }
 
-export function notFound(reason: string, message: string, metadata: Record<string, string> = {}): BerthError {
+export function notFound(reason: Reason, message: string, metadata: Record<string, string> = {}): BerthError {
   return new BerthError("not_found", reason, message, metadata);
 }
 
-export function failedPrecondition(reason: string, message: string, metadata: Record<string, string> = {}): BerthError {
+export function failedPrecondition(reason: Reason, message: string, metadata: Record<string, string> = {}): BerthError {
   return new BerthError("failed_precondition", reason, message, metadata);
 }
 
-export function permissionDenied(reason: string, message: string, metadata: Record<string, string> = {}): BerthError {
+export function permissionDenied(reason: Reason, message: string, metadata: Record<string, string> = {}): BerthError {
   return new BerthError("permission_denied", reason, message, metadata);
 }
 
-export function unauthenticated(reason: string, message: string, metadata: Record<string, string> = {}): BerthError {
+export function unauthenticated(reason: Reason, message: string, metadata: Record<string, string> = {}): BerthError {
   return new BerthError("unauthenticated", reason, message, metadata);
 }

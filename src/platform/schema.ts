@@ -26,6 +26,8 @@ export interface RepositoryTable {
   created_at: Timestamp;
   /** Patterns a turn's capture leaves out (migrations/0011_repository_capture_exclude.ts). */
   capture_exclude: Generated<string[]>;
+  /** The RegisterRepository `request_id` that registered it (migrations/0016_repository_request_id.ts). */
+  request_id: string | null;
 }
 
 export type ChangesetStateName = "draft" | "submitted" | "verifying" | "approved" | "rejected" | "merged" | "closed";
@@ -228,7 +230,7 @@ export interface Database {
 }
 
 const COLUMNS = {
-  repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude"],
+  repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude", "request_id"],
   changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at", "commit_id", "committed_at"],
   workspaces: [
     "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",

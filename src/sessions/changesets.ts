@@ -86,16 +86,32 @@ export class Changesets {
    * racing transition waits for it, and when it throws nothing of the transition is written.
    */
   async transitionChangeset(changesetId: string, to: ChangesetStateName, reason: string, during?: (change: Change) => Promise<void>): Promise<Changeset> {
+    return (await this.moveChangeset(changesetId, to, reason, { during })).changeset;
+  }
+
+  /**
+   * Moves a changeset to `to`, by compare-and-set in SQL. With `expected`, only from that state
+   * (STATE_MISMATCH otherwise), and a changeset already in `to` is answered as it is, unchanged:
+   * a client retrying a transition that succeeded gets its success, not INVALID_TRANSITION.
+   */
+  async moveChangeset(changesetId: string, to: ChangesetStateName, reason: string, opts: MoveOptions = {}): Promise<{ changeset: Changeset; unchanged: boolean }> {
+    const { during, expected } = opts;
     const now = this.clock.now();
     const outcome = await this.uow.run(async (change) => {
       const { trx } = change;
       const current = await sqlRepo.findChangeset(trx, changesetId);
       if (!current) throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
+      if (expected !== undefined) {
+        if (current.state === to && expected !== to) return { row: current, unchanged: true };
+        if (current.state !== expected) throw stateMismatch(changesetId, expected, current.state);
+      }
       assertCanTransition(changesetId, current.state, to);
       // The compare-and-set: of two racing transitions from the same state, one updates, one finds nothing.
-      const row = await sqlRepo.casChangesetState(trx, changesetId, sourcesOf(to), to, reason, new Date(now));
+      const from = expected !== undefined ? [expected] : sourcesOf(to);
+      const row = await sqlRepo.casChangesetState(trx, changesetId, from, to, reason, new Date(now));
       if (!row || row.state !== to) {
         const again = await sqlRepo.findChangeset(trx, changesetId);
+        if (expected !== undefined && again?.state === to) return { row: again, unchanged: true };
         throw invalidTransition(changesetId, again?.state ?? current.state, to);
       }
       if (during) await during(change);
@@ -108,16 +124,16 @@ export class Changesets {
         reason,
         payload: { case: "changesetTransitioned", value: { fromState: changesetStateEnum(current.state), toState: changesetStateEnum(to) } },
       });
-      return { row };
+      return { row, unchanged: false };
     });
     const cached = this.changesets.get(changesetId)?.cs;
     if (cached) {
       cached.state = outcome.row.state;
       cached.reason = outcome.row.reason;
       cached.updatedAt = outcome.row.updated_at.getTime();
-      return cached;
+      return { changeset: cached, unchanged: outcome.unchanged };
     }
-    return changesetFromRow(outcome.row);
+    return { changeset: changesetFromRow(outcome.row), unchanged: outcome.unchanged };
   }
 
   /**
@@ -174,4 +190,21 @@ export function changesetFromRow(row: Pick<sqlRepo.ChangesetRow, "id" | "repo_id
     ...(row.commit_id ? { commitId: row.commit_id } : {}),
     ...(row.committed_at ? { committedAt: row.committed_at.getTime() } : {}),
   };
+}
+
+/** What a transition may be told besides its target (TransitionChangeset's `expected_state`; landing's merge). */
+export interface MoveOptions {
+  /** Runs inside the transition's transaction, after the compare-and-set (the merge moves its ref here). */
+  readonly during?: (change: Change) => Promise<void>;
+  /** Only from this state; already in the target: answered unchanged. */
+  readonly expected?: ChangesetStateName;
+}
+
+/** STATE_MISMATCH: the changeset is not in the state the caller's compare-and-set named. */
+export function stateMismatch(changesetId: string, expected: ChangesetStateName, actual: ChangesetStateName): BerthError {
+  return failedPrecondition("STATE_MISMATCH", `changeset ${changesetId} is ${actual.toUpperCase()}, not ${expected.toUpperCase()} as expected`, {
+    changeset_id: changesetId,
+    expected_state: expected.toUpperCase(),
+    actual_state: actual.toUpperCase(),
+  });
 }

@@ -5,8 +5,8 @@ import type { ChangesetStateName, ChangesetTable, Database, EventTable, Lifecycl
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
-export type RepositoryRow = Omit<Selectable<RepositoryTable>, "next_agent_number">;
-export type RepositoryInsert = Omit<RepositoryRow, "capture_exclude"> & { capture_exclude: string[] };
+export type RepositoryRow = Omit<Selectable<RepositoryTable>, "next_agent_number" | "request_id">;
+export type RepositoryInsert = Omit<RepositoryRow, "capture_exclude"> & { capture_exclude: string[]; request_id: string | null };
 /** A changeset as the registry caches it; its commit columns are the landing's (src/overlay/landing.ts). */
 export type ChangesetRow = Omit<Selectable<ChangesetTable>, "commit_id" | "committed_at">;
 
@@ -32,6 +32,11 @@ export function listRepositories(db: Executor): Promise<RepositoryRow[]> {
 
 export function findRepository(db: Executor, id: string): Promise<RepositoryRow | undefined> {
   return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at", "capture_exclude"]).where("id", "=", id).executeTakeFirst();
+}
+
+/** The repository of a name with the request id that registered it (RegisterRepository's retry). */
+export function findRepositoryByName(db: Executor, name: string): Promise<(RepositoryRow & { request_id: string | null }) | undefined> {
+  return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at", "capture_exclude", "request_id"]).where("name", "=", name).executeTakeFirst();
 }
 
 /** Bumps the repository's agent counter under its row lock; undefined when the repository does not exist. */

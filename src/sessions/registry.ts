@@ -20,7 +20,7 @@ import type { ChangesetStateName, LifecycleName } from "../platform/schema.js";
 import * as sqlRepo from "./registry.repository.js";
 import { registryFollower } from "./coherence.js";
 import { SessionHooks } from "./session-hooks.js";
-import { Changesets } from "./changesets.js";
+import { Changesets, type MoveOptions } from "./changesets.js";
 import { Repositories } from "./repositories.js";
 import { makeWorkspace, type CreateWorkspaceInput } from "./workspace-creation.js";
 
@@ -114,8 +114,8 @@ export class WorkspaceRegistry {
 
   // ---- repositories -------------------------------------------------------------------
 
-  registerRepository(name: string, sourcePath: string | undefined, captureExclude: readonly string[] = []): Promise<Repository> {
-    return this.repositories.registerRepository(name, sourcePath, captureExclude);
+  registerRepository(name: string, sourcePath: string | undefined, captureExclude: readonly string[] = [], requestId = ""): Promise<Repository> {
+    return this.repositories.registerRepository(name, sourcePath, captureExclude, requestId);
   }
 
   listRepositories(): Promise<Repository[]> {
@@ -352,6 +352,11 @@ export class WorkspaceRegistry {
 
   transitionChangeset(changesetId: string, to: ChangesetStateName, reason: string, during?: (change: Change) => Promise<void>): Promise<Changeset> {
     return this.changesets.transitionChangeset(changesetId, to, reason, during);
+  }
+
+  /** A transition with a compare-and-set on the state it leaves (changesets.ts, moveChangeset). */
+  moveChangeset(changesetId: string, to: ChangesetStateName, reason: string, opts: MoveOptions): Promise<{ changeset: Changeset; unchanged: boolean }> {
+    return this.changesets.moveChangeset(changesetId, to, reason, opts);
   }
 
   // ---- shared with the lifecycle ------------------------------------------------------

@@ -24,7 +24,12 @@ export class Repositories {
     for (const row of await sqlRepo.listRepositories(this.db)) this.repos.set(row.id, repositoryFromRow(row));
   }
 
-  async registerRepository(name: string, sourcePath: string | undefined, captureExclude: readonly string[] = []): Promise<Repository> {
+  /**
+   * Registers a repository. With a `requestId`, a retry of a registration that succeeded is
+   * answered with the repository it registered (the same name, source and excludes), not
+   * REPOSITORY_EXISTS.
+   */
+  async registerRepository(name: string, sourcePath: string | undefined, captureExclude: readonly string[] = [], requestId = ""): Promise<Repository> {
     const resolved = sourcePath ? await checkGitRepository(sourcePath) : null;
     const repo: Repository = { id: this.newId(), name, sourcePath: resolved, createdAt: this.clock.now(), captureExclude: [...captureExclude] };
     try {
@@ -34,9 +39,14 @@ export class Repositories {
         source_path: repo.sourcePath,
         created_at: new Date(repo.createdAt),
         capture_exclude: [...repo.captureExclude],
+        request_id: requestId === "" ? null : requestId,
       });
     } catch (err) {
       if (sqlRepo.isUniqueViolation(err)) {
+        const prior = requestId === "" ? undefined : await sqlRepo.findRepositoryByName(this.db, name);
+        if (prior !== undefined && prior.request_id === requestId && prior.source_path === resolved && sameList(prior.capture_exclude, repo.captureExclude)) {
+          return repositoryFromRow(prior);
+        }
         throw new BerthError("already_exists", "REPOSITORY_EXISTS", `a repository named "${name}" is already registered`, { name });
       }
       throw err;
@@ -60,6 +70,10 @@ export class Repositories {
     this.repos.set(id, repo);
     return repo;
   }
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 export function repositoryNotFound(repoId: string): BerthError {

@@ -186,8 +186,10 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       httpAddr: config.httpAddr,
       tls: config.tls,
       services: [registration(WorkspaceService, workspaceHandlers({ ...serviceDeps, captures: turns })), registration(TurnService, turnHandlers({ registry, events, turns, forwarder }), { keepRequestBytes: FORWARDED_TURN_METHODS })],
-      // A WriteFile of BERTH_MAX_FILE_BYTES plus its envelope (path, hashes, declared symbols).
-      maxReceiveMessageBytes: config.maxFileBytes + 1024 * 1024,
+      // Twice BERTH_MAX_FILE_BYTES plus an envelope: a WriteFile over the file limit (up to twice
+      // it) is read and refused by the handler as FILE_TOO_LARGE, with ErrorInfo, logged and
+      // counted, instead of a bare transport error; the cap still bounds what one call buffers.
+      maxReceiveMessageBytes: 2 * config.maxFileBytes + 1024 * 1024,
       authenticator,
       logger,
       health,

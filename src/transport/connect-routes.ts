@@ -12,6 +12,8 @@ import type { ErrorMapper } from "./outcome.js";
 import type { Pipeline } from "./pipeline.js";
 import { RpcStatus } from "./status.js";
 import { methodEntry } from "./grpc-bridge.js";
+import { readJsonRequest } from "./json-request.js";
+import { invalidArgument } from "../platform/errors.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 
 /** RpcStatus → ConnectError with the status details (Connect's Code numbers equal gRPC codes). */
@@ -47,6 +49,25 @@ function newCall(entry: MethodEntry, ctx: HandlerContext, streaming = false): Ca
   return call;
 }
 
+/**
+ * Per-method JSON options: the request body is read strictly (./json-request.ts) before Connect
+ * parses it, so an unknown field or enum name is refused by name instead of being dropped. The
+ * refusal happens before the handler, so it is logged and counted here as a finished call.
+ */
+function strictJson(entry: MethodEntry, pipeline: Pipeline): { jsonOptions: object } {
+  const utf8 = new TextDecoder();
+  const textDecoder = {
+    decode(data: Uint8Array): string {
+      const text = utf8.decode(data);
+      const read = readJsonRequest(entry.method.input, text);
+      if (read.ok) return text;
+      const call = pipeline.begin(new Call(entry, "connect", undefined, new Headers(), readHeaders, undefined));
+      throw toConnectError(pipeline.fail(call, undefined, invalidArgument(read.violations)));
+    },
+  };
+  return { jsonOptions: { textDecoder } };
+}
+
 /** Registers every method of every registration on a Connect router. */
 export function addToConnectRouter(
   router: ConnectRouter,
@@ -57,18 +78,19 @@ export function addToConnectRouter(
   for (const reg of registrations) {
     for (const method of reg.service.methods) {
       const entry = methodEntry(reg, method, publicServices);
+      const options = strictJson(entry, pipeline);
       switch (method.methodKind) {
         case "unary":
           router.rpc(method, ((req: Message, ctx: HandlerContext) =>
-            pipeline.unary(pipeline.begin(newCall(entry, ctx)), req, toConnectError)) as never);
+            pipeline.unary(pipeline.begin(newCall(entry, ctx)), req, toConnectError)) as never, options);
           break;
         case "server_streaming":
           router.rpc(method, ((req: Message, ctx: HandlerContext) =>
-            pipeline.stream(pipeline.begin(newCall(entry, ctx, true)), req, toConnectError, req)) as never);
+            pipeline.stream(pipeline.begin(newCall(entry, ctx, true)), req, toConnectError, req)) as never, options);
           break;
         case "bidi_streaming":
           router.rpc(method, ((reqs: AsyncIterable<Message>, ctx: HandlerContext) =>
-            pipeline.stream(pipeline.begin(newCall(entry, ctx, true)), reqs, toConnectError)) as never);
+            pipeline.stream(pipeline.begin(newCall(entry, ctx, true)), reqs, toConnectError)) as never, options);
           break;
         case "client_streaming":
           throw new Error(`${entry.path}: client streaming is not served`);
@@ -82,8 +104,11 @@ export function connectHandler(
   registrations: readonly ServiceRegistration[],
   pipeline: Pipeline,
   publicServices: ReadonlySet<string>,
+  /** The same cap as the gRPC port's; unbounded when absent. */
+  readMaxBytes?: number,
 ): ReturnType<typeof connectNodeAdapter> {
   return connectNodeAdapter({
+    ...(readMaxBytes !== undefined ? { readMaxBytes } : {}),
     connect: true,
     grpc: true,
     grpcWeb: true,

@@ -17,6 +17,9 @@ import { identity, isThenable, toMessage, type ErrorMapper } from "./outcome.js"
 import { PipelineStream, type StreamHost } from "./pipeline-stream.js";
 import { ABORT_SHUTDOWN, GrpcCode, NOT_READY, type RpcStatus, toRpcStatus, codeName } from "./status.js";
 
+/** Codes that say the server (or something it depends on) failed, not the caller: logged at warn. */
+const SERVER_SIDE: ReadonlySet<number> = new Set([GrpcCode.UNKNOWN, GrpcCode.DEADLINE_EXCEEDED, GrpcCode.UNAVAILABLE, GrpcCode.DATA_LOSS]);
+
 export interface PipelineOptions {
   readonly authenticator: Authenticator;
   readonly logger: Logger;
@@ -117,7 +120,12 @@ export class Pipeline implements StreamHost {
 
   /** Maps and logs a failure; finishes the call. */
   fail(call: Call, request: unknown, err: unknown): RpcStatus {
-    const { status, internal } = toRpcStatus(err, call.syncAbort());
+    const abort = call.syncAbort();
+    const { status, internal } = toRpcStatus(err, abort);
+    // The reason and message make a failure's log line readable without the client's side of it.
+    const cause = abort ?? (err instanceof BerthError ? err : undefined);
+    if (cause !== undefined) call.logFields.reason = cause.reason;
+    if (!internal) call.logFields.error = status.message;
     if (status.code === GrpcCode.PERMISSION_DENIED) {
       const record: AuditRecord = { event: "permission_denied", target: err instanceof BerthError ? err.metadata : {} };
       call.logFields[AUDIT_FIELD] = record;
@@ -152,6 +160,8 @@ export class Pipeline implements StreamHost {
     this.observer?.rpcEnded(call, code, elapsedMs / 1000, line);
     if (internalError !== undefined) {
       this.logger.error({ ...line, err: internalError }, "internal error");
+    } else if (SERVER_SIDE.has(code)) {
+      this.logger.warn(line, "rpc failed on the server's side");
     } else {
       this.logger.info(line, "rpc");
     }

@@ -32,7 +32,7 @@ export interface TransportOptions {
   readonly authenticator: Authenticator;
   readonly logger: Logger;
   readonly health: HealthState;
-  /** Largest request message grpc-js accepts (default 4 MiB); must exceed BERTH_MAX_FILE_BYTES plus the envelope. */
+  /** Largest request message either port reads (grpc-js default 4 MiB; Connect's unbounded); must exceed BERTH_MAX_FILE_BYTES plus the envelope. */
   readonly maxReceiveMessageBytes?: number;
   /** Sees every RPC at completion (metrics, tracing). */
   readonly observer?: RpcObserver;
@@ -120,7 +120,7 @@ export async function startTransports(opts: TransportOptions): Promise<Transport
   const grpcPort = await bindGrpc(grpcServer, hostPort(opts.grpcAddr), grpcCredentials(opts.tls));
 
   // Connect / gRPC-Web / gRPC (connect-node) on HTTP/1.1 + h2
-  const handler = connectHandler(registrations, pipeline, PUBLIC_SERVICES);
+  const handler = connectHandler(registrations, pipeline, PUBLIC_SERVICES, opts.maxReceiveMessageBytes);
   const tls = opts.tls;
   const sessions = new Set<http2.ServerHttp2Session>();
   const sockets = new Set<Socket>();

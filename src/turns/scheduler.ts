@@ -42,6 +42,7 @@ import { BerthError, failedPrecondition } from "../platform/errors.js";
 import { isTerminal } from "../sessions/changeset-states.js";
 import type { Workspace } from "../sessions/workspace.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
+import { mapFromPaths } from "./map/from-paths.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import { Acquirer } from "./acquire.js";
 import { Capture, captureIncomplete, type LeftOut } from "./capture.js";
@@ -448,8 +449,20 @@ export class TurnScheduler {
   }
 
   /** The workspace map of the session's environment, within the budget (GetWorkspaceMap). */
-  workspaceMap(ws: Workspace, signal: AbortSignal): Promise<MapResult> {
-    return this.deps.maps.getMap(this.environmentPathOf(ws), { signal });
+  /**
+   * The map of the session's environment; with no live environment here (no turn ran yet, or it
+   * was evicted), the map of the workspace's view — the base commit's files with the overlay
+   * applied — so GetWorkspaceMap answers whenever the session is active.
+   */
+  async workspaceMap(ws: Workspace, signal: AbortSignal): Promise<MapResult> {
+    if (this.pool.get(ws.workspaceId)?.env !== undefined) return this.deps.maps.getMap(this.environmentPathOf(ws), { signal });
+    const { sourcePath } = await this.deps.registry.repository(ws.repoId);
+    const paths = new Set(sourcePath ? (await baseInfo(sourcePath, ws.baseCommit)).files.keys() : []);
+    for (const e of await this.deps.overlay.entries(ws)) {
+      if (e.content === null) paths.delete(e.path);
+      else paths.add(e.path);
+    }
+    return { status: "ok", map: mapFromPaths(this.environmentPathOf(ws), paths, this.deps.maps.config, this.deps.clock.now()) };
   }
 
   /** The workspace's environment directory (whether or not it exists now). */

@@ -64,6 +64,36 @@ describe("symbol claims", () => {
     ]);
   });
 
+  it("claiming a symbol the file does not define is NOT_FOUND SYMBOL_NOT_FOUND, claiming nothing", async () => {
+    const a = await session();
+    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-nf.ts", content: utf8(tsModule({ alpha: 1 })) });
+    const before = await claimsOf(db(), a.workspaceId);
+    const f = await failure(berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/claims-nf.ts", symbol: "alpha" }, { path: "src/claims-nf.ts", symbol: "alhpa" }] }));
+    expect(f).toMatchObject({ code: "NOT_FOUND", reason: "SYMBOL_NOT_FOUND" });
+    expect(JSON.parse(f.metadata.symbols!)).toEqual(["alhpa"]);
+    expect(JSON.parse(f.metadata.known!)).toContain("alpha");
+    expect(await claimsOf(db(), a.workspaceId)).toEqual(before);
+    const missing = await failure(berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/nope.ts", symbol: "x" }] }));
+    expect(missing.reason).toBe("FILE_NOT_FOUND");
+    // A file as a whole (symbol "") may be claimed, even before it is written: a reservation.
+    const whole = await berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/claims-whole.ts", symbol: "" }] });
+    expect(whole.claims.map((c) => [c.path, c.symbol])).toEqual([["src/claims-whole.ts", ""]]);
+  });
+
+  it("abandoning an active session releases its claims with claim.released events naming them", async () => {
+    const a = await session();
+    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-abandon.ts", content: utf8(tsModule({ alpha: 1, beta: 2 })) });
+    await berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/claims-abandon.ts", symbol: "alpha" }, { path: "src/claims-abandon.ts", symbol: "beta" }] });
+    expect(await claimsOf(db(), a.workspaceId)).toEqual(expect.arrayContaining([{ path: "src/claims-abandon.ts", symbol: "alpha" }, { path: "src/claims-abandon.ts", symbol: "beta" }]));
+    await berth.grpc.abandonSession({ sessionId: a.sessionId, reason: "done with it" });
+    expect(await claimsOf(db(), a.workspaceId)).toEqual([]);
+    const released = await sql<{ reason: string }>`SELECT reason FROM events WHERE workspace_id = ${a.workspaceId}::uuid AND kind = 'claim.released'`.execute(db());
+    // One event per (session, path), naming its symbols (src/claims/claim-events.ts).
+    expect(released.rows.length).toBeGreaterThan(0);
+    expect(released.rows.every((r) => r.reason === "session_abandoned")).toBe(true);
+    expect(await eventKinds(db(), a.workspaceId)).toContain("session.abandoned");
+  });
+
   it("refuses a write touching three symbols when one is held elsewhere: nothing written, no claim left behind", async () => {
     const holder = await session();
     const writer = await session();

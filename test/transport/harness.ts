@@ -75,6 +75,7 @@ export function testService(probe: Probe) {
       }
       if (id === "missing") throw notFound("SESSION_NOT_FOUND", "session missing not found", { session_id: id });
       if (id === "boom") throw new Error("secret: db password is hunter2");
+      if (id === "down") throw new BerthError("unavailable", "SOURCE_UNREADABLE", "the repository's source could not be read");
       if (id === "wait") {
         await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
         probe.aborts.push(ctx.signal.reason);

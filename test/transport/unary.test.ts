@@ -120,6 +120,28 @@ describe("errors", () => {
   });
 });
 
+describe("the log line of a failed call", () => {
+  it("carries the reason and message, at info for the caller's mistakes", async () => {
+    await connectError(h.connect().getWorkspace({ sessionId: "missing" }));
+    await waitFor(() => h.logs.some((l) => l["sessionId"] === "missing" && l["protocol"] === "connect"));
+    const line = h.logs.find((l) => l["sessionId"] === "missing" && l["protocol"] === "connect")!;
+    expect(line["code"]).toBe("NOT_FOUND");
+    expect(line["reason"]).toBe("SESSION_NOT_FOUND");
+    expect(line["error"]).toBe("session missing not found");
+    expect(line["level"]).toBe(30);
+  });
+
+  it("is at warn when the cause is on the server's side (UNAVAILABLE)", async () => {
+    const e = await grpcError(h.grpcClient().getWorkspace({ sessionId: "down" }));
+    expect(e.codeName).toBe("UNAVAILABLE");
+    await waitFor(() => h.logs.some((l) => l["sessionId"] === "down"));
+    const line = h.logs.find((l) => l["sessionId"] === "down")!;
+    expect(line["level"]).toBe(40);
+    expect(line["reason"]).toBe("SOURCE_UNREADABLE");
+    expect(line["error"]).toBe("the repository's source could not be read");
+  });
+});
+
 describe("deadline and cancellation", () => {
   it("grpc: deadline reaches the handler's signal and the client gets DEADLINE_EXCEEDED", async () => {
     const before = h.probe.aborts.length;

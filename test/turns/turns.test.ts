@@ -247,6 +247,22 @@ describe("TurnService: the steered session keeps its environment", () => {
     expect((await failure(b.turns.endTurn({ turnId: t1.turnId, outcome: TurnOutcome.COMPLETED }))).reason).toBe("TURN_NOT_RUNNING");
   });
 
+  it("GetWorkspaceMap with no environment yet maps the base with the overlay applied", async () => {
+    const { sessionId } = await newSession(b, source);
+    await b.ws.writeFile({ sessionId, path: "docs/new.md", content: new TextEncoder().encode("# new\n") });
+    await b.ws.deleteFile({ sessionId, path: "README.md" });
+    const m = await b.turns.getWorkspaceMap({ sessionId });
+    expect(m.workspaceMap!.status).toBe(MapStatus.OK);
+    const paths = m.workspaceMap!.entries.map((e) => e.path);
+    expect(paths).toContain("docs/new.md");
+    expect(paths).toContain("docs");
+    expect(paths).not.toContain("README.md");
+    expect(paths.some((p) => p.startsWith("pkg0"))).toBe(true);
+    expect(m.workspaceMap!.text).toContain("new.md");
+    // No environment was made for it: the map did not start one.
+    expect((await b.turns.listTurns({ sessionId })).turns).toHaveLength(0);
+  });
+
   it("gives BeginTurn and GetWorkspaceMap the environment's workspace map", async () => {
     const { sessionId } = await newSession(b, source);
     const t1 = await b.turns.beginTurn({ sessionId });
