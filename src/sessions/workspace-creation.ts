@@ -1,8 +1,8 @@
 /**
  * Creating a workspace is the one write path with its own rules (reserved agent-N names, the
- * TTL of persistent workspaces only, the base commit resolved with git) and two SQL shapes (one
- * statement for the common auto-named case, a transaction otherwise); it is kept out of the
- * registry, which only admits the result.
+ * TTL of persistent workspaces only, the base commit resolved with git) and two SQL shapes (the
+ * common auto-named case group-committed: concurrent creates share one statement; a transaction
+ * otherwise); it is kept out of the registry, which only admits the result.
  */
 import { isTerminal } from "./changeset-states.js";
 import type { Clock } from "../platform/clock.js";
@@ -16,6 +16,7 @@ import { resolveCommit } from "./git-source.js";
 import * as sqlRepo from "./registry.repository.js";
 import type { Changesets } from "./changesets.js";
 import { repositoryNotFound } from "./repositories.js";
+import { GroupCommit } from "../platform/group-commit.js";
 
 export interface CreateWorkspaceInput {
   readonly repoId: string;
@@ -38,6 +39,46 @@ export interface CreationDeps {
   readonly newId: () => string;
   readonly instanceId: string | undefined;
   readonly changesets: Changesets;
+  readonly autoNamed: AutoNamedCreates;
+}
+
+/** One common (auto-named, new DRAFT changeset) create waiting for its batch. */
+export interface AutoNamedInput {
+  readonly row: sqlRepo.NewWorkspaceRow;
+  readonly event: EventInput;
+}
+
+/** The group commit of common creates: each answers its agent name, or undefined when its repository does not exist. */
+export type AutoNamedCreates = GroupCommit<AutoNamedInput, string | undefined>;
+
+/**
+ * The batch size and flushes in flight of common creates: a batch costs one round trip and one
+ * WAL flush whatever its size, and two in flight let one batch gather while the other commits.
+ */
+const AUTO_NAMED_BATCH = { maxBatch: 64, maxInFlight: 2 } as const;
+
+export function autoNamedCreates(uow: UnitOfWork): AutoNamedCreates {
+  return new GroupCommit((items) => flushAutoNamed(uow, items), AUTO_NAMED_BATCH);
+}
+
+/**
+ * Writes a batch in one statement. When the statement fails (a taken session id) or writes
+ * nothing (a repository that does not exist), nothing of it was committed: each create then runs
+ * alone, so only the one at fault fails and the others are written.
+ */
+async function flushAutoNamed(uow: UnitOfWork, items: readonly AutoNamedInput[]): Promise<PromiseSettledResult<string | undefined>[]> {
+  try {
+    const names = await uow.statement(
+      items.map((it) => it.event),
+      (db, events) => sqlRepo.createAutoNamedWorkspaces(db, items.map((it, i) => ({ row: it.row, event: events[i]! }))),
+      (names) => names !== undefined,
+    );
+    if (names !== undefined) return names.map((value) => ({ status: "fulfilled", value }));
+    if (items.length === 1) return [{ status: "fulfilled", value: undefined }];
+  } catch (err) {
+    if (items.length === 1) return [{ status: "rejected", reason: err }];
+  }
+  return Promise.all(items.map(async (it) => (await flushAutoNamed(uow, [it]))[0]!));
 }
 
 /** Writes a new workspace of `repo` (with its changeset and session.created) and returns it; the caller admits it. */
@@ -85,15 +126,10 @@ export async function makeWorkspace(deps: CreationDeps, repo: Repository, input:
   let result: { changeset: sqlRepo.ChangesetRow; agentName: string };
   try {
     if (input.changesetId === undefined && input.agentName === undefined) {
-      // The common case, in one statement (registry.repository.ts createAutoNamedWorkspace).
-      const changeset = draft();
-      const agentName = await deps.uow.statement(
-        [created("")],
-        (db, [event]) => sqlRepo.createAutoNamedWorkspace(db, row, changeset, event!),
-        (name) => name !== undefined,
-      );
+      // The common case, group-committed (registry.repository.ts createAutoNamedWorkspaces).
+      const agentName = await deps.autoNamed.submit({ row, event: created("") });
       if (agentName === undefined) throw repositoryNotFound(repo.id);
-      result = { changeset, agentName };
+      result = { changeset: draft(), agentName };
     } else {
       result = await deps.uow.run(async ({ trx, record }) => {
         let changeset: sqlRepo.ChangesetRow;
