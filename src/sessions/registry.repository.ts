@@ -132,7 +132,7 @@ export async function createAutoNamedWorkspaces(db: Executor, creates: readonly 
     ), k AS (
       SELECT repo_id, count(*)::int AS k FROM d GROUP BY repo_id
     ), locked AS (
-      SELECT r.id FROM repositories r JOIN k ON k.repo_id = r.id ORDER BY r.id FOR UPDATE OF r
+      SELECT r.id FROM repositories r JOIN k ON k.repo_id = r.id ORDER BY r.id FOR NO KEY UPDATE OF r
     ), n AS (
       UPDATE repositories r SET next_agent_number = r.next_agent_number + k.k
       FROM k, locked
