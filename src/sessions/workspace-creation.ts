@@ -1,7 +1,7 @@
 /**
  * Creating a workspace is the one write path with its own rules (reserved agent-N names, the
  * TTL of persistent workspaces only, the base commit resolved with git) and two SQL shapes (the
- * common auto-named case group-committed: concurrent creates share one statement; a transaction
+ * common auto-named case group-committed: concurrent creates share their statements; a transaction
  * otherwise); it is kept out of the registry, which only admits the result.
  */
 import { isTerminal } from "./changeset-states.js";
@@ -45,39 +45,54 @@ export interface CreationDeps {
 /** One common (auto-named, new DRAFT changeset) create waiting for its batch. */
 export interface AutoNamedInput {
   readonly row: sqlRepo.NewWorkspaceRow;
-  readonly event: EventInput;
+  /** Its session.created, once it has a name. */
+  readonly event: (agentName: string) => EventInput;
 }
 
 /** The group commit of common creates: each answers its agent name, or undefined when its repository does not exist. */
 export type AutoNamedCreates = GroupCommit<AutoNamedInput, string | undefined>;
 
 /**
- * The batch size and flushes in flight of common creates: a batch costs one round trip and one
- * WAL flush whatever its size, and two in flight let one batch gather while the other commits.
+ * The batch size and flushes in flight of common creates: a batch costs two round trips and one
+ * WAL flush whatever its size, and batches in flight overlap (the numbers of one are taken while
+ * another inserts).
  */
-const AUTO_NAMED_BATCH = { maxBatch: 64, maxInFlight: 2 } as const;
+const AUTO_NAMED_BATCH = { maxBatch: 64, maxInFlight: 4 } as const;
 
 export function autoNamedCreates(uow: UnitOfWork): AutoNamedCreates {
   return new GroupCommit((items) => flushAutoNamed(uow, items), AUTO_NAMED_BATCH);
 }
 
 /**
- * Writes a batch in one statement. When the statement fails (a taken session id) or writes
- * nothing (a repository that does not exist), nothing of it was committed: each create then runs
- * alone, so only the one at fault fails and the others are written.
+ * Writes a batch: its agent numbers first (one short statement per batch, registry.repository.ts
+ * takeAgentNumbers), then every row in one statement. Within a repository, names follow the
+ * batch's order. When the insert fails (a taken session id), nothing of it was committed and its
+ * numbers stay taken: each create then runs alone, so only the one at fault fails, and the
+ * others get new numbers (docs/decisions.md: the gaps this leaves).
  */
 async function flushAutoNamed(uow: UnitOfWork, items: readonly AutoNamedInput[]): Promise<PromiseSettledResult<string | undefined>[]> {
+  const counts = new Map<string, number>();
+  for (const it of items) counts.set(it.row.repo_id, (counts.get(it.row.repo_id) ?? 0) + 1);
   try {
-    const names = await uow.statement(
-      items.map((it) => it.event),
-      (db, events) => sqlRepo.createAutoNamedWorkspaces(db, items.map((it, i) => ({ row: it.row, event: events[i]! }))),
-      (names) => names !== undefined,
-    );
-    if (names !== undefined) return names.map((value) => ({ status: "fulfilled", value }));
-    if (items.length === 1) return [{ status: "fulfilled", value: undefined }];
+    const before = await uow.statement([], (db) => sqlRepo.takeAgentNumbers(db, counts));
+    if (before === undefined) {
+      if (items.length === 1) return [{ status: "fulfilled", value: undefined }];
+    } else {
+      const rows = items.map((it) => {
+        const n = before.get(it.row.repo_id)! + 1;
+        before.set(it.row.repo_id, n);
+        return { ...it.row, agent_name: `agent-${n}` };
+      });
+      await uow.statement(
+        items.map((it, i) => it.event(rows[i]!.agent_name)),
+        (db, events) => sqlRepo.insertAutoNamedWorkspaces(db, rows.map((row, i) => ({ row, event: events[i]! }))),
+      );
+      return rows.map((r) => ({ status: "fulfilled", value: r.agent_name }));
+    }
   } catch (err) {
     if (items.length === 1) return [{ status: "rejected", reason: err }];
   }
+  // A repository of the batch does not exist, or one create failed the insert: each alone.
   return Promise.all(items.map(async (it) => (await flushAutoNamed(uow, [it]))[0]!));
 }
 
@@ -127,7 +142,7 @@ export async function makeWorkspace(deps: CreationDeps, repo: Repository, input:
   try {
     if (input.changesetId === undefined && input.agentName === undefined) {
       // The common case, group-committed (registry.repository.ts createAutoNamedWorkspaces).
-      const agentName = await deps.autoNamed.submit({ row, event: created("") });
+      const agentName = await deps.autoNamed.submit({ row, event: created });
       if (agentName === undefined) throw repositoryNotFound(repo.id);
       result = { changeset: draft(), agentName };
     } else {
