@@ -141,7 +141,7 @@ export async function makeWorkspace(deps: CreationDeps, repo: Repository, input:
   let result: { changeset: sqlRepo.ChangesetRow; agentName: string };
   try {
     if (input.changesetId === undefined && input.agentName === undefined) {
-      // The common case, group-committed (registry.repository.ts createAutoNamedWorkspaces).
+      // The common case, group-committed (flushAutoNamed above).
       const agentName = await deps.autoNamed.submit({ row, event: created });
       if (agentName === undefined) throw repositoryNotFound(repo.id);
       result = { changeset: draft(), agentName };

@@ -1,6 +1,7 @@
 /**
  * CreateWorkspace's group commit (sessions/workspace-creation.ts): concurrent auto-named creates
- * share one statement and transaction, on both databases, and on two instances of one database.
+ * are numbered together and inserted in one transaction, on both databases, and on two instances
+ * of one database.
  */
 import { sql } from "kysely";
 import pino from "pino";
