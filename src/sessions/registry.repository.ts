@@ -123,7 +123,7 @@ export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly 
     e_kind: event.kind,
     e_occurred_at: event.occurred_at,
     e_reason: event.reason ?? "",
-    e_payload: Buffer.from(event.payload as Uint8Array).toString("base64"),
+    e_payload: Buffer.from(event.payload).toString("base64"),
   })));
   await sql`
     WITH d AS (
