@@ -55,3 +55,17 @@ export async function createBenchDatabase(): Promise<BenchDatabase> {
 export async function dropAllBenchDatabases(): Promise<void> {
   for (const db of [...live]) await db.drop().catch(() => {});
 }
+
+/**
+ * The raw-insert baseline of the durable-write scenarios: a 13-column row shaped like a
+ * workspace (two uuid keys, one unique; texts, timestamps, a nullable uuid), one per
+ * BEGIN/INSERT/COMMIT. $1 and $2 get fresh UUIDs, $3 a short text (bench/loadgen/worker.ts).
+ */
+export const RAW_INSERT_BASELINE = {
+  table: `CREATE TABLE bench_insert (
+    id uuid PRIMARY KEY, session_id uuid NOT NULL UNIQUE, repo_id uuid NOT NULL, agent_id text NOT NULL, agent_name text NOT NULL,
+    changeset_id uuid NOT NULL, intent text NOT NULL, base_commit text NOT NULL, mode text NOT NULL, expires_at timestamptz,
+    created_at timestamptz NOT NULL, last_active_at timestamptz NOT NULL, owner_instance uuid)`,
+  insert: `INSERT INTO bench_insert (id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance)
+    VALUES ($1, $2, $1, 'bench-agent', 'agent-1', $2, $3, 'main', 'ephemeral', NULL, now(), now(), NULL)`,
+} as const;

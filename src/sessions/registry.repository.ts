@@ -82,43 +82,68 @@ export function casChangesetState(
 export type NewWorkspaceRow = Omit<Selectable<WorkspaceTable>, "lifecycle" | "lifecycle_reason" | "stranded_at" | "ended_at" | "resumed_from" | "overlay_version">;
 
 /**
- * The common CreateWorkspace — a new DRAFT changeset and the next agent-N — as ONE statement in
- * autocommit: the counter bump, the changeset, the workspace and its session.created event. The
- * repository row lock that keeps names gap-free is then held for a single round trip, and any
- * failure (a taken session id) rolls the counter back with the rest.
- *
- * The event's payload needs the name the counter yields, so it is completed in SQL: the prepared payload is the
- * encoded Event with the SessionCreated fields other than agent_name, and a second occurrence of
- * field 20 (session_created) carrying only agent_name is appended. Protobuf parsers merge repeated
- * occurrences of a message field, so the stored bytes decode to the whole SessionCreated; the
- * relay and the hub re-encode events before they leave Berth.
+ * Takes `count` agent numbers of each repository for a batch of creates, in a statement of its
+ * own: the repository rows are locked in id order (no deadlock between batches of several
+ * repositories, on any instance; `FOR NO KEY UPDATE`, which other writers' foreign-key checks do
+ * not wait for) and only for this statement, not through the batch's inserts. Its commit is not
+ * waited for (synchronous_commit off): the inserts that use the numbers commit afterwards with a
+ * WAL flush that makes this commit durable too, so no durable workspace can carry a number the
+ * counter could hand out again after a crash. Answers, per repository, the number before the
+ * first one taken; undefined, taking nothing, when one of the repositories does not exist.
  */
-export async function createAutoNamedWorkspace(
-  db: Executor,
-  row: NewWorkspaceRow,
-  changeset: ChangesetRow,
-  event: Insertable<EventTable>,
-): Promise<string | undefined> {
-  const r = await sql<{ name: string }>`
-    WITH n AS (
-      UPDATE repositories SET next_agent_number = next_agent_number + 1 WHERE id = ${row.repo_id}::uuid
-      RETURNING 'agent-' || next_agent_number AS name
+export async function takeAgentNumbers(db: Executor, counts: ReadonlyMap<string, number>): Promise<Map<string, number> | undefined> {
+  const wanted = JSON.stringify([...counts].map(([repo_id, k]) => ({ repo_id, k })));
+  const r = await sql<{ id: string; before: number }>`
+    WITH k AS (
+      SELECT * FROM json_to_recordset(${wanted}::json) AS k(repo_id uuid, k int)
+    ), locked AS (
+      SELECT r.id FROM repositories r JOIN k ON k.repo_id = r.id ORDER BY r.id FOR NO KEY UPDATE OF r
+    ), async AS (
+      SELECT set_config('synchronous_commit', 'off', true) AS v
+    )
+    UPDATE repositories r SET next_agent_number = r.next_agent_number + k.k
+    FROM k, locked, async
+    WHERE r.id = k.repo_id AND locked.id = r.id AND (SELECT count(*) FROM locked) = (SELECT count(*) FROM k) AND async.v = 'off'
+    RETURNING r.id, r.next_agent_number - k.k AS before`.execute(db);
+  if (r.rows.length !== counts.size) return undefined;
+  return new Map(r.rows.map((x) => [x.id, x.before]));
+}
+
+/** One auto-named workspace of a batch: its row (agent name taken) and its prepared session.created event. */
+export interface AutoNamedCreate {
+  readonly row: NewWorkspaceRow;
+  readonly event: Insertable<EventTable>;
+}
+
+/**
+ * The common CreateWorkspace — a new DRAFT changeset, a workspace and its session.created — for a
+ * batch of concurrent creates (sessions/workspace-creation.ts gathers them) as ONE statement in
+ * autocommit: one round trip, one WAL flush. The batch travels as one JSON parameter (the same on
+ * pg and PGlite, one plan whatever its size). All or nothing, like any statement.
+ */
+export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly AutoNamedCreate[]): Promise<void> {
+  const batch = JSON.stringify(creates.map(({ row, event }) => ({
+    ...row,
+    e_id: event.id,
+    e_kind: event.kind,
+    e_occurred_at: event.occurred_at,
+    e_reason: event.reason ?? "",
+    e_payload: Buffer.from(event.payload).toString("base64"),
+  })));
+  await sql`
+    WITH d AS (
+      SELECT * FROM json_to_recordset(${batch}::json) AS d(
+        id uuid, session_id uuid, repo_id uuid, agent_id text, agent_name text, changeset_id uuid, intent text, base_commit text, mode text,
+        expires_at timestamptz, created_at timestamptz, last_active_at timestamptz, owner_instance uuid,
+        e_id uuid, e_kind text, e_occurred_at timestamptz, e_reason text, e_payload text)
     ), cs AS (
       INSERT INTO changesets (id, repo_id, state, reason, created_at, updated_at)
-      SELECT ${changeset.id}::uuid, ${changeset.repo_id}::uuid, ${changeset.state}, ${changeset.reason}, ${changeset.created_at}, ${changeset.updated_at} FROM n
+      SELECT changeset_id, repo_id, 'draft', '', created_at, created_at FROM d
     ), ws AS (
       INSERT INTO workspaces (id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance)
-      SELECT ${row.id}::uuid, ${row.session_id}::uuid, ${row.repo_id}::uuid, ${row.agent_id}, n.name, ${row.changeset_id}::uuid, ${row.intent},
-             ${row.base_commit}, ${row.mode}, ${row.expires_at}::timestamptz, ${row.created_at}, ${row.last_active_at}, ${row.owner_instance}::uuid
-      FROM n
-    ), ev AS (${insertEventsFrom(sql`
-      SELECT ${event.id}::uuid, ${event.kind}, ${event.repo_id}::uuid, ${event.session_id}::uuid, ${event.workspace_id}::uuid, ${event.agent_id},
-             ${event.changeset_id}::uuid, ${event.occurred_at}::timestamptz, ${event.reason ?? ""},
-             ${event.payload}::bytea || '\\xa201'::bytea || set_byte('\\x00'::bytea, 0, 2 + octet_length(n.name))
-               || '\\x0a'::bytea || set_byte('\\x00'::bytea, 0, octet_length(n.name)) || convert_to(n.name, 'UTF8')
-      FROM n`)})
-    SELECT name FROM n`.execute(db);
-  return r.rows[0]?.name;
+      SELECT id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance FROM d
+    )
+    ${insertEventsFrom(sql`SELECT e_id, e_kind, repo_id, session_id, id, agent_id, changeset_id, e_occurred_at, e_reason, decode(e_payload, 'base64') FROM d`)}`.execute(db);
 }
 
 export async function insertWorkspace(trx: Transaction<Database>, row: NewWorkspaceRow): Promise<void> {

@@ -22,7 +22,7 @@ import { registryFollower } from "./coherence.js";
 import { SessionHooks } from "./session-hooks.js";
 import { Changesets, type MoveOptions } from "./changesets.js";
 import { Repositories } from "./repositories.js";
-import { makeWorkspace, type CreateWorkspaceInput } from "./workspace-creation.js";
+import { autoNamedCreates, makeWorkspace, type AutoNamedCreates, type CreateWorkspaceInput } from "./workspace-creation.js";
 
 export { assertActive } from "./workspace.js";
 export { DEFAULT_PERSISTENT_TTL_SECONDS, type CreateWorkspaceInput } from "./workspace-creation.js";
@@ -65,6 +65,8 @@ export class WorkspaceRegistry {
   /** The interned changesets of live workspaces and their transitions (changesets.ts). */
   private readonly changesets: Changesets;
   private readonly newId: () => string;
+  /** Concurrent common creates, committed together (workspace-creation.ts). */
+  private readonly autoNamed: AutoNamedCreates;
   /**
    * Activity since the last flush (LifecycleManager.flushActivity): workspace id → latest time.
    * By id, not by object, so that sessions this instance does not hold live (another instance's,
@@ -82,6 +84,7 @@ export class WorkspaceRegistry {
     this.newId = deps.newId ?? randomUUID;
     this.repositories = new Repositories(deps.uow.db, deps.clock, this.newId);
     this.changesets = new Changesets(deps.uow, deps.clock, this.hooks);
+    this.autoNamed = autoNamedCreates(deps.uow);
     deps.uow.addFollower("registry", registryFollower(this));
   }
 
@@ -131,7 +134,7 @@ export class WorkspaceRegistry {
   async createWorkspace(input: CreateWorkspaceInput): Promise<Workspace> {
     const repo = await this.repository(input.repoId);
     const ws = await makeWorkspace(
-      { uow: this.uow, clock: this.deps.clock, newId: this.newId, instanceId: this.deps.instanceId, changesets: this.changesets },
+      { uow: this.uow, clock: this.deps.clock, newId: this.newId, instanceId: this.deps.instanceId, changesets: this.changesets, autoNamed: this.autoNamed },
       repo,
       input,
     );

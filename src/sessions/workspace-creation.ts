@@ -1,8 +1,8 @@
 /**
  * Creating a workspace is the one write path with its own rules (reserved agent-N names, the
- * TTL of persistent workspaces only, the base commit resolved with git) and two SQL shapes (one
- * statement for the common auto-named case, a transaction otherwise); it is kept out of the
- * registry, which only admits the result.
+ * TTL of persistent workspaces only, the base commit resolved with git) and two SQL shapes (the
+ * common auto-named case group-committed: concurrent creates share their statements; a transaction
+ * otherwise); it is kept out of the registry, which only admits the result.
  */
 import { isTerminal } from "./changeset-states.js";
 import type { Clock } from "../platform/clock.js";
@@ -16,6 +16,7 @@ import { resolveCommit } from "./git-source.js";
 import * as sqlRepo from "./registry.repository.js";
 import type { Changesets } from "./changesets.js";
 import { repositoryNotFound } from "./repositories.js";
+import { GroupCommit } from "../platform/group-commit.js";
 
 export interface CreateWorkspaceInput {
   readonly repoId: string;
@@ -38,6 +39,61 @@ export interface CreationDeps {
   readonly newId: () => string;
   readonly instanceId: string | undefined;
   readonly changesets: Changesets;
+  readonly autoNamed: AutoNamedCreates;
+}
+
+/** One common (auto-named, new DRAFT changeset) create waiting for its batch. */
+export interface AutoNamedInput {
+  readonly row: sqlRepo.NewWorkspaceRow;
+  /** Its session.created, once it has a name. */
+  readonly event: (agentName: string) => EventInput;
+}
+
+/** The group commit of common creates: each answers its agent name, or undefined when its repository does not exist. */
+export type AutoNamedCreates = GroupCommit<AutoNamedInput, string | undefined>;
+
+/**
+ * The batch size and flushes in flight of common creates: a batch costs two round trips and one
+ * WAL flush whatever its size, and batches in flight overlap (the numbers of one are taken while
+ * another inserts).
+ */
+const AUTO_NAMED_BATCH = { maxBatch: 64, maxInFlight: 4 } as const;
+
+export function autoNamedCreates(uow: UnitOfWork): AutoNamedCreates {
+  return new GroupCommit((items) => flushAutoNamed(uow, items), AUTO_NAMED_BATCH);
+}
+
+/**
+ * Writes a batch: its agent numbers first (one short statement per batch, registry.repository.ts
+ * takeAgentNumbers), then every row in one statement. Within a repository, names follow the
+ * batch's order. When the insert fails (a taken session id), nothing of it was committed and its
+ * numbers stay taken: each create then runs alone, so only the one at fault fails, and the
+ * others get new numbers (docs/decisions.md: the gaps this leaves).
+ */
+async function flushAutoNamed(uow: UnitOfWork, items: readonly AutoNamedInput[]): Promise<PromiseSettledResult<string | undefined>[]> {
+  const counts = new Map<string, number>();
+  for (const it of items) counts.set(it.row.repo_id, (counts.get(it.row.repo_id) ?? 0) + 1);
+  try {
+    const before = await uow.statement([], (db) => sqlRepo.takeAgentNumbers(db, counts));
+    if (before === undefined) {
+      if (items.length === 1) return [{ status: "fulfilled", value: undefined }];
+    } else {
+      const rows = items.map((it) => {
+        const n = before.get(it.row.repo_id)! + 1;
+        before.set(it.row.repo_id, n);
+        return { ...it.row, agent_name: `agent-${n}` };
+      });
+      await uow.statement(
+        items.map((it, i) => it.event(rows[i]!.agent_name)),
+        (db, events) => sqlRepo.insertAutoNamedWorkspaces(db, rows.map((row, i) => ({ row, event: events[i]! }))),
+      );
+      return rows.map((r) => ({ status: "fulfilled", value: r.agent_name }));
+    }
+  } catch (err) {
+    if (items.length === 1) return [{ status: "rejected", reason: err }];
+  }
+  // A repository of the batch does not exist, or one create failed the insert: each alone.
+  return Promise.all(items.map(async (it) => (await flushAutoNamed(uow, [it]))[0]!));
 }
 
 /** Writes a new workspace of `repo` (with its changeset and session.created) and returns it; the caller admits it. */
@@ -85,15 +141,10 @@ export async function makeWorkspace(deps: CreationDeps, repo: Repository, input:
   let result: { changeset: sqlRepo.ChangesetRow; agentName: string };
   try {
     if (input.changesetId === undefined && input.agentName === undefined) {
-      // The common case, in one statement (registry.repository.ts createAutoNamedWorkspace).
-      const changeset = draft();
-      const agentName = await deps.uow.statement(
-        [created("")],
-        (db, [event]) => sqlRepo.createAutoNamedWorkspace(db, row, changeset, event!),
-        (name) => name !== undefined,
-      );
+      // The common case, group-committed (flushAutoNamed above).
+      const agentName = await deps.autoNamed.submit({ row, event: created });
       if (agentName === undefined) throw repositoryNotFound(repo.id);
-      result = { changeset, agentName };
+      result = { changeset: draft(), agentName };
     } else {
       result = await deps.uow.run(async ({ trx, record }) => {
         let changeset: sqlRepo.ChangesetRow;
