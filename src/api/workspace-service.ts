@@ -95,6 +95,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       const agentName = c.text("agent_name", req.agentName, AGENT_NAME);
       const sessionId = c.uuid("session_id", req.sessionId, false);
       const changesetId = c.uuid("changeset_id", req.changesetId, false);
+      const requestId = c.text("request_id", req.requestId, REQUEST_ID) ?? "";
       c.done();
       const agentId = effectiveAgentId(ctx.principal, requestedAgent, "agent_id");
       if (sessionId) ctx.logFields.sessionId = sessionId;
@@ -111,6 +112,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
         agentName,
         sessionId,
         changesetId,
+        requestId,
       });
       ctx.logFields.sessionId = ws.sessionId;
       return { workspace: workspaceToWire(ws) };

@@ -47,6 +47,12 @@ export const REASON_ROWS = [
     metadata: "`name` / `session_id`",
   },
   {
+    code: "ALREADY_EXISTS",
+    reasons: ["REQUEST_ID_REUSED"],
+    when: "CreateWorkspace: this agent already used the `request_id` in the repository for a create with other settings (mode, intent, session id, changeset or agent name); a retry with the same settings answers the workspace",
+    metadata: "`request_id`, `session_id`, `workspace_id`",
+  },
+  {
     code: "FAILED_PRECONDITION",
     reasons: ["INVALID_TRANSITION"],
     when: "the changeset cannot move from its state to the one asked",

@@ -134,14 +134,14 @@ export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly 
     WITH d AS (
       SELECT * FROM json_to_recordset(${batch}::json) AS d(
         id uuid, session_id uuid, repo_id uuid, agent_id text, agent_name text, changeset_id uuid, intent text, base_commit text, mode text,
-        expires_at timestamptz, created_at timestamptz, last_active_at timestamptz, owner_instance uuid,
+        expires_at timestamptz, created_at timestamptz, last_active_at timestamptz, owner_instance uuid, create_request_id text,
         e_id uuid, e_kind text, e_occurred_at timestamptz, e_reason text, e_payload text)
     ), cs AS (
       INSERT INTO changesets (id, repo_id, state, reason, created_at, updated_at)
       SELECT changeset_id, repo_id, 'draft', '', created_at, created_at FROM d
     ), ws AS (
-      INSERT INTO workspaces (id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance)
-      SELECT id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance FROM d
+      INSERT INTO workspaces (id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance, create_request_id)
+      SELECT id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance, create_request_id FROM d
     )
     ${insertEventsFrom(sql`SELECT e_id, e_kind, repo_id, session_id, id, agent_id, changeset_id, e_occurred_at, e_reason, decode(e_payload, 'base64') FROM d`)}`.execute(db);
 }
@@ -160,6 +160,11 @@ function selectWorkspaces(db: Executor) {
 
 export function findWorkspaceBySession(db: Executor, sessionId: string): Promise<WorkspaceRow | undefined> {
   return selectWorkspaces(db).where("w.session_id", "=", sessionId).executeTakeFirst();
+}
+
+/** The workspace an agent's CreateWorkspace with this `request_id` made in the repository, if any. */
+export function findWorkspaceByCreateRequest(db: Executor, repoId: string, agentId: string, requestId: string): Promise<WorkspaceRow | undefined> {
+  return selectWorkspaces(db).where("w.repo_id", "=", repoId).where("w.agent_id", "=", agentId).where("w.create_request_id", "=", requestId).executeTakeFirst();
 }
 
 export function findWorkspaceById(db: Executor, workspaceId: string): Promise<WorkspaceRow | undefined> {

@@ -12,7 +12,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "../platform/clock.js";
-import { failedPrecondition, notFound } from "../platform/errors.js";
+import { BerthError, failedPrecondition, notFound } from "../platform/errors.js";
 import { assertActive, type Changeset, type Repository, type Workspace } from "./workspace.js";
 import type { Change, UnitOfWork } from "../platform/unit-of-work.js";
 import type { Db } from "../platform/database.js";
@@ -133,13 +133,47 @@ export class WorkspaceRegistry {
 
   async createWorkspace(input: CreateWorkspaceInput): Promise<Workspace> {
     const repo = await this.repository(input.repoId);
-    const ws = await makeWorkspace(
-      { uow: this.uow, clock: this.deps.clock, newId: this.newId, instanceId: this.deps.instanceId, changesets: this.changesets, autoNamed: this.autoNamed },
-      repo,
-      input,
-    );
+    const prior = await this.createdBy(input);
+    if (prior) return prior;
+    let ws: Workspace;
+    try {
+      ws = await makeWorkspace(
+        { uow: this.uow, clock: this.deps.clock, newId: this.newId, instanceId: this.deps.instanceId, changesets: this.changesets, autoNamed: this.autoNamed },
+        repo,
+        input,
+      );
+    } catch (err) {
+      // A concurrent retry of the same request won the unique index: answer what it made.
+      const raced = err instanceof BerthError && err.reason === "SESSION_EXISTS" ? await this.createdBy(input) : undefined;
+      if (raced) return raced;
+      throw err;
+    }
     this.admit(ws);
     return ws;
+  }
+
+  /**
+   * The workspace an earlier CreateWorkspace with the same `request_id` (same repository and
+   * agent) made, as it is now; REQUEST_ID_REUSED when that call asked for something else.
+   */
+  private async createdBy(input: CreateWorkspaceInput): Promise<Workspace | undefined> {
+    if (!input.requestId) return undefined;
+    const row = await sqlRepo.findWorkspaceByCreateRequest(this.db, input.repoId, input.agentId, input.requestId);
+    if (!row) return undefined;
+    const same =
+      row.mode === input.mode &&
+      row.intent === input.intent &&
+      (input.sessionId === undefined || row.session_id === input.sessionId) &&
+      (input.changesetId === undefined || row.changeset_id === input.changesetId) &&
+      (input.agentName === undefined || row.agent_name === input.agentName);
+    if (!same) {
+      throw new BerthError("already_exists", "REQUEST_ID_REUSED", `request_id ${input.requestId} already created workspace ${row.id} with other settings`, {
+        request_id: input.requestId,
+        session_id: row.session_id,
+        workspace_id: row.id,
+      });
+    }
+    return this.getWorkspace(row.session_id);
   }
 
   /** The workspace of a session in any lifecycle state; NOT_FOUND when the session never existed. */

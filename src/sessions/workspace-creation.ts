@@ -28,6 +28,8 @@ export interface CreateWorkspaceInput {
   readonly agentName: string | undefined;
   readonly sessionId: string | undefined;
   readonly changesetId: string | undefined;
+  /** CreateWorkspace's `request_id` ("" = none): a retry with it answers the workspace it made. */
+  readonly requestId?: string;
 }
 
 export const DEFAULT_PERSISTENT_TTL_SECONDS = 86_400;
@@ -125,6 +127,7 @@ export async function makeWorkspace(deps: CreationDeps, repo: Repository, input:
     created_at: new Date(now),
     last_active_at: new Date(now),
     owner_instance: deps.instanceId ?? null,
+    create_request_id: input.requestId ? input.requestId : null,
   };
   const created = (agentName: string): EventInput => ({
       kind: "session.created",

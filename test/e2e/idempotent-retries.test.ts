@@ -43,6 +43,34 @@ describe("RegisterRepository request_id", () => {
   });
 });
 
+describe("CreateWorkspace request_id", () => {
+  it("a retry with the same request_id answers the workspace it made, on any instance; concurrent retries make one", async () => {
+    const repo = await b.grpc.registerRepository({ name: `create-retry-${Date.now()}` });
+    const req = { repoId: repo.repository!.id, baseCommit: "abc123", mode: WorkspaceMode.PERSISTENT, agentId: "retry-agent", intent: "once", requestId: "create-1" };
+    const answers = await Promise.all([b.grpc.createWorkspace(req), b.connect.createWorkspace(req), b.grpc.createWorkspace(req), b.grpcWeb.createWorkspace(req)]);
+    const ids = new Set(answers.map((a) => a.workspace!.workspaceId));
+    expect(ids.size).toBe(1);
+    expect(new Set(answers.map((a) => a.workspace!.agentName)).size).toBe(1);
+    const sessions = await b.grpc.listSessions({ repoId: repo.repository!.id });
+    expect(sessions.sessions).toHaveLength(1);
+    // After a strand, the retry still answers that workspace, as it is now.
+    await b.grpc.strandSession({ sessionId: answers[0]!.workspace!.sessionId, reason: "test" });
+    const late = await b.grpc.createWorkspace(req);
+    expect(late.workspace!.workspaceId).toBe(answers[0]!.workspace!.workspaceId);
+  });
+
+  it("the same request_id with other settings is ALREADY_EXISTS REQUEST_ID_REUSED; another agent's is its own", async () => {
+    const repo = await b.grpc.registerRepository({ name: `create-reuse-${Date.now()}` });
+    const req = { repoId: repo.repository!.id, baseCommit: "abc123", mode: WorkspaceMode.PERSISTENT, agentId: "reuse-agent", intent: "first", requestId: "create-2" };
+    const first = await b.grpc.createWorkspace(req);
+    const f = await failure(b.grpc.createWorkspace({ ...req, intent: "second" }));
+    expect(f).toMatchObject({ code: "ALREADY_EXISTS", reason: "REQUEST_ID_REUSED" });
+    expect(f.metadata.workspace_id).toBe(first.workspace!.workspaceId);
+    const other = await b.grpc.createWorkspace({ ...req, agentId: "another-agent" });
+    expect(other.workspace!.workspaceId).not.toBe(first.workspace!.workspaceId);
+  });
+});
+
 describe("TransitionChangeset expected_state", () => {
   async function draftChangeset(): Promise<string> {
     const repo = await b.grpc.registerRepository({ name: `cas-${Date.now()}-${Math.random().toString(36).slice(2)}` });
