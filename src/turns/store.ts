@@ -66,8 +66,12 @@ export async function findByClientId(q: Q, sessionId: string, clientTurnId: stri
   return r.rows[0] ? normalise(r.rows[0]) : undefined;
 }
 
-export async function listBySession(q: Q, sessionId: string, limit: number): Promise<TurnRow[]> {
-  const r = await sql<Selectable<TurnTable>>`SELECT * FROM turns WHERE session_id = ${sessionId} ORDER BY started_at DESC, seq DESC LIMIT ${limit}`.execute(q);
+/** A page of a session's turns, newest first, before the key (started_at, id) of the last of the previous page. */
+export async function listBySession(q: Q, sessionId: string, before: { readonly startedAt: Date; readonly id: string } | undefined, limit: number): Promise<TurnRow[]> {
+  const r = before
+    ? await sql<Selectable<TurnTable>>`SELECT * FROM turns WHERE session_id = ${sessionId} AND (started_at, id) < (${before.startedAt}, ${before.id}::uuid)
+        ORDER BY started_at DESC, id DESC LIMIT ${limit}`.execute(q)
+    : await sql<Selectable<TurnTable>>`SELECT * FROM turns WHERE session_id = ${sessionId} ORDER BY started_at DESC, id DESC LIMIT ${limit}`.execute(q);
   return r.rows.map(normalise);
 }
 
