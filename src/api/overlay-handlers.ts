@@ -4,7 +4,6 @@
  * caller (every session RPC goes through ownedSession) and translate.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { FileChange, FileSource, SymbolChangeKind, type SymbolChangeSchema } from "../../gen/berth/v1/types_pb.js";
 import { type WorkspaceService, type OtherModifierSchema } from "../../gen/berth/v1/workspace_service_pb.js";
 import { BerthError } from "../platform/errors.js";
@@ -15,6 +14,7 @@ import type { ChangesetStateName } from "../platform/schema.js";
 import type { ServiceHandlers } from "./handler.js";
 import { Check } from "./validate.js";
 import { nextPageToken, readPage, type PageRule } from "./pagination.js";
+import { claimToWire } from "./claim-list-handler.js";
 import { ownedSession } from "./session-access.js";
 import { requireRepository } from "./authorize.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
@@ -130,17 +130,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
       c.done();
       const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
       const claims = await overlay().claim(ws, refs);
-      return {
-        claims: claims.map((claim) => ({
-          repoId: claim.repoId,
-          path: claim.path,
-          symbol: claim.symbol,
-          sessionId: claim.sessionId,
-          agentId: claim.agentId,
-          agentName: claim.agentName,
-          acquiredAt: timestampFromMs(claim.acquiredAt),
-        })),
-      };
+      return { claims: claims.map(claimToWire) };
     },
 
     async releaseSymbols(req, ctx) {

@@ -20,6 +20,7 @@ import { diffHandlers } from "./diff-handlers.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
 import { overlayHandlers } from "./overlay-handlers.js";
+import { claimListHandler } from "./claim-list-handler.js";
 import { changesetStateName, modeName } from "../platform/proto-enums.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { ownedSession } from "./session-access.js";
@@ -215,6 +216,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     ...lifecycleHandlers(deps),
     ...eventHandlers(deps),
     ...overlayHandlers(deps),
+    ...claimListHandler(deps),
     ...diffHandlers(deps),
   };
 }

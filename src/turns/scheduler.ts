@@ -56,9 +56,9 @@ import { sessionEndFollower } from "./session-ends.js";
 import type * as store from "./store.js";
 import { Teardowns, type CaptureMode } from "./teardown.js";
 import { TurnRecords, TurnRowConflict, turnFromRow, type InstanceSettings } from "./turn-records.js";
-import { compareTurnKeys, newTurn, turnKey, type BeginResult, type OnBusyName, type Turn, type TurnKey } from "./turn.js";
+import { compareTurnKeys, newTurn, turnKey, type BeginResult, type OnBusyName, type StoredTurnKey, type Turn } from "./turn.js";
 
-export type { BeginResult, OnBusyName, Turn, TurnKey } from "./turn.js";
+export type { BeginResult, OnBusyName, StoredTurnKey, Turn, TurnKey } from "./turn.js";
 export { compareTurnKeys, turnKey } from "./turn.js";
 export type { EvictReason, PoolSettings, PoolStats, SlotState } from "./pool.js";
 export type { InstanceSettings } from "./turn-records.js";
@@ -413,12 +413,12 @@ export class TurnScheduler {
     return [...this.known.values()].filter((t) => t.state === "running").sort((a, b) => compareTurnKeys(turnKey(b), turnKey(a)));
   }
 
-  /** A page of a session's turns, newest first, after the turn with key `before` (the last of the previous page). */
-  async listTurns(sessionId: string, before: TurnKey | undefined, limit: number): Promise<Turn[]> {
+  /** A page of a session's turns, newest first, after the turn with key `before` (the last of the previous page); each with its key. */
+  async listTurns(sessionId: string, before: StoredTurnKey | undefined, limit: number): Promise<{ turn: Turn; key: StoredTurnKey }[]> {
     const rows = await this.records.listBySession(sessionId, before, limit);
-    return rows.map((r) => {
+    return rows.map(({ row: r, seq }) => {
       const live = this.known.get(r.id);
-      return live && live.rowWritten ? live : turnFromRow(r);
+      return { turn: live && live.rowWritten ? live : turnFromRow(r), key: [r.started_at.getTime(), seq] as const };
     });
   }
 

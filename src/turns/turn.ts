@@ -86,7 +86,10 @@ export function newTurn(ws: Workspace, clientTurnId: string | undefined, environ
   };
 }
 
-/** Where a turn stands in ListTurns' order (newest first): its start (ms) and id, neither of which ever changes. */
+/** Where a stored turn stands in a session's list (newest first): its start (ms) and its row's insertion order. */
+export type StoredTurnKey = readonly [startedAtMs: number, seq: number];
+
+/** Where a running turn stands in the list of this instance's running turns (newest first): its start (ms) and id. */
 export type TurnKey = readonly [startedAtMs: number, turnId: string];
 
 export function turnKey(t: Turn): TurnKey {
