@@ -50,7 +50,8 @@ async function run() {
   const mine = new AbortController();
   controller = mine;
   for (;;) {
-    setState(lastSeq === "0" ? "connecting" : `resuming after ${lastSeq}`);
+    // The server answers a stream with its first event (Connect sends the headers with it): until then, waiting.
+    setState(lastSeq === "0" ? "waiting for events" : `resuming after ${lastSeq}`);
     try {
       await stream("WorkspaceService", "WatchEvents", { afterSeq: lastSeq }, (m) => m.event && deliver(m.event), mine.signal, () => {
         retryMs = 500;

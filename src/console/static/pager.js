@@ -15,12 +15,15 @@ export function pager(load) {
     nextButton.disabled = next === "";
     label.textContent = `page ${index + 1}`;
   };
-  const go = async (i) => {
-    if (i > index) tokens[i] = next;
-    index = i;
-    next = await load(tokens[index]);
-    update();
-  };
+  // One load at a time, in order: the page shown is always the answer to the latest request.
+  let chain = Promise.resolve();
+  const go = (i) =>
+    (chain = chain.then(async () => {
+      if (i > index) tokens[i] = next;
+      index = i;
+      next = await load(tokens[index]);
+      update();
+    }));
   return {
     element: el("div", { class: "pager" }, prev, label, nextButton),
     first: () => go(0),

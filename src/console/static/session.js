@@ -24,20 +24,36 @@ function facts(ws) {
   return el("dl", { class: "facts", "data-testid": "workspace" }, rows.map(([k, v]) => [el("dt", {}, k), el("dd", { class: k === "Session" || k === "Changeset" ? "mono" : undefined }, v)]));
 }
 
-/** A list read page by page on demand ("more"), appended into `body`. */
+/**
+ * A list read page by page on demand ("more"): `load(token)` resolves to the page's rows and the
+ * next token. A reload (first()) while an earlier read is in flight wins: the earlier one's rows
+ * are dropped, so two redraws never interleave their rows.
+ */
 function more(load, body) {
   let token = "";
-  const button = el("button", { hidden: true, onclick: () => void next() }, "More");
-  const next = async () => {
+  let generation = 0;
+  const button = el("button", { hidden: true, onclick: () => void next(generation) }, "More");
+  const next = async (gen) => {
     try {
-      token = await load(token, body);
+      const page = await load(token);
+      if (gen !== generation) return;
+      if (token === "") body.replaceChildren();
+      body.append(...page.rows);
+      token = page.next;
       button.hidden = token === "";
     } catch (err) {
+      if (gen !== generation) return;
       status(err);
       button.hidden = true;
     }
   };
-  return { button, first: () => ((token = ""), body.replaceChildren(), next()) };
+  return {
+    button,
+    first: () => {
+      token = "";
+      return next(++generation);
+    },
+  };
 }
 
 export function sessionView(main, [sessionId], ctx) {
@@ -45,36 +61,35 @@ export function sessionView(main, [sessionId], ctx) {
   const filesBody = el("tbody");
   const claimsBody = el("tbody");
   const turnsBody = el("tbody");
-  let current = sessionId;
+  const current = sessionId;
 
-  const files = more(async (pageToken, body) => {
+  const files = more(async (pageToken) => {
     const r = await call("WorkspaceService", "ListFiles", { sessionId: current, pageSize: FILES_PAGE, pageToken });
-    for (const f of r.entries ?? []) {
+    const rows = (r.entries ?? []).map((f) => {
       const source = enumName(f.source, "FILE_SOURCE_");
-      body.append(el("tr", { "data-testid": "file-row", "data-path": f.path, "data-source": source, "data-deleted": f.deleted ? "true" : "false" },
+      return el("tr", { "data-testid": "file-row", "data-path": f.path, "data-source": source, "data-deleted": f.deleted ? "true" : "false" },
         el("td", { class: f.deleted ? "mono deleted" : "mono" }, f.path),
         el("td", {}, f.deleted ? "deleted" : source),
         el("td", {}, f.deleted ? "" : enumName(f.change, "FILE_CHANGE_")),
-        el("td", {}, f.modifiedByOther ? "also changed by another session" : "")));
-    }
-    return r.nextPageToken ?? "";
+        el("td", {}, f.modifiedByOther ? "also changed by another session" : ""));
+    });
+    return { rows, next: r.nextPageToken ?? "" };
   }, filesBody);
-  const claims = more(async (pageToken, body) => {
+  const claims = more(async (pageToken) => {
     const r = await call("WorkspaceService", "ListClaims", { sessionId: current, pageToken });
-    for (const c of r.claims ?? []) body.append(el("tr", { "data-testid": "claim-row" }, el("td", { class: "mono" }, c.path), el("td", { class: "mono" }, c.symbol || "(whole file)"), el("td", {}, when(c.acquiredAt))));
-    return r.nextPageToken ?? "";
+    const rows = (r.claims ?? []).map((c) => el("tr", { "data-testid": "claim-row" }, el("td", { class: "mono" }, c.path), el("td", { class: "mono" }, c.symbol || "(whole file)"), el("td", {}, when(c.acquiredAt))));
+    return { rows, next: r.nextPageToken ?? "" };
   }, claimsBody);
-  const turns = more(async (pageToken, body) => {
+  const turns = more(async (pageToken) => {
     const r = await call("TurnService", "ListTurns", { sessionId: current, pageSize: TURNS_PAGE, pageToken });
-    for (const t of r.turns ?? []) {
-      body.append(el("tr", { "data-testid": "turn-row" },
+    const rows = (r.turns ?? []).map((t) =>
+      el("tr", { "data-testid": "turn-row" },
         el("td", { class: "mono" }, short(t.turnId)),
         el("td", {}, enumName(t.state, "TURN_STATE_")),
         el("td", {}, enumName(t.outcome, "TURN_OUTCOME_")),
         el("td", {}, when(t.startedAt)),
         el("td", {}, when(t.endedAt))));
-    }
-    return r.nextPageToken ?? "";
+    return { rows, next: r.nextPageToken ?? "" };
   }, turnsBody);
 
   const load = async () => {
