@@ -178,3 +178,30 @@ describe("ListTurns pages", () => {
     await b.turns.endTurn({ turnId: ids[4]!, outcome: TurnOutcome.COMPLETED });
   });
 });
+
+describe("ListClaims pages", () => {
+  let berth: TestBerth;
+  beforeAll(async () => {
+    berth = await startBerth();
+  });
+  afterAll(async () => {
+    await berth?.close();
+  });
+
+  it("lists a session's claims by path and symbol, in pages, and none once it is stranded", async () => {
+    const repoId = (await berth.grpc.registerRepository({ name: "claims-pages" })).repository!.id;
+    const { workspace } = await berth.grpc.createWorkspace({ repoId, mode: WorkspaceMode.EPHEMERAL, agentId: "claude-1", baseCommit: "main" });
+    const sessionId = workspace!.sessionId;
+    const wanted = [["b.ts", "beta"], ["a.ts", "zeta"], ["a.ts", "alpha"], ["c.ts", "gamma"], ["a.ts", "mu"]] as const;
+    await berth.grpc.claimSymbols({ sessionId, symbols: wanted.map(([path, symbol]) => ({ path, symbol })) });
+    const sorted = [...wanted].map(([p, s]) => `${p}#${s}`).sort();
+    const whole = await berth.grpc.listClaims({ sessionId });
+    expect(whole.claims.map((c) => `${c.path}#${c.symbol}`)).toEqual(sorted);
+    expect(whole.claims[0]).toMatchObject({ sessionId, agentId: "claude-1", repoId });
+    const paged = await allPages(2, (t) => berth.grpc.listClaims({ sessionId, pageSize: 2, pageToken: t }).then((r) => ({ items: r.claims.map((c) => `${c.path}#${c.symbol}`), nextPageToken: r.nextPageToken })));
+    expect(paged).toEqual({ items: sorted, pages: 3 });
+    expect((await failure(berth.grpc.listClaims({ sessionId, pageToken: "abc" }))).fields).toEqual(["page_token"]);
+    await berth.grpc.strandSession({ sessionId });
+    expect((await berth.grpc.listClaims({ sessionId })).claims).toEqual([]);
+  });
+});

@@ -2143,7 +2143,7 @@ export const WorkspaceService: GenService<{
     output: typeof DestroyWorkspaceResponseSchema;
   },
   /**
-   * Lists the live sessions of a repository.
+   * Lists the sessions of a repository in the states asked for (active and stranded by default), a page at a time.
    *
    * @generated from rpc berth.v1.WorkspaceService.ListSessions
    */
