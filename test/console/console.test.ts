@@ -185,4 +185,27 @@ needs({ chromium: true })("the web console", () => {
     expect(new Set(seqs).size).toBe(seqs.length);
     expect(await page.locator(`#tail li[data-kind="session.created"][data-session="${before.sessionId}"]`).count()).toBe(1);
   });
+
+  it("pages a long session list, 50 a page: next and previous, and a new session lands on the last page only", async () => {
+    const many = (await as("ops").registerRepository({ name: "console-many" })).repository!.id;
+    const alice = as("alice");
+    const made: string[] = [];
+    for (let i = 0; i < 55; i++) made.push((await alice.createWorkspace({ repoId: many, mode: WorkspaceMode.EPHEMERAL, baseCommit: "main", intent: `task ${i}` })).workspace!.sessionId);
+    const page = await browser.open(`${berth.server.httpUrl}/#/sessions/${many}/active`, TOKENS.alice);
+    const rows = page.getByTestId("session-row");
+    await expect.poll(() => rows.count(), WAIT).toBe(50);
+    await shown(row(page, made[0]!));
+    // A session created now belongs on page 2: page 1 re-reads itself and stays the same 50.
+    const late = (await alice.createWorkspace({ repoId: many, mode: WorkspaceMode.EPHEMERAL, baseCommit: "main", intent: "late" })).workspace!.sessionId;
+    await shown(page.locator(`#tail li[data-kind="session.created"][data-session="${late}"]`));
+    expect(await rows.count()).toBe(50);
+    expect(await row(page, late).count()).toBe(0);
+    await page.getByTestId("next-page").click();
+    await shown(row(page, late));
+    await expect.poll(() => rows.count(), WAIT).toBe(6);
+    expect(await page.getByTestId("next-page").isDisabled()).toBe(true);
+    await page.getByTestId("prev-page").click();
+    await shown(row(page, made[0]!));
+    await expect.poll(() => rows.count(), WAIT).toBe(50);
+  });
 });
