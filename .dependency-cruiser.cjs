@@ -13,6 +13,7 @@
  *    8 delivery/       platform, config
  *    9 observability/  platform, sessions, claims, overlay, turns, delivery, config
  *   10 api/            platform, auth, sessions, claims, overlay, turns, delivery, config
+ *   10b console/       nothing from src/ (the web console: a static-file route and its browser modules)
  *   11 transport/      everything above (not cli/, not main.ts)
  *   12 cli/            config, platform/errors.ts, transport/status.ts, gen/ (a client, not the server)
  *   13 main.ts         anything
@@ -115,9 +116,17 @@ module.exports = {
         "config; it is transport-agnostic: it does not import transport/, observability/ or cli/.",
     ),
     layer(
+      "console-layer",
+      "^src/console/",
+      ["^src/console/"],
+      "Layer 10b: console/ (the web console: serve.ts, the route of its static files, and static/, the browser " +
+        "modules, which talk to the server over Connect like any client) imports nothing else from src/; " +
+        "transport/ mounts its route on the HTTP port, and no domain layer knows it exists.",
+    ),
+    layer(
       "transport-layer",
       "^src/transport/",
-      ["^src/(transport|platform|auth|sessions|claims|overlay|turns|delivery|observability|api)/", "^src/config\\.ts$"],
+      ["^src/(transport|platform|auth|sessions|claims|overlay|turns|delivery|observability|api|console)/", "^src/config\\.ts$"],
       "Layer 11: transport/ (gRPC and Connect servers, the pipeline, health, reflection) may import every layer " +
         "below it; it does not import cli/ (a client) or main.ts (the composition root).",
     ),

@@ -108,6 +108,12 @@ export default defineConfig(
     },
   },
 
+  // The web console's modules run in the browser (src/console/static/, served as they are).
+  {
+    files: ["src/console/static/*.js"],
+    languageOptions: { globals: { ...globals.browser } },
+  },
+
   // Plain CommonJS config files.
   {
     files: ["**/*.cjs"],

@@ -4,7 +4,6 @@
  * caller (every session RPC goes through ownedSession) and translate.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { FileChange, FileSource, SymbolChangeKind, type SymbolChangeSchema } from "../../gen/berth/v1/types_pb.js";
 import { type WorkspaceService, type OtherModifierSchema } from "../../gen/berth/v1/workspace_service_pb.js";
 import { BerthError } from "../platform/errors.js";
@@ -14,6 +13,8 @@ import { changesetStateEnum } from "../platform/proto-enums.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import type { ServiceHandlers } from "./handler.js";
 import { Check } from "./validate.js";
+import { nextPageToken, readPage, type PageRule } from "./pagination.js";
+import { claimToWire } from "./claim-list-handler.js";
 import { ownedSession } from "./session-access.js";
 import { requireRepository } from "./authorize.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
@@ -22,8 +23,7 @@ type Methods = ServiceHandlers<typeof WorkspaceService>;
 type OverlayMethods = Pick<Methods, "writeFile" | "deleteFile" | "readFile" | "listFiles" | "claimSymbols" | "releaseSymbols" | "describeOtherModifiers">;
 
 const MAX_DECLARED = 1000;
-const DEFAULT_PAGE = 1000;
-const MAX_PAGE = 10_000;
+const FILES_PAGE: PageRule = { list: "files", defaultSize: 1000, maxSize: 10_000 };
 
 function symbolToWire(s: SymbolChangeInfo): MessageInitShape<typeof SymbolChangeSchema> {
   return {
@@ -41,10 +41,6 @@ function modifierToWire(m: OtherModifierInfo): MessageInitShape<typeof OtherModi
     symbols: [...m.symbols],
     changesetState: changesetStateEnum(m.changesetState as ChangesetStateName),
   };
-}
-
-function encodeToken(path: string): string {
-  return Buffer.from(path, "utf8").toString("base64url");
 }
 
 export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
@@ -103,23 +99,16 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
     async listFiles(req, ctx) {
       const c = new Check();
       const sessionId = c.uuid("session_id", req.sessionId);
-      const pageSize = req.pageSize === 0 ? DEFAULT_PAGE : c.range("page_size", req.pageSize, 1, MAX_PAGE);
+      const page = readPage(c, FILES_PAGE, req.pageSize, req.pageToken, ["string"]);
       // A prefix is a plain string prefix of paths ("src/ma" matches "src/main.ts"); only its form is checked.
       let prefix = "";
       if (req.prefix !== "") {
         const p = c.path("prefix", req.prefix);
         if (p !== undefined) prefix = p + (req.prefix.endsWith("/") ? "/" : "");
       }
-      let after = "";
-      if (req.pageToken !== "") {
-        after = Buffer.from(req.pageToken, "base64url").toString("utf8");
-        if (after === "" || encodeToken(after) !== req.pageToken) {
-          c.add("page_token", "INVALID_PAGE_TOKEN", "not a next_page_token of ListFiles");
-        }
-      }
       c.done();
       const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
-      const { files, more } = await overlay().listFiles(ws, prefix, after, pageSize);
+      const { files, more } = await overlay().listFiles(ws, prefix, (page.after?.[0] as string | undefined) ?? "", page.size);
       return {
         entries: files.map((e) => ({
           path: e.path,
@@ -128,7 +117,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
           modifiedByOther: e.modifiedByOther,
           deleted: e.change === "deleted",
         })),
-        nextPageToken: more && files.length > 0 ? encodeToken(files[files.length - 1]!.path) : "",
+        nextPageToken: more && files.length > 0 ? nextPageToken(FILES_PAGE, [files[files.length - 1]!.path]) : "",
       };
     },
 
@@ -141,17 +130,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
       c.done();
       const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
       const claims = await overlay().claim(ws, refs);
-      return {
-        claims: claims.map((claim) => ({
-          repoId: claim.repoId,
-          path: claim.path,
-          symbol: claim.symbol,
-          sessionId: claim.sessionId,
-          agentId: claim.agentId,
-          agentName: claim.agentName,
-          acquiredAt: timestampFromMs(claim.acquiredAt),
-        })),
-      };
+      return { claims: claims.map(claimToWire) };
     },
 
     async releaseSymbols(req, ctx) {

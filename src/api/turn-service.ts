@@ -8,7 +8,7 @@ import type { EventHub } from "../delivery/hub.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { MapResult } from "../turns/map/index.js";
 import { outcomeEnum, outcomeName } from "../platform/proto-enums.js";
-import { TurnRaceLost, type Placement, type Turn, type TurnScheduler } from "../turns/scheduler.js";
+import { compareTurnKeys, TurnRaceLost, turnKey, type Placement, type StoredTurnKey, type Turn, type TurnKey, type TurnScheduler } from "../turns/scheduler.js";
 import type { TurnStateName } from "../turns/store.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { actsFor, ownedSession } from "./session-access.js";
@@ -16,6 +16,11 @@ import { eventForCaller, mayUseRepository, repositoryVisibility, requireRole, sh
 import { isForwarded, serveOrForward, type TurnForwarder } from "./turn-routing.js";
 import { addPoolStats, type PoolStats } from "../turns/pool.js";
 import { Check } from "./validate.js";
+import { pageOf, readPage, type PageRule } from "./pagination.js";
+
+const TURNS_PAGE: PageRule = { list: "turns", defaultSize: 100, maxSize: 1000 };
+/** The running turns of a server page by another key (in memory, no row order): their own token list. */
+const RUNNING_TURNS_PAGE: PageRule = { ...TURNS_PAGE, list: "running-turns" };
 
 export interface TurnServiceDeps {
   readonly registry: WorkspaceRegistry;
@@ -190,16 +195,22 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
     async listTurns(req, ctx) {
       const c = new Check();
       const sessionId = c.uuid("session_id", req.sessionId, false);
+      const rule = sessionId ? TURNS_PAGE : RUNNING_TURNS_PAGE;
+      const page = readPage(c, rule, req.pageSize, req.pageToken, sessionId ? ["number", "number"] : ["number", "string"]);
       c.done();
-      if (sessionId) await owner(ctx)(sessionId);
-      let list = await turns.listTurns(sessionId);
-      if (!sessionId) {
-        const mine = list.filter((t) => actsFor(ctx.principal, registry.liveWorkspace(t.sessionId)?.agentId));
-        const granted = await Promise.all(mine.map((t) => mayUseRepository(registry, ctx.principal, t.repoId)));
-        list = mine.filter((_, i) => granted[i]);
-      }
       const paths = showsServerPaths(ctx.principal);
-      return { turns: list.map((t) => turnToWire(t, paths)) };
+      if (sessionId) {
+        await owner(ctx)(sessionId);
+        const rows = await turns.listTurns(sessionId, page.after as StoredTurnKey | undefined, page.size + 1);
+        const { items, nextPageToken } = pageOf(rule, page, rows, (r) => r.key);
+        return { turns: items.map((r) => turnToWire(r.turn, paths)), nextPageToken };
+      }
+      // This instance's running turns are in memory: the caller's are filtered, then paged.
+      const before = page.after as TurnKey | undefined;
+      const mine = turns.runningTurns().filter((t) => actsFor(ctx.principal, registry.liveWorkspace(t.sessionId)?.agentId) && (!before || compareTurnKeys(turnKey(t), before) < 0));
+      const granted = await Promise.all(mine.map((t) => mayUseRepository(registry, ctx.principal, t.repoId)));
+      const { items, nextPageToken } = pageOf(rule, page, mine.filter((_, i) => granted[i]).slice(0, page.size + 1), turnKey);
+      return { turns: items.map((t) => turnToWire(t, paths)), nextPageToken };
     },
 
     async *watchTurns(req, ctx) {

@@ -64,5 +64,8 @@ export function sessionInfoToWire(w: Workspace): MessageInitShape<typeof Session
     createdAt: timestampFromMs(w.createdAt),
     lastActiveAt: timestampFromMs(w.lastActiveAt),
     lifecycleState: lifecycleEnum(w.lifecycle),
+    ...(w.strandedAt !== null ? { strandedAt: timestampFromMs(w.strandedAt) } : {}),
+    lifecycleReason: w.lifecycleReason,
+    baseCommit: w.baseCommit,
   };
 }

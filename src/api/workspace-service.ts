@@ -3,7 +3,7 @@
  * Each method validates its request (INVALID_ARGUMENT naming the fields), checks the caller,
  * calls the domain and maps the result back.
  */
-import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import { ChangesetState, LifecycleState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { type WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import {
   actsForAnyone,
@@ -20,15 +20,28 @@ import { diffHandlers } from "./diff-handlers.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
 import { overlayHandlers } from "./overlay-handlers.js";
+import { claimListHandler } from "./claim-list-handler.js";
 import { changesetStateName, modeName } from "../platform/proto-enums.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { ownedSession } from "./session-access.js";
 import { AGENT_ID, AGENT_NAME, Check, LIMITS, REQUEST_ID } from "./validate.js";
+import { pageOf, readPage, type PageRule } from "./pagination.js";
+import { sessionKey, type SessionKey } from "../sessions/registry.js";
+import type { Repository } from "../sessions/workspace.js";
+import type { LifecycleName } from "../platform/schema.js";
 import { BerthError } from "../platform/errors.js";
 import { changesetToWire, mergeToWire, repositoryToWire, sessionInfoToWire, workspaceToWire } from "./wire.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
 
 const MAX_TTL_SECONDS = 30 * 86_400;
+const REPOSITORIES_PAGE: PageRule = { list: "repositories", defaultSize: 100, maxSize: 1000 };
+const SESSIONS_PAGE: PageRule = { list: "sessions", defaultSize: 100, maxSize: 1000 };
+/** The states ListSessions can filter on; destroyed sessions are gone, not listed. */
+const LISTED_STATES: Readonly<Partial<Record<LifecycleState, LifecycleName>>> = {
+  [LifecycleState.ACTIVE]: "active",
+  [LifecycleState.STRANDED]: "stranded",
+  [LifecycleState.ABANDONED]: "abandoned",
+};
 /** git refuses the rest in a ref name; check-ref-format has the last word (src/overlay/landing.ts). */
 const TARGET_REF = { max: LIMITS.targetRef, pattern: /^[A-Za-z0-9][A-Za-z0-9._/-]*$/, patternDescription: "a branch name or refs/heads/<name>" };
 /** An author's name or e-mail: git's ident cannot hold <, > or a newline. */
@@ -78,10 +91,23 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       return { repository: repositoryToWire(repo, showsServerPaths(ctx.principal)) };
     },
 
-    async listRepositories(_req, ctx) {
+    async listRepositories(req, ctx) {
+      const c = new Check();
+      const page = readPage(c, REPOSITORIES_PAGE, req.pageSize, req.pageToken, ["string"]);
+      c.done();
       const p = ctx.principal;
+      const visible: Repository[] = [];
+      let after = page.after?.[0] as string | undefined;
+      // A caller granted only some repositories gets full pages of those: read on until the page fills or the list ends.
+      for (;;) {
+        const batch = await registry.repositoriesAfter(after, page.size + 1);
+        visible.push(...batch.filter((r) => seesRepository(p, r)));
+        if (visible.length > page.size || batch.length <= page.size) break;
+        after = batch[batch.length - 1]!.name;
+      }
       const paths = showsServerPaths(p);
-      return { repositories: (await registry.listRepositories()).filter((r) => seesRepository(p, r)).map((r) => repositoryToWire(r, paths)) };
+      const { items, nextPageToken } = pageOf(REPOSITORIES_PAGE, page, visible, (r) => [r.name]);
+      return { repositories: items.map((r) => repositoryToWire(r, paths)), nextPageToken };
     },
 
     async createWorkspace(req, ctx) {
@@ -133,9 +159,18 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     async listSessions(req, ctx) {
       const c = new Check();
       const repoId = c.uuid("repo_id", req.repoId);
+      const page = readPage(c, SESSIONS_PAGE, req.pageSize, req.pageToken, ["number", "string"]);
+      const states: LifecycleName[] = [];
+      req.states.forEach((s, i) => {
+        const name = LISTED_STATES[s];
+        if (name === undefined) c.add(`states[${i}]`, "UNKNOWN_ENUM_VALUE", `${LifecycleState[s] ? `LIFECYCLE_STATE_${LifecycleState[s]}` : s} cannot be listed; one of LIFECYCLE_STATE_ACTIVE, LIFECYCLE_STATE_STRANDED, LIFECYCLE_STATE_ABANDONED`);
+        else if (!states.includes(name)) states.push(name);
+      });
       c.done();
       await requireRepository(registry, ctx.principal, repoId!);
-      return { sessions: (await registry.listSessions(repoId!)).map(sessionInfoToWire) };
+      const rows = await registry.listSessions(repoId!, states.length > 0 ? states : ["active", "stranded"], page.after as SessionKey | undefined, page.size + 1);
+      const { items, nextPageToken } = pageOf(SESSIONS_PAGE, page, rows, sessionKey);
+      return { sessions: items.map(sessionInfoToWire), nextPageToken };
     },
 
     async countActive(req, ctx) {
@@ -186,6 +221,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     ...lifecycleHandlers(deps),
     ...eventHandlers(deps),
     ...overlayHandlers(deps),
+    ...claimListHandler(deps),
     ...diffHandlers(deps),
   };
 }

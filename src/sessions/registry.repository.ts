@@ -30,6 +30,13 @@ export function listRepositories(db: Executor): Promise<RepositoryRow[]> {
   return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at", "capture_exclude"]).orderBy("name").execute();
 }
 
+/** A page of repositories by name, after `afterName` (keyset: names are unique). */
+export function listRepositoriesAfter(db: Executor, afterName: string | undefined, limit: number): Promise<RepositoryRow[]> {
+  let q = db.selectFrom("repositories").select(["id", "name", "source_path", "created_at", "capture_exclude"]);
+  if (afterName !== undefined) q = q.where("name", ">", afterName);
+  return q.orderBy("name").limit(limit).execute();
+}
+
 export function findRepository(db: Executor, id: string): Promise<RepositoryRow | undefined> {
   return db.selectFrom("repositories").select(["id", "name", "source_path", "created_at", "capture_exclude"]).where("id", "=", id).executeTakeFirst();
 }
@@ -175,6 +182,17 @@ export function listWorkspacesByLifecycle(db: Executor, lifecycles: readonly Lif
   let q = selectWorkspaces(db).where("w.lifecycle", "in", lifecycles);
   if (repoId !== undefined) q = q.where("w.repo_id", "=", repoId);
   return q.orderBy("w.created_at").orderBy("w.id").execute();
+}
+
+/**
+ * A page of a repository's workspaces in these lifecycles, oldest first, after the key (created_at,
+ * id) of the last one of the previous page. Keyset on columns a workspace never changes, so a page
+ * neither skips nor repeats a row when others are created, stranded or resumed meanwhile.
+ */
+export function listWorkspacesPage(db: Executor, repoId: string, lifecycles: readonly LifecycleName[], after: { readonly createdAt: Date; readonly id: string } | undefined, limit: number): Promise<WorkspaceRow[]> {
+  let q = selectWorkspaces(db).where("w.repo_id", "=", repoId).where("w.lifecycle", "in", lifecycles);
+  if (after !== undefined) q = q.where(sql<boolean>`(w.created_at, w.id) > (${after.createdAt}, ${after.id}::uuid)`);
+  return q.orderBy("w.created_at").orderBy("w.id").limit(limit).execute();
 }
 
 /** The workspaces of a changeset that still hold an overlay (active and stranded), oldest first. */

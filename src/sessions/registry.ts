@@ -57,6 +57,13 @@ export function isLiveHere(ws: Workspace): boolean {
   return liveHere.has(ws);
 }
 
+/** Where a session stands in listSessions' order: its workspace's creation time (ms) and id, neither of which ever changes. */
+export type SessionKey = readonly [createdAtMs: number, workspaceId: string];
+
+export function sessionKey(ws: Workspace): SessionKey {
+  return [ws.createdAt, ws.workspaceId];
+}
+
 export class WorkspaceRegistry {
   /** The repository catalogue (repositories.ts). */
   private readonly repositories: Repositories;
@@ -123,6 +130,11 @@ export class WorkspaceRegistry {
 
   listRepositories(): Promise<Repository[]> {
     return this.repositories.listRepositories();
+  }
+
+  /** A page of repositories by name, after `afterName` (ListRepositories). */
+  repositoriesAfter(afterName: string | undefined, limit: number): Promise<Repository[]> {
+    return this.repositories.repositoriesAfter(afterName, limit);
   }
 
   repository(id: string): Promise<Repository> {
@@ -358,10 +370,13 @@ export class WorkspaceRegistry {
     return this.live.size;
   }
 
-  /** Active and stranded sessions of a repository, oldest first, from the database (all instances). */
-  async listSessions(repoId: string): Promise<Workspace[]> {
+  /**
+   * A page of a repository's sessions in these lifecycles, oldest first, from the database (all
+   * instances), after the session with key `after` (sessionKey of the last of the previous page).
+   */
+  async listSessions(repoId: string, lifecycles: readonly LifecycleName[], after: SessionKey | undefined, limit: number): Promise<Workspace[]> {
     await this.repository(repoId);
-    const rows = await sqlRepo.listWorkspacesByLifecycle(this.db, ["active", "stranded"], repoId);
+    const rows = await sqlRepo.listWorkspacesPage(this.db, repoId, lifecycles, after && { createdAt: new Date(after[0]), id: after[1] }, limit);
     return rows.map((row) => this.live.get(row.session_id) ?? this.workspaceFromRow(row));
   }
 

@@ -61,6 +61,11 @@ export class Repositories {
     return rows.map(repositoryFromRow);
   }
 
+  /** A page of repositories by name, after `afterName`. */
+  async repositoriesAfter(afterName: string | undefined, limit: number): Promise<Repository[]> {
+    return (await sqlRepo.listRepositoriesAfter(this.db, afterName, limit)).map(repositoryFromRow);
+  }
+
   async repository(id: string): Promise<Repository> {
     const cached = this.repos.get(id);
     if (cached) return cached;

@@ -23,6 +23,7 @@ import { addToGrpcServer } from "./grpc-bridge.js";
 import { connectHandler } from "./connect-routes.js";
 import { Health, healthRegistration, type HealthState } from "./health.js";
 import { reflectionRegistrations } from "./reflection.js";
+import { consoleRoute } from "../console/serve.js";
 
 export interface TransportOptions {
   readonly grpcAddr: ListenAddress;
@@ -120,7 +121,12 @@ export async function startTransports(opts: TransportOptions): Promise<Transport
   const grpcPort = await bindGrpc(grpcServer, hostPort(opts.grpcAddr), grpcCredentials(opts.tls));
 
   // Connect / gRPC-Web / gRPC (connect-node) on HTTP/1.1 + h2
-  const handler = connectHandler(registrations, pipeline, PUBLIC_SERVICES, opts.maxReceiveMessageBytes);
+  const connect = connectHandler(registrations, pipeline, PUBLIC_SERVICES, opts.maxReceiveMessageBytes);
+  // The web console (GET / and /console/*) answers first; every other request is an RPC.
+  const serveConsole = consoleRoute();
+  const handler: typeof connect = (req, res) => {
+    if (!serveConsole(req, res)) connect(req, res);
+  };
   const tls = opts.tls;
   const sessions = new Set<http2.ServerHttp2Session>();
   const sockets = new Set<Socket>();

@@ -57,9 +57,10 @@ import { sessionEndFollower } from "./session-ends.js";
 import type * as store from "./store.js";
 import { Teardowns, type CaptureMode } from "./teardown.js";
 import { TurnRecords, TurnRowConflict, turnFromRow, type InstanceSettings } from "./turn-records.js";
-import { newTurn, type BeginResult, type OnBusyName, type Turn } from "./turn.js";
+import { compareTurnKeys, newTurn, turnKey, type BeginResult, type OnBusyName, type StoredTurnKey, type Turn } from "./turn.js";
 
-export type { BeginResult, OnBusyName, Turn } from "./turn.js";
+export type { BeginResult, OnBusyName, StoredTurnKey, Turn, TurnKey } from "./turn.js";
+export { compareTurnKeys, turnKey } from "./turn.js";
 export type { EvictReason, PoolSettings, PoolStats, SlotState } from "./pool.js";
 export type { InstanceSettings } from "./turn-records.js";
 export { TurnRaceLost, type EnvironmentOwnership, type Placement } from "./ownership.js";
@@ -408,14 +409,17 @@ export class TurnScheduler {
     return { current: turn.state === "running" && this.known.has(turn.id), turn };
   }
 
-  async listTurns(sessionId: string | undefined): Promise<Turn[]> {
-    if (sessionId === undefined) {
-      return [...this.known.values()].filter((t) => t.state === "running").sort((a, b) => b.startedAt - a.startedAt);
-    }
-    const rows = await this.records.listBySession(sessionId, 200);
-    return rows.map((r) => {
+  /** The running turns of this instance, newest first (ListTurns' order: compareTurnKeys). */
+  runningTurns(): Turn[] {
+    return [...this.known.values()].filter((t) => t.state === "running").sort((a, b) => compareTurnKeys(turnKey(b), turnKey(a)));
+  }
+
+  /** A page of a session's turns, newest first, after the turn with key `before` (the last of the previous page); each with its key. */
+  async listTurns(sessionId: string, before: StoredTurnKey | undefined, limit: number): Promise<{ turn: Turn; key: StoredTurnKey }[]> {
+    const rows = await this.records.listBySession(sessionId, before, limit);
+    return rows.map(({ row: r, seq }) => {
       const live = this.known.get(r.id);
-      return live && live.rowWritten ? live : turnFromRow(r);
+      return { turn: live && live.rowWritten ? live : turnFromRow(r), key: [r.started_at.getTime(), seq] as const };
     });
   }
 

@@ -66,9 +66,16 @@ export async function findByClientId(q: Q, sessionId: string, clientTurnId: stri
   return r.rows[0] ? normalise(r.rows[0]) : undefined;
 }
 
-export async function listBySession(q: Q, sessionId: string, limit: number): Promise<TurnRow[]> {
-  const r = await sql<Selectable<TurnTable>>`SELECT * FROM turns WHERE session_id = ${sessionId} ORDER BY started_at DESC, seq DESC LIMIT ${limit}`.execute(q);
-  return r.rows.map(normalise);
+/**
+ * A page of a session's turns, newest first (insertion order among turns of one instant), before
+ * the key (started_at, seq) of the last of the previous page; each row with its seq, the next key.
+ */
+export async function listBySession(q: Q, sessionId: string, before: { readonly startedAt: Date; readonly seq: number } | undefined, limit: number): Promise<{ row: TurnRow; seq: number }[]> {
+  const r = before
+    ? await sql<Selectable<TurnTable>>`SELECT * FROM turns WHERE session_id = ${sessionId} AND (started_at, seq) < (${before.startedAt}, ${before.seq})
+        ORDER BY started_at DESC, seq DESC LIMIT ${limit}`.execute(q)
+    : await sql<Selectable<TurnTable>>`SELECT * FROM turns WHERE session_id = ${sessionId} ORDER BY started_at DESC, seq DESC LIMIT ${limit}`.execute(q);
+  return r.rows.map((row) => ({ row: normalise(row), seq: Number(row.seq) }));
 }
 
 /**

@@ -15,7 +15,7 @@ import { insertEvents, type EventInput } from "../platform/outbox.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { EvictReason } from "./pool.js";
 import * as store from "./store.js";
-import type { LeftOut, Turn } from "./turn.js";
+import type { LeftOut, StoredTurnKey, Turn } from "./turn.js";
 import { instanceNameFree } from "../platform/instance-lock.js";
 import { runningInstanceName, stopInstance } from "../sessions/lifecycle.repository.js";
 
@@ -137,8 +137,8 @@ export class TurnRecords {
     return store.findByClientId(this.deps.registry.db, sessionId, clientTurnId);
   }
 
-  listBySession(sessionId: string, limit: number): Promise<store.TurnRow[]> {
-    return store.listBySession(this.deps.registry.db, sessionId, limit);
+  listBySession(sessionId: string, before: StoredTurnKey | undefined, limit: number): Promise<{ row: store.TurnRow; seq: number }[]> {
+    return store.listBySession(this.deps.registry.db, sessionId, before && { startedAt: new Date(before[0]), seq: before[1] }, limit);
   }
 
   async insertRow(turn: Turn, ws: Workspace, old: Turn | undefined): Promise<void> {

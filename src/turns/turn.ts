@@ -85,3 +85,18 @@ export function newTurn(ws: Workspace, clientTurnId: string | undefined, environ
     settledDone: false,
   };
 }
+
+/** Where a stored turn stands in a session's list (newest first): its start (ms) and its row's insertion order. */
+export type StoredTurnKey = readonly [startedAtMs: number, seq: number];
+
+/** Where a running turn stands in the list of this instance's running turns (newest first): its start (ms) and id. */
+export type TurnKey = readonly [startedAtMs: number, turnId: string];
+
+export function turnKey(t: Turn): TurnKey {
+  return [t.startedAt, t.id];
+}
+
+/** Orders keys as the database orders (started_at, id): ids are lower-case UUIDs, so text order is uuid order. */
+export function compareTurnKeys(a: TurnKey, b: TurnKey): number {
+  return a[0] !== b[0] ? a[0] - b[0] : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
+}

@@ -202,6 +202,7 @@ const ROWS: Row[] = [
   { rpc: "ListFiles", service: "ws", method: "listFiles", request: async (f) => ({ sessionId: (await f.session()).sessionId }), expect: SESSION },
   { rpc: "ClaimSymbols", service: "ws", method: "claimSymbols", request: async (f) => ({ sessionId: (await f.session()).sessionId, symbols: [{ path: "src/a.ts", symbol: `alpha${f.unique()}` }] }), expect: SESSION },
   { rpc: "ReleaseSymbols", service: "ws", method: "releaseSymbols", request: async (f) => ({ sessionId: (await f.session()).sessionId, symbols: [{ path: "src/a.ts", symbol: "alpha" }] }), expect: SESSION },
+  { rpc: "ListClaims", service: "ws", method: "listClaims", request: async (f) => ({ sessionId: (await f.session()).sessionId }), expect: SESSION },
   { rpc: "DescribeOtherModifiers", service: "ws", method: "describeOtherModifiers", request: (f) => ({ repoId: f.repoId, path: "README.md" }), expect: REPOSITORY },
   { rpc: "DiffWorkspace", service: "ws", method: "diffWorkspace", request: async (f) => ({ sessionId: (await f.session()).sessionId }), expect: SESSION },
   {

@@ -54,9 +54,9 @@ describe("CreateWorkspace request_id", () => {
     const sessions = await b.grpc.listSessions({ repoId: repo.repository!.id });
     expect(sessions.sessions).toHaveLength(1);
     // After a strand, the retry still answers that workspace, as it is now.
-    await b.grpc.strandSession({ sessionId: answers[0]!.workspace!.sessionId, reason: "test" });
+    await b.grpc.strandSession({ sessionId: answers[0].workspace!.sessionId, reason: "test" });
     const late = await b.grpc.createWorkspace(req);
-    expect(late.workspace!.workspaceId).toBe(answers[0]!.workspace!.workspaceId);
+    expect(late.workspace!.workspaceId).toBe(answers[0].workspace!.workspaceId);
   });
 
   it("the same request_id with other settings is ALREADY_EXISTS REQUEST_ID_REUSED; another agent's is its own", async () => {

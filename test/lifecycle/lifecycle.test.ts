@@ -233,7 +233,7 @@ describe(`lifecycle on ${PRIMARY_KIND}`, () => {
       expect(h.registry.internedChangesets).toBe(2);
       const other = await harness(h.db, { clock: h.clock, repoId: h.repoId, instanceName: "other-host:50055", startup: false });
       for (const w of [a, shared, b]) await other.registry.getWorkspace(w.sessionId);
-      await other.registry.listSessions(h.repoId);
+      await other.registry.listSessions(h.repoId, ["active", "stranded"], undefined, 100);
       expect(other.registry.internedChangesets).toBe(0);
       await h.lifecycle.strand(a.sessionId, "explicit");
       expect(h.registry.internedChangesets).toBe(2);

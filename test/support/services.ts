@@ -40,6 +40,9 @@ async function available(name: string, url: string, port: number): Promise<boole
 export const postgresAvailable = await available("PostgreSQL", POSTGRES_URL, 5432);
 export const natsAvailable = await available("NATS", NATS_URL, 4222);
 export const natsServerAvailable = existsSync(NATS_SERVER);
+/** The Chromium the console tests drive through playwright-core (test/console; Debian's `chromium`, which .ci/run installs). */
+export const CHROMIUM = process.env.BERTH_CHROMIUM_BIN ?? "/usr/bin/chromium";
+export const chromiumAvailable = existsSync(CHROMIUM);
 
 /** What a test needs beyond the embedded, in-memory PGlite. */
 export interface Requirements {
@@ -53,6 +56,8 @@ export interface Requirements {
   readonly nats?: boolean;
   /** The nats-server binary (NATS_SERVER_BIN), for tests that launch a private JetStream server. */
   readonly natsServer?: boolean;
+  /** The chromium binary (BERTH_CHROMIUM_BIN), for the web console's browser tests. */
+  readonly chromium?: boolean;
 }
 
 /** What of `req` this machine lacks, as "no X at Y" phrases; throws instead under BERTH_REQUIRE_SERVICES=1. */
@@ -62,6 +67,7 @@ function missingFor(req: Requirements, what: string, file = fileName()): string[
   if (req.postgres && !postgresAvailable) missing.push(`no PostgreSQL at ${POSTGRES_URL}`);
   if (req.nats && !natsAvailable) missing.push(`no NATS at ${NATS_URL}`);
   if (req.natsServer && !natsServerAvailable) missing.push(`no nats-server at ${NATS_SERVER}`);
+  if (req.chromium && !chromiumAvailable) missing.push(`no chromium at ${CHROMIUM}`);
   if (missing.length > 0 && REQUIRE_SERVICES) {
     throw new Error(`${what}: ${missing.join(", ")}, and BERTH_REQUIRE_SERVICES=1 forbids skipping`);
   }

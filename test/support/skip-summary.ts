@@ -37,7 +37,7 @@ export default class SkipSummary implements Reporter {
       lines.push(`  SKIPPED (${reason}): ${g.tests} test${g.tests === 1 ? "" : "s"} in ${[...g.files].sort().join(", ")}`);
     }
     for (const p of partly) lines.push(`  PARTLY SKIPPED: ${p}`);
-    lines.push("  To run everything: start PostgreSQL and install nats-server, then BERTH_REQUIRE_SERVICES=1 npm test (README, Developing).", "");
+    lines.push("  To run everything: start PostgreSQL and install nats-server and chromium, then BERTH_REQUIRE_SERVICES=1 npm test (README, Developing).", "");
     process.stdout.write(lines.join("\n") + "\n");
   }
 }

@@ -59,6 +59,7 @@ export function testService(probe: Probe) {
     listFiles: unimplemented,
     claimSymbols: unimplemented,
     releaseSymbols: unimplemented,
+    listClaims: unimplemented,
     describeOtherModifiers: unimplemented,
     heartbeat: unimplemented,
     strandSession: unimplemented,

@@ -6,7 +6,7 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Event } from "./event_pb.js";
 import { file_berth_v1_event } from "./event_pb.js";
-import type { Changeset, ChangesetState, FileChange, FileSource, Repository, SessionInfo, SymbolChange, Workspace, WorkspaceMode } from "./types_pb.js";
+import type { Changeset, ChangesetState, FileChange, FileSource, LifecycleState, Repository, SessionInfo, SymbolChange, Workspace, WorkspaceMode } from "./types_pb.js";
 import { file_berth_v1_types } from "./types_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/workspace_service.proto.
  */
 export const file_berth_v1_workspace_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBiZXJ0aC92MS93b3Jrc3BhY2Vfc2VydmljZS5wcm90bxIIYmVydGgudjEiawoZUmVnaXN0ZXJSZXBvc2l0b3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC3NvdXJjZV9wYXRoGAIgASgJEhcKD2NhcHR1cmVfZXhjbHVkZRgDIAMoCRISCgpyZXF1ZXN0X2lkGAQgASgJIkYKGlJlZ2lzdGVyUmVwb3NpdG9yeVJlc3BvbnNlEigKCnJlcG9zaXRvcnkYASABKAsyFC5iZXJ0aC52MS5SZXBvc2l0b3J5IhkKF0xpc3RSZXBvc2l0b3JpZXNSZXF1ZXN0IkYKGExpc3RSZXBvc2l0b3JpZXNSZXNwb25zZRIqCgxyZXBvc2l0b3JpZXMYASADKAsyFC5iZXJ0aC52MS5SZXBvc2l0b3J5IoMCChZDcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0Eg8KB3JlcG9faWQYASABKAkSDgoGaW50ZW50GAIgASgJEhMKC2Jhc2VfY29tbWl0GAMgASgJEiUKBG1vZGUYBCABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEhgKC3R0bF9zZWNvbmRzGAUgASgNSACIAQESEAoIYWdlbnRfaWQYBiABKAkSEgoKYWdlbnRfbmFtZRgHIAEoCRISCgpzZXNzaW9uX2lkGAggASgJEhQKDGNoYW5nZXNldF9pZBgJIAEoCRISCgpyZXF1ZXN0X2lkGAogASgJQg4KDF90dGxfc2Vjb25kcyJBChdDcmVhdGVXb3Jrc3BhY2VSZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiKQoTR2V0V29ya3NwYWNlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIj4KFEdldFdvcmtzcGFjZVJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSItChdEZXN0cm95V29ya3NwYWNlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIkIKGERlc3Ryb3lXb3Jrc3BhY2VSZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiJgoTTGlzdFNlc3Npb25zUmVxdWVzdBIPCgdyZXBvX2lkGAEgASgJIj8KFExpc3RTZXNzaW9uc1Jlc3BvbnNlEicKCHNlc3Npb25zGAEgAygLMhUuYmVydGgudjEuU2Vzc2lvbkluZm8iJQoSQ291bnRBY3RpdmVSZXF1ZXN0Eg8KB3JlcG9faWQYASABKAkiNAoTQ291bnRBY3RpdmVSZXNwb25zZRIOCgZhY3RpdmUYASABKA0SDQoFdG90YWwYAiABKA0itAEKGlRyYW5zaXRpb25DaGFuZ2VzZXRSZXF1ZXN0EhQKDGNoYW5nZXNldF9pZBgBIAEoCRIqCgh0b19zdGF0ZRgCIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEg4KBnJlYXNvbhgDIAEoCRISCgp0YXJnZXRfcmVmGAQgASgJEjAKDmV4cGVjdGVkX3N0YXRlGAUgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUifwobVHJhbnNpdGlvbkNoYW5nZXNldFJlc3BvbnNlEiYKCWNoYW5nZXNldBgBIAEoCzITLmJlcnRoLnYxLkNoYW5nZXNldBIlCgVtZXJnZRgCIAEoCzIWLmJlcnRoLnYxLk1lcmdlT3V0Y29tZRIRCgl1bmNoYW5nZWQYAyABKAgiJgoQSGVhcnRiZWF0UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIiUKEUhlYXJ0YmVhdFJlc3BvbnNlEhAKCGxlYXNlX21zGAEgASgNIioKFEF0dGFjaFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkibgoVQXR0YWNoU2Vzc2lvblJlc3BvbnNlEigKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZUgAEiAKBWV2ZW50GAIgASgLMg8uYmVydGgudjEuRXZlbnRIAEIJCgdtZXNzYWdlIjoKFFN0cmFuZFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJIj8KFVN0cmFuZFNlc3Npb25SZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiQQoUUmVzdW1lU2Vzc2lvblJlcXVlc3QSFwoPZGVhZF9zZXNzaW9uX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJIlcKFVJlc3VtZVNlc3Npb25SZXNwb25zZRIWCg5uZXdfc2Vzc2lvbl9pZBgBIAEoCRImCgl3b3Jrc3BhY2UYAiABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiYgoVQWJhbmRvblNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJEiUKBWNhdXNlGAMgASgOMhYuYmVydGgudjEuQWJhbmRvbkNhdXNlIkAKFkFiYW5kb25TZXNzaW9uUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlImQKEldhdGNoRXZlbnRzUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQSEAoIcmVwb19pZHMYAiADKAkSDQoFa2luZHMYAyADKAkSGgoSZXhjbHVkZV9zZXNzaW9uX2lkGAQgASgJIjUKE1dhdGNoRXZlbnRzUmVzcG9uc2USHgoFZXZlbnQYASABKAsyDy5iZXJ0aC52MS5FdmVudCKNAQoNT3RoZXJNb2RpZmllchISCgpzZXNzaW9uX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhIKCmFnZW50X25hbWUYAyABKAkSDwoHc3ltYm9scxgEIAMoCRIxCg9jaGFuZ2VzZXRfc3RhdGUYBSABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZSKNAQoQV3JpdGVGaWxlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHBhdGgYAiABKAkSDwoHY29udGVudBgDIAEoDBIaCg1leHBlY3RlZF9oYXNoGAQgASgJSACIAQESGAoQZGVjbGFyZWRfc3ltYm9scxgFIAMoCUIQCg5fZXhwZWN0ZWRfaGFzaCKgAQoRV3JpdGVGaWxlUmVzcG9uc2USEAoIbmV3X2hhc2gYASABKAkSJAoGY2hhbmdlGAIgASgOMhQuYmVydGgudjEuRmlsZUNoYW5nZRInCgdzeW1ib2xzGAMgAygLMhYuYmVydGgudjEuU3ltYm9sQ2hhbmdlEioKCWNvbmZsaWN0cxgEIAMoCzIXLmJlcnRoLnYxLk90aGVyTW9kaWZpZXIiYwoRRGVsZXRlRmlsZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEhoKDWV4cGVjdGVkX2hhc2gYAyABKAlIAIgBAUIQCg5fZXhwZWN0ZWRfaGFzaCJpChJEZWxldGVGaWxlUmVzcG9uc2USJwoHc3ltYm9scxgBIAMoCzIWLmJlcnRoLnYxLlN5bWJvbENoYW5nZRIqCgljb25mbGljdHMYAiADKAsyFy5iZXJ0aC52MS5PdGhlck1vZGlmaWVyIjMKD1JlYWRGaWxlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHBhdGgYAiABKAkiVwoQUmVhZEZpbGVSZXNwb25zZRIPCgdjb250ZW50GAEgASgMEgwKBGhhc2gYAiABKAkSJAoGc291cmNlGAMgASgOMhQuYmVydGgudjEuRmlsZVNvdXJjZSJdChBMaXN0RmlsZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGcHJlZml4GAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJIpEBCglGaWxlRW50cnkSDAoEcGF0aBgBIAEoCRIkCgZzb3VyY2UYAiABKA4yFC5iZXJ0aC52MS5GaWxlU291cmNlEiQKBmNoYW5nZRgDIAEoDjIULmJlcnRoLnYxLkZpbGVDaGFuZ2USGQoRbW9kaWZpZWRfYnlfb3RoZXIYBCABKAgSDwoHZGVsZXRlZBgFIAEoCCJSChFMaXN0RmlsZXNSZXNwb25zZRIkCgdlbnRyaWVzGAEgAygLMhMuYmVydGgudjEuRmlsZUVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIpCglTeW1ib2xSZWYSDAoEcGF0aBgBIAEoCRIOCgZzeW1ib2wYAiABKAkioQEKBUNsYWltEg8KB3JlcG9faWQYASABKAkSDAoEcGF0aBgCIAEoCRIOCgZzeW1ib2wYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRIQCghhZ2VudF9pZBgFIAEoCRISCgphZ2VudF9uYW1lGAYgASgJEi8KC2FjcXVpcmVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJPChNDbGFpbVN5bWJvbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoHc3ltYm9scxgCIAMoCzITLmJlcnRoLnYxLlN5bWJvbFJlZiI3ChRDbGFpbVN5bWJvbHNSZXNwb25zZRIfCgZjbGFpbXMYASADKAsyDy5iZXJ0aC52MS5DbGFpbSJRChVSZWxlYXNlU3ltYm9sc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIkCgdzeW1ib2xzGAIgAygLMhMuYmVydGgudjEuU3ltYm9sUmVmIioKFlJlbGVhc2VTeW1ib2xzUmVzcG9uc2USEAoIcmVsZWFzZWQYASABKA0iWgodRGVzY3JpYmVPdGhlck1vZGlmaWVyc1JlcXVlc3QSDwoHcmVwb19pZBgBIAEoCRIMCgRwYXRoGAIgASgJEhoKEmV4Y2x1ZGVfc2Vzc2lvbl9pZBgDIAEoCSJaCh5EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVzcG9uc2USDAoEdGV4dBgBIAEoCRIqCgltb2RpZmllcnMYAiADKAsyFy5iZXJ0aC52MS5PdGhlck1vZGlmaWVyIisKDENvbW1pdEF1dGhvchIMCgRuYW1lGAEgASgJEg0KBWVtYWlsGAIgASgJImcKFkNvbW1pdENoYW5nZXNldFJlcXVlc3QSFAoMY2hhbmdlc2V0X2lkGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSJgoGYXV0aG9yGAMgASgLMhYuYmVydGgudjEuQ29tbWl0QXV0aG9yIpQBChdDb21taXRDaGFuZ2VzZXRSZXNwb25zZRImCgljaGFuZ2VzZXQYASABKAsyEy5iZXJ0aC52MS5DaGFuZ2VzZXQSEQoJY29tbWl0X2lkGAIgASgJEgsKA3JlZhgDIAEoCRIPCgd0cmVlX2lkGAQgASgJEg0KBXBhdGhzGAUgASgNEhEKCXVuY2hhbmdlZBgGIAEoCCKDAQoMTWVyZ2VPdXRjb21lEhIKCnRhcmdldF9yZWYYASABKAkSFQoNb2xkX2NvbW1pdF9pZBgCIAEoCRIVCg1uZXdfY29tbWl0X2lkGAMgASgJEhsKE2NoYW5nZXNldF9jb21taXRfaWQYBCABKAkSFAoMZmFzdF9mb3J3YXJkGAUgASgIIjoKFERpZmZXb3Jrc3BhY2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGYmluYXJ5GAIgASgIIp0BCghQYXRoRGlmZhIMCgRwYXRoGAEgASgJEiQKBmNoYW5nZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVDaGFuZ2USEAoIb2xkX3BhdGgYAyABKAkSEwoLbGluZXNfYWRkZWQYBCABKA0SFQoNbGluZXNfcmVtb3ZlZBgFIAEoDRIOCgZiaW5hcnkYBiABKAgSDwoHc3ltYm9scxgHIAMoCSJeChVEaWZmV29ya3NwYWNlUmVzcG9uc2USDQoFcGF0Y2gYASABKAwSIQoFcGF0aHMYAiADKAsyEi5iZXJ0aC52MS5QYXRoRGlmZhITCgtiYXNlX2NvbW1pdBgDIAEoCSI8ChREaWZmQ2hhbmdlc2V0UmVxdWVzdBIUCgxjaGFuZ2VzZXRfaWQYASABKAkSDgoGYmluYXJ5GAIgASgIIkEKDFBhdGhDb25mbGljdBIMCgRwYXRoGAEgASgJEhMKC3Nlc3Npb25faWRzGAIgAygJEg4KBnJlYXNvbhgDIAEoCSKeAQoVRGlmZkNoYW5nZXNldFJlc3BvbnNlEg0KBXBhdGNoGAEgASgMEiEKBXBhdGhzGAIgAygLMhIuYmVydGgudjEuUGF0aERpZmYSEwoLYmFzZV9jb21taXQYAyABKAkSKQoJY29uZmxpY3RzGAQgAygLMhYuYmVydGgudjEuUGF0aENvbmZsaWN0EhMKC3Nlc3Npb25faWRzGAUgAygJIjoKFlJlYmFzZVdvcmtzcGFjZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRvbnRvGAIgASgJIiwKDlJlYmFzZUNvbmZsaWN0EgwKBHBhdGgYASABKAkSDAoEa2luZBgCIAEoCSKoAQoXUmViYXNlV29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlEhcKD29sZF9iYXNlX2NvbW1pdBgCIAEoCRIOCgZtZXJnZWQYAyADKAkSKwoJY29uZmxpY3RzGAQgAygLMhguYmVydGgudjEuUmViYXNlQ29uZmxpY3QSDwoHZHJvcHBlZBgFIAMoCSpiCgxBYmFuZG9uQ2F1c2USHQoZQUJBTkRPTl9DQVVTRV9VTlNQRUNJRklFRBAAEhoKFkFCQU5ET05fQ0FVU0VfRVhQTElDSVQQARIXChNBQkFORE9OX0NBVVNFX0FETUlOEAIyrRAKEFdvcmtzcGFjZVNlcnZpY2USXwoSUmVnaXN0ZXJSZXBvc2l0b3J5EiMuYmVydGgudjEuUmVnaXN0ZXJSZXBvc2l0b3J5UmVxdWVzdBokLmJlcnRoLnYxLlJlZ2lzdGVyUmVwb3NpdG9yeVJlc3BvbnNlElkKEExpc3RSZXBvc2l0b3JpZXMSIS5iZXJ0aC52MS5MaXN0UmVwb3NpdG9yaWVzUmVxdWVzdBoiLmJlcnRoLnYxLkxpc3RSZXBvc2l0b3JpZXNSZXNwb25zZRJWCg9DcmVhdGVXb3Jrc3BhY2USIC5iZXJ0aC52MS5DcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0GiEuYmVydGgudjEuQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USTQoMR2V0V29ya3NwYWNlEh0uYmVydGgudjEuR2V0V29ya3NwYWNlUmVxdWVzdBoeLmJlcnRoLnYxLkdldFdvcmtzcGFjZVJlc3BvbnNlElkKEERlc3Ryb3lXb3Jrc3BhY2USIS5iZXJ0aC52MS5EZXN0cm95V29ya3NwYWNlUmVxdWVzdBoiLmJlcnRoLnYxLkRlc3Ryb3lXb3Jrc3BhY2VSZXNwb25zZRJNCgxMaXN0U2Vzc2lvbnMSHS5iZXJ0aC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh4uYmVydGgudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USSgoLQ291bnRBY3RpdmUSHC5iZXJ0aC52MS5Db3VudEFjdGl2ZVJlcXVlc3QaHS5iZXJ0aC52MS5Db3VudEFjdGl2ZVJlc3BvbnNlEmIKE1RyYW5zaXRpb25DaGFuZ2VzZXQSJC5iZXJ0aC52MS5UcmFuc2l0aW9uQ2hhbmdlc2V0UmVxdWVzdBolLmJlcnRoLnYxLlRyYW5zaXRpb25DaGFuZ2VzZXRSZXNwb25zZRJECglIZWFydGJlYXQSGi5iZXJ0aC52MS5IZWFydGJlYXRSZXF1ZXN0GhsuYmVydGgudjEuSGVhcnRiZWF0UmVzcG9uc2USUgoNQXR0YWNoU2Vzc2lvbhIeLmJlcnRoLnYxLkF0dGFjaFNlc3Npb25SZXF1ZXN0Gh8uYmVydGgudjEuQXR0YWNoU2Vzc2lvblJlc3BvbnNlMAESUAoNU3RyYW5kU2Vzc2lvbhIeLmJlcnRoLnYxLlN0cmFuZFNlc3Npb25SZXF1ZXN0Gh8uYmVydGgudjEuU3RyYW5kU2Vzc2lvblJlc3BvbnNlElAKDVJlc3VtZVNlc3Npb24SHi5iZXJ0aC52MS5SZXN1bWVTZXNzaW9uUmVxdWVzdBofLmJlcnRoLnYxLlJlc3VtZVNlc3Npb25SZXNwb25zZRJTCg5BYmFuZG9uU2Vzc2lvbhIfLmJlcnRoLnYxLkFiYW5kb25TZXNzaW9uUmVxdWVzdBogLmJlcnRoLnYxLkFiYW5kb25TZXNzaW9uUmVzcG9uc2USTAoLV2F0Y2hFdmVudHMSHC5iZXJ0aC52MS5XYXRjaEV2ZW50c1JlcXVlc3QaHS5iZXJ0aC52MS5XYXRjaEV2ZW50c1Jlc3BvbnNlMAESRAoJV3JpdGVGaWxlEhouYmVydGgudjEuV3JpdGVGaWxlUmVxdWVzdBobLmJlcnRoLnYxLldyaXRlRmlsZVJlc3BvbnNlEkcKCkRlbGV0ZUZpbGUSGy5iZXJ0aC52MS5EZWxldGVGaWxlUmVxdWVzdBocLmJlcnRoLnYxLkRlbGV0ZUZpbGVSZXNwb25zZRJBCghSZWFkRmlsZRIZLmJlcnRoLnYxLlJlYWRGaWxlUmVxdWVzdBoaLmJlcnRoLnYxLlJlYWRGaWxlUmVzcG9uc2USRAoJTGlzdEZpbGVzEhouYmVydGgudjEuTGlzdEZpbGVzUmVxdWVzdBobLmJlcnRoLnYxLkxpc3RGaWxlc1Jlc3BvbnNlEk0KDENsYWltU3ltYm9scxIdLmJlcnRoLnYxLkNsYWltU3ltYm9sc1JlcXVlc3QaHi5iZXJ0aC52MS5DbGFpbVN5bWJvbHNSZXNwb25zZRJTCg5SZWxlYXNlU3ltYm9scxIfLmJlcnRoLnYxLlJlbGVhc2VTeW1ib2xzUmVxdWVzdBogLmJlcnRoLnYxLlJlbGVhc2VTeW1ib2xzUmVzcG9uc2USawoWRGVzY3JpYmVPdGhlck1vZGlmaWVycxInLmJlcnRoLnYxLkRlc2NyaWJlT3RoZXJNb2RpZmllcnNSZXF1ZXN0GiguYmVydGgudjEuRGVzY3JpYmVPdGhlck1vZGlmaWVyc1Jlc3BvbnNlElYKD0NvbW1pdENoYW5nZXNldBIgLmJlcnRoLnYxLkNvbW1pdENoYW5nZXNldFJlcXVlc3QaIS5iZXJ0aC52MS5Db21taXRDaGFuZ2VzZXRSZXNwb25zZRJQCg1EaWZmV29ya3NwYWNlEh4uYmVydGgudjEuRGlmZldvcmtzcGFjZVJlcXVlc3QaHy5iZXJ0aC52MS5EaWZmV29ya3NwYWNlUmVzcG9uc2USUAoNRGlmZkNoYW5nZXNldBIeLmJlcnRoLnYxLkRpZmZDaGFuZ2VzZXRSZXF1ZXN0Gh8uYmVydGgudjEuRGlmZkNoYW5nZXNldFJlc3BvbnNlElYKD1JlYmFzZVdvcmtzcGFjZRIgLmJlcnRoLnYxLlJlYmFzZVdvcmtzcGFjZVJlcXVlc3QaIS5iZXJ0aC52MS5SZWJhc2VXb3Jrc3BhY2VSZXNwb25zZWIGcHJvdG8z", [file_berth_v1_event, file_berth_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("CiBiZXJ0aC92MS93b3Jrc3BhY2Vfc2VydmljZS5wcm90bxIIYmVydGgudjEiawoZUmVnaXN0ZXJSZXBvc2l0b3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC3NvdXJjZV9wYXRoGAIgASgJEhcKD2NhcHR1cmVfZXhjbHVkZRgDIAMoCRISCgpyZXF1ZXN0X2lkGAQgASgJIkYKGlJlZ2lzdGVyUmVwb3NpdG9yeVJlc3BvbnNlEigKCnJlcG9zaXRvcnkYASABKAsyFC5iZXJ0aC52MS5SZXBvc2l0b3J5IkAKF0xpc3RSZXBvc2l0b3JpZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgUIAEoDRISCgpwYWdlX3Rva2VuGBUgASgJIl8KGExpc3RSZXBvc2l0b3JpZXNSZXNwb25zZRIqCgxyZXBvc2l0b3JpZXMYASADKAsyFC5iZXJ0aC52MS5SZXBvc2l0b3J5EhcKD25leHRfcGFnZV90b2tlbhgUIAEoCSKDAgoWQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBIPCgdyZXBvX2lkGAEgASgJEg4KBmludGVudBgCIAEoCRITCgtiYXNlX2NvbW1pdBgDIAEoCRIlCgRtb2RlGAQgASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIYCgt0dGxfc2Vjb25kcxgFIAEoDUgAiAEBEhAKCGFnZW50X2lkGAYgASgJEhIKCmFnZW50X25hbWUYByABKAkSEgoKc2Vzc2lvbl9pZBgIIAEoCRIUCgxjaGFuZ2VzZXRfaWQYCSABKAkSEgoKcmVxdWVzdF9pZBgKIAEoCUIOCgxfdHRsX3NlY29uZHMiQQoXQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIikKE0dldFdvcmtzcGFjZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI+ChRHZXRXb3Jrc3BhY2VSZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiLQoXRGVzdHJveVdvcmtzcGFjZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSJCChhEZXN0cm95V29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIncKE0xpc3RTZXNzaW9uc1JlcXVlc3QSDwoHcmVwb19pZBgBIAEoCRIRCglwYWdlX3NpemUYFCABKA0SEgoKcGFnZV90b2tlbhgVIAEoCRIoCgZzdGF0ZXMYFiADKA4yGC5iZXJ0aC52MS5MaWZlY3ljbGVTdGF0ZSJYChRMaXN0U2Vzc2lvbnNSZXNwb25zZRInCghzZXNzaW9ucxgBIAMoCzIVLmJlcnRoLnYxLlNlc3Npb25JbmZvEhcKD25leHRfcGFnZV90b2tlbhgUIAEoCSIlChJDb3VudEFjdGl2ZVJlcXVlc3QSDwoHcmVwb19pZBgBIAEoCSI0ChNDb3VudEFjdGl2ZVJlc3BvbnNlEg4KBmFjdGl2ZRgBIAEoDRINCgV0b3RhbBgCIAEoDSK0AQoaVHJhbnNpdGlvbkNoYW5nZXNldFJlcXVlc3QSFAoMY2hhbmdlc2V0X2lkGAEgASgJEioKCHRvX3N0YXRlGAIgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUSDgoGcmVhc29uGAMgASgJEhIKCnRhcmdldF9yZWYYBCABKAkSMAoOZXhwZWN0ZWRfc3RhdGUYBSABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZSJ/ChtUcmFuc2l0aW9uQ2hhbmdlc2V0UmVzcG9uc2USJgoJY2hhbmdlc2V0GAEgASgLMhMuYmVydGgudjEuQ2hhbmdlc2V0EiUKBW1lcmdlGAIgASgLMhYuYmVydGgudjEuTWVyZ2VPdXRjb21lEhEKCXVuY2hhbmdlZBgDIAEoCCImChBIZWFydGJlYXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiJQoRSGVhcnRiZWF0UmVzcG9uc2USEAoIbGVhc2VfbXMYASABKA0iKgoUQXR0YWNoU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSJuChVBdHRhY2hTZXNzaW9uUmVzcG9uc2USKAoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlSAASIAoFZXZlbnQYAiABKAsyDy5iZXJ0aC52MS5FdmVudEgAQgkKB21lc3NhZ2UiOgoUU3RyYW5kU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiPwoVU3RyYW5kU2Vzc2lvblJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSJBChRSZXN1bWVTZXNzaW9uUmVxdWVzdBIXCg9kZWFkX3Nlc3Npb25faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkiVwoVUmVzdW1lU2Vzc2lvblJlc3BvbnNlEhYKDm5ld19zZXNzaW9uX2lkGAEgASgJEiYKCXdvcmtzcGFjZRgCIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSJiChVBYmFuZG9uU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSJQoFY2F1c2UYAyABKA4yFi5iZXJ0aC52MS5BYmFuZG9uQ2F1c2UiQAoWQWJhbmRvblNlc3Npb25SZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiZAoSV2F0Y2hFdmVudHNSZXF1ZXN0EhEKCWFmdGVyX3NlcRgBIAEoBBIQCghyZXBvX2lkcxgCIAMoCRINCgVraW5kcxgDIAMoCRIaChJleGNsdWRlX3Nlc3Npb25faWQYBCABKAkiNQoTV2F0Y2hFdmVudHNSZXNwb25zZRIeCgVldmVudBgBIAEoCzIPLmJlcnRoLnYxLkV2ZW50Io0BCg1PdGhlck1vZGlmaWVyEhIKCnNlc3Npb25faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEgoKYWdlbnRfbmFtZRgDIAEoCRIPCgdzeW1ib2xzGAQgAygJEjEKD2NoYW5nZXNldF9zdGF0ZRgFIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlIo0BChBXcml0ZUZpbGVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEcGF0aBgCIAEoCRIPCgdjb250ZW50GAMgASgMEhoKDWV4cGVjdGVkX2hhc2gYBCABKAlIAIgBARIYChBkZWNsYXJlZF9zeW1ib2xzGAUgAygJQhAKDl9leHBlY3RlZF9oYXNoIqABChFXcml0ZUZpbGVSZXNwb25zZRIQCghuZXdfaGFzaBgBIAEoCRIkCgZjaGFuZ2UYAiABKA4yFC5iZXJ0aC52MS5GaWxlQ2hhbmdlEicKB3N5bWJvbHMYAyADKAsyFi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2USKgoJY29uZmxpY3RzGAQgAygLMhcuYmVydGgudjEuT3RoZXJNb2RpZmllciJjChFEZWxldGVGaWxlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHBhdGgYAiABKAkSGgoNZXhwZWN0ZWRfaGFzaBgDIAEoCUgAiAEBQhAKDl9leHBlY3RlZF9oYXNoImkKEkRlbGV0ZUZpbGVSZXNwb25zZRInCgdzeW1ib2xzGAEgAygLMhYuYmVydGgudjEuU3ltYm9sQ2hhbmdlEioKCWNvbmZsaWN0cxgCIAMoCzIXLmJlcnRoLnYxLk90aGVyTW9kaWZpZXIiMwoPUmVhZEZpbGVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEcGF0aBgCIAEoCSJXChBSZWFkRmlsZVJlc3BvbnNlEg8KB2NvbnRlbnQYASABKAwSDAoEaGFzaBgCIAEoCRIkCgZzb3VyY2UYAyABKA4yFC5iZXJ0aC52MS5GaWxlU291cmNlIl0KEExpc3RGaWxlc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZwcmVmaXgYAiABKAkSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkikQEKCUZpbGVFbnRyeRIMCgRwYXRoGAEgASgJEiQKBnNvdXJjZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVTb3VyY2USJAoGY2hhbmdlGAMgASgOMhQuYmVydGgudjEuRmlsZUNoYW5nZRIZChFtb2RpZmllZF9ieV9vdGhlchgEIAEoCBIPCgdkZWxldGVkGAUgASgIIk4KEUxpc3RDbGFpbXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFnZV9zaXplGBQgASgNEhIKCnBhZ2VfdG9rZW4YFSABKAkiTgoSTGlzdENsYWltc1Jlc3BvbnNlEh8KBmNsYWltcxgBIAMoCzIPLmJlcnRoLnYxLkNsYWltEhcKD25leHRfcGFnZV90b2tlbhgUIAEoCSJSChFMaXN0RmlsZXNSZXNwb25zZRIkCgdlbnRyaWVzGAEgAygLMhMuYmVydGgudjEuRmlsZUVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIpCglTeW1ib2xSZWYSDAoEcGF0aBgBIAEoCRIOCgZzeW1ib2wYAiABKAkioQEKBUNsYWltEg8KB3JlcG9faWQYASABKAkSDAoEcGF0aBgCIAEoCRIOCgZzeW1ib2wYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRIQCghhZ2VudF9pZBgFIAEoCRISCgphZ2VudF9uYW1lGAYgASgJEi8KC2FjcXVpcmVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJPChNDbGFpbVN5bWJvbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoHc3ltYm9scxgCIAMoCzITLmJlcnRoLnYxLlN5bWJvbFJlZiI3ChRDbGFpbVN5bWJvbHNSZXNwb25zZRIfCgZjbGFpbXMYASADKAsyDy5iZXJ0aC52MS5DbGFpbSJRChVSZWxlYXNlU3ltYm9sc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIkCgdzeW1ib2xzGAIgAygLMhMuYmVydGgudjEuU3ltYm9sUmVmIioKFlJlbGVhc2VTeW1ib2xzUmVzcG9uc2USEAoIcmVsZWFzZWQYASABKA0iWgodRGVzY3JpYmVPdGhlck1vZGlmaWVyc1JlcXVlc3QSDwoHcmVwb19pZBgBIAEoCRIMCgRwYXRoGAIgASgJEhoKEmV4Y2x1ZGVfc2Vzc2lvbl9pZBgDIAEoCSJaCh5EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVzcG9uc2USDAoEdGV4dBgBIAEoCRIqCgltb2RpZmllcnMYAiADKAsyFy5iZXJ0aC52MS5PdGhlck1vZGlmaWVyIisKDENvbW1pdEF1dGhvchIMCgRuYW1lGAEgASgJEg0KBWVtYWlsGAIgASgJImcKFkNvbW1pdENoYW5nZXNldFJlcXVlc3QSFAoMY2hhbmdlc2V0X2lkGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSJgoGYXV0aG9yGAMgASgLMhYuYmVydGgudjEuQ29tbWl0QXV0aG9yIpQBChdDb21taXRDaGFuZ2VzZXRSZXNwb25zZRImCgljaGFuZ2VzZXQYASABKAsyEy5iZXJ0aC52MS5DaGFuZ2VzZXQSEQoJY29tbWl0X2lkGAIgASgJEgsKA3JlZhgDIAEoCRIPCgd0cmVlX2lkGAQgASgJEg0KBXBhdGhzGAUgASgNEhEKCXVuY2hhbmdlZBgGIAEoCCKDAQoMTWVyZ2VPdXRjb21lEhIKCnRhcmdldF9yZWYYASABKAkSFQoNb2xkX2NvbW1pdF9pZBgCIAEoCRIVCg1uZXdfY29tbWl0X2lkGAMgASgJEhsKE2NoYW5nZXNldF9jb21taXRfaWQYBCABKAkSFAoMZmFzdF9mb3J3YXJkGAUgASgIIjoKFERpZmZXb3Jrc3BhY2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGYmluYXJ5GAIgASgIIp0BCghQYXRoRGlmZhIMCgRwYXRoGAEgASgJEiQKBmNoYW5nZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVDaGFuZ2USEAoIb2xkX3BhdGgYAyABKAkSEwoLbGluZXNfYWRkZWQYBCABKA0SFQoNbGluZXNfcmVtb3ZlZBgFIAEoDRIOCgZiaW5hcnkYBiABKAgSDwoHc3ltYm9scxgHIAMoCSJeChVEaWZmV29ya3NwYWNlUmVzcG9uc2USDQoFcGF0Y2gYASABKAwSIQoFcGF0aHMYAiADKAsyEi5iZXJ0aC52MS5QYXRoRGlmZhITCgtiYXNlX2NvbW1pdBgDIAEoCSI8ChREaWZmQ2hhbmdlc2V0UmVxdWVzdBIUCgxjaGFuZ2VzZXRfaWQYASABKAkSDgoGYmluYXJ5GAIgASgIIkEKDFBhdGhDb25mbGljdBIMCgRwYXRoGAEgASgJEhMKC3Nlc3Npb25faWRzGAIgAygJEg4KBnJlYXNvbhgDIAEoCSKeAQoVRGlmZkNoYW5nZXNldFJlc3BvbnNlEg0KBXBhdGNoGAEgASgMEiEKBXBhdGhzGAIgAygLMhIuYmVydGgudjEuUGF0aERpZmYSEwoLYmFzZV9jb21taXQYAyABKAkSKQoJY29uZmxpY3RzGAQgAygLMhYuYmVydGgudjEuUGF0aENvbmZsaWN0EhMKC3Nlc3Npb25faWRzGAUgAygJIjoKFlJlYmFzZVdvcmtzcGFjZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRvbnRvGAIgASgJIiwKDlJlYmFzZUNvbmZsaWN0EgwKBHBhdGgYASABKAkSDAoEa2luZBgCIAEoCSKoAQoXUmViYXNlV29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlEhcKD29sZF9iYXNlX2NvbW1pdBgCIAEoCRIOCgZtZXJnZWQYAyADKAkSKwoJY29uZmxpY3RzGAQgAygLMhguYmVydGgudjEuUmViYXNlQ29uZmxpY3QSDwoHZHJvcHBlZBgFIAMoCSpiCgxBYmFuZG9uQ2F1c2USHQoZQUJBTkRPTl9DQVVTRV9VTlNQRUNJRklFRBAAEhoKFkFCQU5ET05fQ0FVU0VfRVhQTElDSVQQARIXChNBQkFORE9OX0NBVVNFX0FETUlOEAIy9hAKEFdvcmtzcGFjZVNlcnZpY2USXwoSUmVnaXN0ZXJSZXBvc2l0b3J5EiMuYmVydGgudjEuUmVnaXN0ZXJSZXBvc2l0b3J5UmVxdWVzdBokLmJlcnRoLnYxLlJlZ2lzdGVyUmVwb3NpdG9yeVJlc3BvbnNlElkKEExpc3RSZXBvc2l0b3JpZXMSIS5iZXJ0aC52MS5MaXN0UmVwb3NpdG9yaWVzUmVxdWVzdBoiLmJlcnRoLnYxLkxpc3RSZXBvc2l0b3JpZXNSZXNwb25zZRJWCg9DcmVhdGVXb3Jrc3BhY2USIC5iZXJ0aC52MS5DcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0GiEuYmVydGgudjEuQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USTQoMR2V0V29ya3NwYWNlEh0uYmVydGgudjEuR2V0V29ya3NwYWNlUmVxdWVzdBoeLmJlcnRoLnYxLkdldFdvcmtzcGFjZVJlc3BvbnNlElkKEERlc3Ryb3lXb3Jrc3BhY2USIS5iZXJ0aC52MS5EZXN0cm95V29ya3NwYWNlUmVxdWVzdBoiLmJlcnRoLnYxLkRlc3Ryb3lXb3Jrc3BhY2VSZXNwb25zZRJNCgxMaXN0U2Vzc2lvbnMSHS5iZXJ0aC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh4uYmVydGgudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USSgoLQ291bnRBY3RpdmUSHC5iZXJ0aC52MS5Db3VudEFjdGl2ZVJlcXVlc3QaHS5iZXJ0aC52MS5Db3VudEFjdGl2ZVJlc3BvbnNlEmIKE1RyYW5zaXRpb25DaGFuZ2VzZXQSJC5iZXJ0aC52MS5UcmFuc2l0aW9uQ2hhbmdlc2V0UmVxdWVzdBolLmJlcnRoLnYxLlRyYW5zaXRpb25DaGFuZ2VzZXRSZXNwb25zZRJECglIZWFydGJlYXQSGi5iZXJ0aC52MS5IZWFydGJlYXRSZXF1ZXN0GhsuYmVydGgudjEuSGVhcnRiZWF0UmVzcG9uc2USUgoNQXR0YWNoU2Vzc2lvbhIeLmJlcnRoLnYxLkF0dGFjaFNlc3Npb25SZXF1ZXN0Gh8uYmVydGgudjEuQXR0YWNoU2Vzc2lvblJlc3BvbnNlMAESUAoNU3RyYW5kU2Vzc2lvbhIeLmJlcnRoLnYxLlN0cmFuZFNlc3Npb25SZXF1ZXN0Gh8uYmVydGgudjEuU3RyYW5kU2Vzc2lvblJlc3BvbnNlElAKDVJlc3VtZVNlc3Npb24SHi5iZXJ0aC52MS5SZXN1bWVTZXNzaW9uUmVxdWVzdBofLmJlcnRoLnYxLlJlc3VtZVNlc3Npb25SZXNwb25zZRJTCg5BYmFuZG9uU2Vzc2lvbhIfLmJlcnRoLnYxLkFiYW5kb25TZXNzaW9uUmVxdWVzdBogLmJlcnRoLnYxLkFiYW5kb25TZXNzaW9uUmVzcG9uc2USTAoLV2F0Y2hFdmVudHMSHC5iZXJ0aC52MS5XYXRjaEV2ZW50c1JlcXVlc3QaHS5iZXJ0aC52MS5XYXRjaEV2ZW50c1Jlc3BvbnNlMAESRAoJV3JpdGVGaWxlEhouYmVydGgudjEuV3JpdGVGaWxlUmVxdWVzdBobLmJlcnRoLnYxLldyaXRlRmlsZVJlc3BvbnNlEkcKCkRlbGV0ZUZpbGUSGy5iZXJ0aC52MS5EZWxldGVGaWxlUmVxdWVzdBocLmJlcnRoLnYxLkRlbGV0ZUZpbGVSZXNwb25zZRJBCghSZWFkRmlsZRIZLmJlcnRoLnYxLlJlYWRGaWxlUmVxdWVzdBoaLmJlcnRoLnYxLlJlYWRGaWxlUmVzcG9uc2USRAoJTGlzdEZpbGVzEhouYmVydGgudjEuTGlzdEZpbGVzUmVxdWVzdBobLmJlcnRoLnYxLkxpc3RGaWxlc1Jlc3BvbnNlEk0KDENsYWltU3ltYm9scxIdLmJlcnRoLnYxLkNsYWltU3ltYm9sc1JlcXVlc3QaHi5iZXJ0aC52MS5DbGFpbVN5bWJvbHNSZXNwb25zZRJTCg5SZWxlYXNlU3ltYm9scxIfLmJlcnRoLnYxLlJlbGVhc2VTeW1ib2xzUmVxdWVzdBogLmJlcnRoLnYxLlJlbGVhc2VTeW1ib2xzUmVzcG9uc2USRwoKTGlzdENsYWltcxIbLmJlcnRoLnYxLkxpc3RDbGFpbXNSZXF1ZXN0GhwuYmVydGgudjEuTGlzdENsYWltc1Jlc3BvbnNlEmsKFkRlc2NyaWJlT3RoZXJNb2RpZmllcnMSJy5iZXJ0aC52MS5EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVxdWVzdBooLmJlcnRoLnYxLkRlc2NyaWJlT3RoZXJNb2RpZmllcnNSZXNwb25zZRJWCg9Db21taXRDaGFuZ2VzZXQSIC5iZXJ0aC52MS5Db21taXRDaGFuZ2VzZXRSZXF1ZXN0GiEuYmVydGgudjEuQ29tbWl0Q2hhbmdlc2V0UmVzcG9uc2USUAoNRGlmZldvcmtzcGFjZRIeLmJlcnRoLnYxLkRpZmZXb3Jrc3BhY2VSZXF1ZXN0Gh8uYmVydGgudjEuRGlmZldvcmtzcGFjZVJlc3BvbnNlElAKDURpZmZDaGFuZ2VzZXQSHi5iZXJ0aC52MS5EaWZmQ2hhbmdlc2V0UmVxdWVzdBofLmJlcnRoLnYxLkRpZmZDaGFuZ2VzZXRSZXNwb25zZRJWCg9SZWJhc2VXb3Jrc3BhY2USIC5iZXJ0aC52MS5SZWJhc2VXb3Jrc3BhY2VSZXF1ZXN0GiEuYmVydGgudjEuUmViYXNlV29ya3NwYWNlUmVzcG9uc2ViBnByb3RvMw", [file_berth_v1_event, file_berth_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * Request of RegisterRepository.
@@ -90,6 +90,19 @@ export const RegisterRepositoryResponseSchema: GenMessage<RegisterRepositoryResp
  * @generated from message berth.v1.ListRepositoriesRequest
  */
 export type ListRepositoriesRequest = Message<"berth.v1.ListRepositoriesRequest"> & {
+  /**
+   * At most this many repositories (0: the default, 100; at most 1000, more is INVALID_ARGUMENT).
+   *
+   * @generated from field: uint32 page_size = 20;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of the previous page; empty for the first.
+   *
+   * @generated from field: string page_token = 21;
+   */
+  pageToken: string;
 };
 
 /**
@@ -106,11 +119,18 @@ export const ListRepositoriesRequestSchema: GenMessage<ListRepositoriesRequest> 
  */
 export type ListRepositoriesResponse = Message<"berth.v1.ListRepositoriesResponse"> & {
   /**
-   * All repositories, by name.
+   * The page's repositories, by name.
    *
    * @generated from field: repeated berth.v1.Repository repositories = 1;
    */
   repositories: Repository[];
+
+  /**
+   * Pass as page_token to get the next page; empty on the last.
+   *
+   * @generated from field: string next_page_token = 20;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -325,6 +345,27 @@ export type ListSessionsRequest = Message<"berth.v1.ListSessionsRequest"> & {
    * @generated from field: string repo_id = 1;
    */
   repoId: string;
+
+  /**
+   * At most this many sessions (0: the default, 100; at most 1000, more is INVALID_ARGUMENT).
+   *
+   * @generated from field: uint32 page_size = 20;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of the previous page; empty for the first.
+   *
+   * @generated from field: string page_token = 21;
+   */
+  pageToken: string;
+
+  /**
+   * Only sessions in these states (ACTIVE, STRANDED, ABANDONED); empty: ACTIVE and STRANDED.
+   *
+   * @generated from field: repeated berth.v1.LifecycleState states = 22;
+   */
+  states: LifecycleState[];
 };
 
 /**
@@ -341,11 +382,18 @@ export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__P
  */
 export type ListSessionsResponse = Message<"berth.v1.ListSessionsResponse"> & {
   /**
-   * Live sessions, oldest first.
+   * The page's sessions, oldest first (a session keeps its place when it is stranded or resumed).
    *
    * @generated from field: repeated berth.v1.SessionInfo sessions = 1;
    */
   sessions: SessionInfo[];
+
+  /**
+   * Pass as page_token to get the next page; empty on the last.
+   *
+   * @generated from field: string next_page_token = 20;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -1175,6 +1223,69 @@ export const FileEntrySchema: GenMessage<FileEntry> = /*@__PURE__*/
   messageDesc(file_berth_v1_workspace_service, 36);
 
 /**
+ * Request of ListClaims.
+ *
+ * @generated from message berth.v1.ListClaimsRequest
+ */
+export type ListClaimsRequest = Message<"berth.v1.ListClaimsRequest"> & {
+  /**
+   * The session (UUID).
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * At most this many claims (0: the default, 1000; at most 10000, more is INVALID_ARGUMENT).
+   *
+   * @generated from field: uint32 page_size = 20;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of the previous page; empty for the first.
+   *
+   * @generated from field: string page_token = 21;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message berth.v1.ListClaimsRequest.
+ * Use `create(ListClaimsRequestSchema)` to create a new message.
+ */
+export const ListClaimsRequestSchema: GenMessage<ListClaimsRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 37);
+
+/**
+ * Response of ListClaims.
+ *
+ * @generated from message berth.v1.ListClaimsResponse
+ */
+export type ListClaimsResponse = Message<"berth.v1.ListClaimsResponse"> & {
+  /**
+   * The page's claims, by path, then symbol.
+   *
+   * @generated from field: repeated berth.v1.Claim claims = 1;
+   */
+  claims: Claim[];
+
+  /**
+   * Pass as page_token to get the next page; empty on the last.
+   *
+   * @generated from field: string next_page_token = 20;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message berth.v1.ListClaimsResponse.
+ * Use `create(ListClaimsResponseSchema)` to create a new message.
+ */
+export const ListClaimsResponseSchema: GenMessage<ListClaimsResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 38);
+
+/**
  * Response of ListFiles.
  *
  * @generated from message berth.v1.ListFilesResponse
@@ -1200,7 +1311,7 @@ export type ListFilesResponse = Message<"berth.v1.ListFilesResponse"> & {
  * Use `create(ListFilesResponseSchema)` to create a new message.
  */
 export const ListFilesResponseSchema: GenMessage<ListFilesResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 37);
+  messageDesc(file_berth_v1_workspace_service, 39);
 
 /**
  * A symbol of a file.
@@ -1228,7 +1339,7 @@ export type SymbolRef = Message<"berth.v1.SymbolRef"> & {
  * Use `create(SymbolRefSchema)` to create a new message.
  */
 export const SymbolRefSchema: GenMessage<SymbolRef> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 38);
+  messageDesc(file_berth_v1_workspace_service, 40);
 
 /**
  * A claim held by a session.
@@ -1291,7 +1402,7 @@ export type Claim = Message<"berth.v1.Claim"> & {
  * Use `create(ClaimSchema)` to create a new message.
  */
 export const ClaimSchema: GenMessage<Claim> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 39);
+  messageDesc(file_berth_v1_workspace_service, 41);
 
 /**
  * Request of ClaimSymbols.
@@ -1319,7 +1430,7 @@ export type ClaimSymbolsRequest = Message<"berth.v1.ClaimSymbolsRequest"> & {
  * Use `create(ClaimSymbolsRequestSchema)` to create a new message.
  */
 export const ClaimSymbolsRequestSchema: GenMessage<ClaimSymbolsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 40);
+  messageDesc(file_berth_v1_workspace_service, 42);
 
 /**
  * Response of ClaimSymbols.
@@ -1340,7 +1451,7 @@ export type ClaimSymbolsResponse = Message<"berth.v1.ClaimSymbolsResponse"> & {
  * Use `create(ClaimSymbolsResponseSchema)` to create a new message.
  */
 export const ClaimSymbolsResponseSchema: GenMessage<ClaimSymbolsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 41);
+  messageDesc(file_berth_v1_workspace_service, 43);
 
 /**
  * Request of ReleaseSymbols.
@@ -1368,7 +1479,7 @@ export type ReleaseSymbolsRequest = Message<"berth.v1.ReleaseSymbolsRequest"> & 
  * Use `create(ReleaseSymbolsRequestSchema)` to create a new message.
  */
 export const ReleaseSymbolsRequestSchema: GenMessage<ReleaseSymbolsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 42);
+  messageDesc(file_berth_v1_workspace_service, 44);
 
 /**
  * Response of ReleaseSymbols.
@@ -1389,7 +1500,7 @@ export type ReleaseSymbolsResponse = Message<"berth.v1.ReleaseSymbolsResponse"> 
  * Use `create(ReleaseSymbolsResponseSchema)` to create a new message.
  */
 export const ReleaseSymbolsResponseSchema: GenMessage<ReleaseSymbolsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 43);
+  messageDesc(file_berth_v1_workspace_service, 45);
 
 /**
  * Request of DescribeOtherModifiers.
@@ -1424,7 +1535,7 @@ export type DescribeOtherModifiersRequest = Message<"berth.v1.DescribeOtherModif
  * Use `create(DescribeOtherModifiersRequestSchema)` to create a new message.
  */
 export const DescribeOtherModifiersRequestSchema: GenMessage<DescribeOtherModifiersRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 44);
+  messageDesc(file_berth_v1_workspace_service, 46);
 
 /**
  * Response of DescribeOtherModifiers.
@@ -1452,7 +1563,7 @@ export type DescribeOtherModifiersResponse = Message<"berth.v1.DescribeOtherModi
  * Use `create(DescribeOtherModifiersResponseSchema)` to create a new message.
  */
 export const DescribeOtherModifiersResponseSchema: GenMessage<DescribeOtherModifiersResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 45);
+  messageDesc(file_berth_v1_workspace_service, 47);
 
 /**
  * Who a commit names as its author.
@@ -1480,7 +1591,7 @@ export type CommitAuthor = Message<"berth.v1.CommitAuthor"> & {
  * Use `create(CommitAuthorSchema)` to create a new message.
  */
 export const CommitAuthorSchema: GenMessage<CommitAuthor> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 46);
+  messageDesc(file_berth_v1_workspace_service, 48);
 
 /**
  * Request of CommitChangeset.
@@ -1515,7 +1626,7 @@ export type CommitChangesetRequest = Message<"berth.v1.CommitChangesetRequest"> 
  * Use `create(CommitChangesetRequestSchema)` to create a new message.
  */
 export const CommitChangesetRequestSchema: GenMessage<CommitChangesetRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 47);
+  messageDesc(file_berth_v1_workspace_service, 49);
 
 /**
  * Response of CommitChangeset.
@@ -1571,7 +1682,7 @@ export type CommitChangesetResponse = Message<"berth.v1.CommitChangesetResponse"
  * Use `create(CommitChangesetResponseSchema)` to create a new message.
  */
 export const CommitChangesetResponseSchema: GenMessage<CommitChangesetResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 48);
+  messageDesc(file_berth_v1_workspace_service, 50);
 
 /**
  * What a MERGED transition did to its target branch.
@@ -1620,7 +1731,7 @@ export type MergeOutcome = Message<"berth.v1.MergeOutcome"> & {
  * Use `create(MergeOutcomeSchema)` to create a new message.
  */
 export const MergeOutcomeSchema: GenMessage<MergeOutcome> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 49);
+  messageDesc(file_berth_v1_workspace_service, 51);
 
 /**
  * Request of DiffWorkspace.
@@ -1649,7 +1760,7 @@ export type DiffWorkspaceRequest = Message<"berth.v1.DiffWorkspaceRequest"> & {
  * Use `create(DiffWorkspaceRequestSchema)` to create a new message.
  */
 export const DiffWorkspaceRequestSchema: GenMessage<DiffWorkspaceRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 50);
+  messageDesc(file_berth_v1_workspace_service, 52);
 
 /**
  * One path of a diff.
@@ -1712,7 +1823,7 @@ export type PathDiff = Message<"berth.v1.PathDiff"> & {
  * Use `create(PathDiffSchema)` to create a new message.
  */
 export const PathDiffSchema: GenMessage<PathDiff> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 51);
+  messageDesc(file_berth_v1_workspace_service, 53);
 
 /**
  * Response of DiffWorkspace.
@@ -1748,7 +1859,7 @@ export type DiffWorkspaceResponse = Message<"berth.v1.DiffWorkspaceResponse"> & 
  * Use `create(DiffWorkspaceResponseSchema)` to create a new message.
  */
 export const DiffWorkspaceResponseSchema: GenMessage<DiffWorkspaceResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 52);
+  messageDesc(file_berth_v1_workspace_service, 54);
 
 /**
  * Request of DiffChangeset.
@@ -1776,7 +1887,7 @@ export type DiffChangesetRequest = Message<"berth.v1.DiffChangesetRequest"> & {
  * Use `create(DiffChangesetRequestSchema)` to create a new message.
  */
 export const DiffChangesetRequestSchema: GenMessage<DiffChangesetRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 53);
+  messageDesc(file_berth_v1_workspace_service, 55);
 
 /**
  * Two sessions of a changeset that leave a path different.
@@ -1811,7 +1922,7 @@ export type PathConflict = Message<"berth.v1.PathConflict"> & {
  * Use `create(PathConflictSchema)` to create a new message.
  */
 export const PathConflictSchema: GenMessage<PathConflict> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 54);
+  messageDesc(file_berth_v1_workspace_service, 56);
 
 /**
  * Response of DiffChangeset.
@@ -1860,7 +1971,7 @@ export type DiffChangesetResponse = Message<"berth.v1.DiffChangesetResponse"> & 
  * Use `create(DiffChangesetResponseSchema)` to create a new message.
  */
 export const DiffChangesetResponseSchema: GenMessage<DiffChangesetResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 55);
+  messageDesc(file_berth_v1_workspace_service, 57);
 
 /**
  * Request of RebaseWorkspace.
@@ -1888,7 +1999,7 @@ export type RebaseWorkspaceRequest = Message<"berth.v1.RebaseWorkspaceRequest"> 
  * Use `create(RebaseWorkspaceRequestSchema)` to create a new message.
  */
 export const RebaseWorkspaceRequestSchema: GenMessage<RebaseWorkspaceRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 56);
+  messageDesc(file_berth_v1_workspace_service, 58);
 
 /**
  * A file the rebase could not merge cleanly.
@@ -1920,7 +2031,7 @@ export type RebaseConflict = Message<"berth.v1.RebaseConflict"> & {
  * Use `create(RebaseConflictSchema)` to create a new message.
  */
 export const RebaseConflictSchema: GenMessage<RebaseConflict> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 57);
+  messageDesc(file_berth_v1_workspace_service, 59);
 
 /**
  * Response of RebaseWorkspace.
@@ -1969,7 +2080,7 @@ export type RebaseWorkspaceResponse = Message<"berth.v1.RebaseWorkspaceResponse"
  * Use `create(RebaseWorkspaceResponseSchema)` to create a new message.
  */
 export const RebaseWorkspaceResponseSchema: GenMessage<RebaseWorkspaceResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 58);
+  messageDesc(file_berth_v1_workspace_service, 60);
 
 /**
  * Who abandoned a session.
@@ -2069,7 +2180,7 @@ export const WorkspaceService: GenService<{
     output: typeof DestroyWorkspaceResponseSchema;
   },
   /**
-   * Lists the live sessions of a repository.
+   * Lists the sessions of a repository in the states asked for (active and stranded by default), a page at a time.
    *
    * @generated from rpc berth.v1.WorkspaceService.ListSessions
    */
@@ -2222,6 +2333,16 @@ export const WorkspaceService: GenService<{
     methodKind: "unary";
     input: typeof ReleaseSymbolsRequestSchema;
     output: typeof ReleaseSymbolsResponseSchema;
+  },
+  /**
+   * Lists the claims a session holds, by path and symbol (a stranded or ended session holds none).
+   *
+   * @generated from rpc berth.v1.WorkspaceService.ListClaims
+   */
+  listClaims: {
+    methodKind: "unary";
+    input: typeof ListClaimsRequestSchema;
+    output: typeof ListClaimsResponseSchema;
   },
   /**
    * Says who else touched a file and which of its symbols, e.g. "create_task modified by agent-2".

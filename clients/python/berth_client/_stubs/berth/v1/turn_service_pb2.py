@@ -16,7 +16,7 @@ from berth.v1 import types_pb2 as berth_dot_v1_dot_types__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x62\x65rth/v1/turn_service.proto\x12\x08\x62\x65rth.v1\x1a\x14\x62\x65rth/v1/event.proto\x1a\x14\x62\x65rth/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xab\x02\n\x04Turn\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x14\n\x0cworkspace_id\x18\x03 \x01(\t\x12\x16\n\x0e\x63lient_turn_id\x18\x04 \x01(\t\x12\"\n\x05state\x18\x05 \x01(\x0e\x32\x13.berth.v1.TurnState\x12&\n\x07outcome\x18\x06 \x01(\x0e\x32\x15.berth.v1.TurnOutcome\x12\x18\n\x10\x65nvironment_path\x18\x07 \x01(\t\x12\x0c\n\x04warm\x18\x08 \x01(\x08\x12.\n\nstarted_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"(\n\x08MapEntry\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06is_dir\x18\x02 \x01(\x08\"\x94\x01\n\x0cWorkspaceMap\x12#\n\x06status\x18\x01 \x01(\x0e\x32\x13.berth.v1.MapStatus\x12\x0c\n\x04text\x18\x02 \x01(\t\x12#\n\x07\x65ntries\x18\x03 \x03(\x0b\x32\x12.berth.v1.MapEntry\x12\r\n\x05shown\x18\x04 \x01(\r\x12\r\n\x05total\x18\x05 \x01(\r\x12\x0e\n\x06reason\x18\x06 \x01(\t\"a\n\x10\x42\x65ginTurnRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63lient_turn_id\x18\x02 \x01(\t\x12!\n\x07on_busy\x18\x03 \x01(\x0e\x32\x10.berth.v1.OnBusy\"\x97\x01\n\x11\x42\x65ginTurnResponse\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x18\n\x10\x65nvironment_path\x18\x02 \x01(\t\x12\x0c\n\x04warm\x18\x03 \x01(\x08\x12-\n\rworkspace_map\x18\x04 \x01(\x0b\x32\x16.berth.v1.WorkspaceMap\x12\x1a\n\x12superseded_turn_id\x18\x05 \x01(\t\"I\n\x0e\x45ndTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12&\n\x07outcome\x18\x02 \x01(\x0e\x32\x15.berth.v1.TurnOutcome\"p\n\x0f\x45ndTurnResponse\x12\x1c\n\x04turn\x18\x01 \x01(\x0b\x32\x0e.berth.v1.Turn\x12\x16\n\x0e\x63\x61ptured_paths\x18\x02 \x03(\t\x12\'\n\x08left_out\x18\x03 \x03(\x0b\x32\x15.berth.v1.LeftOutPath\"+\n\x0bLeftOutPath\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"$\n\x11\x43\x61ncelTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"8\n\x12\x43\x61ncelTurnResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\x12\x0f\n\x07settled\x18\x02 \x01(\x08\"\'\n\x14TurnHeartbeatRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"(\n\x15TurnHeartbeatResponse\x12\x0f\n\x07\x63urrent\x18\x01 \x01(\x08\"&\n\x10ListTurnsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"2\n\x11ListTurnsResponse\x12\x1d\n\x05turns\x18\x01 \x03(\x0b\x32\x0e.berth.v1.Turn\"\'\n\x11WatchTurnsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"4\n\x12WatchTurnsResponse\x12\x1e\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0f.berth.v1.Event\"\x15\n\x13GetPoolStatsRequest\"\x9b\x02\n\x14GetPoolStatsResponse\x12\x0c\n\x04\x62usy\x18\x01 \x01(\r\x12\x0c\n\x04idle\x18\x02 \x01(\r\x12\x19\n\x11\x61waiting_approval\x18\x03 \x01(\r\x12\x10\n\x08\x63\x61pacity\x18\x04 \x01(\r\x12@\n\tevictions\x18\x05 \x03(\x0b\x32-.berth.v1.GetPoolStatsResponse.EvictionsEntry\x12\x15\n\rwarm_acquires\x18\x06 \x01(\x04\x12\x15\n\rcold_acquires\x18\x07 \x01(\x04\x12\x18\n\x10unreserved_turns\x18\x08 \x01(\x04\x1a\x30\n\x0e\x45victionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\",\n\x16GetWorkspaceMapRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"H\n\x17GetWorkspaceMapResponse\x12-\n\rworkspace_map\x18\x01 \x01(\x0b\x32\x16.berth.v1.WorkspaceMap*L\n\x06OnBusy\x12\x17\n\x13ON_BUSY_UNSPECIFIED\x10\x00\x12\x15\n\x11ON_BUSY_SUPERSEDE\x10\x01\x12\x12\n\x0eON_BUSY_REJECT\x10\x02*\x8a\x01\n\tTurnState\x12\x1a\n\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n\x10TURN_STATE_ENDED\x10\x02\x12\x19\n\x15TURN_STATE_SUPERSEDED\x10\x03\x12\x18\n\x14TURN_STATE_CANCELLED\x10\x04*\xb5\x01\n\tMapStatus\x12\x1a\n\x16MAP_STATUS_UNSPECIFIED\x10\x00\x12\x11\n\rMAP_STATUS_OK\x10\x01\x12\x14\n\x10MAP_STATUS_STALE\x10\x02\x12\x1a\n\x16MAP_STATUS_OVER_BUDGET\x10\x03\x12\x16\n\x12MAP_STATUS_SKIPPED\x10\x04\x12\x18\n\x14MAP_STATUS_CANCELLED\x10\x05\x12\x15\n\x11MAP_STATUS_FAILED\x10\x06\x32\xe6\x04\n\x0bTurnService\x12\x44\n\tBeginTurn\x12\x1a.berth.v1.BeginTurnRequest\x1a\x1b.berth.v1.BeginTurnResponse\x12>\n\x07\x45ndTurn\x12\x18.berth.v1.EndTurnRequest\x1a\x19.berth.v1.EndTurnResponse\x12G\n\nCancelTurn\x12\x1b.berth.v1.CancelTurnRequest\x1a\x1c.berth.v1.CancelTurnResponse\x12P\n\rTurnHeartbeat\x12\x1e.berth.v1.TurnHeartbeatRequest\x1a\x1f.berth.v1.TurnHeartbeatResponse\x12\x44\n\tListTurns\x12\x1a.berth.v1.ListTurnsRequest\x1a\x1b.berth.v1.ListTurnsResponse\x12I\n\nWatchTurns\x12\x1b.berth.v1.WatchTurnsRequest\x1a\x1c.berth.v1.WatchTurnsResponse0\x01\x12M\n\x0cGetPoolStats\x12\x1d.berth.v1.GetPoolStatsRequest\x1a\x1e.berth.v1.GetPoolStatsResponse\x12V\n\x0fGetWorkspaceMap\x12 .berth.v1.GetWorkspaceMapRequest\x1a!.berth.v1.GetWorkspaceMapResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x62\x65rth/v1/turn_service.proto\x12\x08\x62\x65rth.v1\x1a\x14\x62\x65rth/v1/event.proto\x1a\x14\x62\x65rth/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xab\x02\n\x04Turn\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x14\n\x0cworkspace_id\x18\x03 \x01(\t\x12\x16\n\x0e\x63lient_turn_id\x18\x04 \x01(\t\x12\"\n\x05state\x18\x05 \x01(\x0e\x32\x13.berth.v1.TurnState\x12&\n\x07outcome\x18\x06 \x01(\x0e\x32\x15.berth.v1.TurnOutcome\x12\x18\n\x10\x65nvironment_path\x18\x07 \x01(\t\x12\x0c\n\x04warm\x18\x08 \x01(\x08\x12.\n\nstarted_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"(\n\x08MapEntry\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06is_dir\x18\x02 \x01(\x08\"\x94\x01\n\x0cWorkspaceMap\x12#\n\x06status\x18\x01 \x01(\x0e\x32\x13.berth.v1.MapStatus\x12\x0c\n\x04text\x18\x02 \x01(\t\x12#\n\x07\x65ntries\x18\x03 \x03(\x0b\x32\x12.berth.v1.MapEntry\x12\r\n\x05shown\x18\x04 \x01(\r\x12\r\n\x05total\x18\x05 \x01(\r\x12\x0e\n\x06reason\x18\x06 \x01(\t\"a\n\x10\x42\x65ginTurnRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63lient_turn_id\x18\x02 \x01(\t\x12!\n\x07on_busy\x18\x03 \x01(\x0e\x32\x10.berth.v1.OnBusy\"\x97\x01\n\x11\x42\x65ginTurnResponse\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x18\n\x10\x65nvironment_path\x18\x02 \x01(\t\x12\x0c\n\x04warm\x18\x03 \x01(\x08\x12-\n\rworkspace_map\x18\x04 \x01(\x0b\x32\x16.berth.v1.WorkspaceMap\x12\x1a\n\x12superseded_turn_id\x18\x05 \x01(\t\"I\n\x0e\x45ndTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12&\n\x07outcome\x18\x02 \x01(\x0e\x32\x15.berth.v1.TurnOutcome\"p\n\x0f\x45ndTurnResponse\x12\x1c\n\x04turn\x18\x01 \x01(\x0b\x32\x0e.berth.v1.Turn\x12\x16\n\x0e\x63\x61ptured_paths\x18\x02 \x03(\t\x12\'\n\x08left_out\x18\x03 \x03(\x0b\x32\x15.berth.v1.LeftOutPath\"+\n\x0bLeftOutPath\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"$\n\x11\x43\x61ncelTurnRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"8\n\x12\x43\x61ncelTurnResponse\x12\x11\n\tcancelled\x18\x01 \x01(\x08\x12\x0f\n\x07settled\x18\x02 \x01(\x08\"\'\n\x14TurnHeartbeatRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\"(\n\x15TurnHeartbeatResponse\x12\x0f\n\x07\x63urrent\x18\x01 \x01(\x08\"M\n\x10ListTurnsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x14 \x01(\r\x12\x12\n\npage_token\x18\x15 \x01(\t\"K\n\x11ListTurnsResponse\x12\x1d\n\x05turns\x18\x01 \x03(\x0b\x32\x0e.berth.v1.Turn\x12\x17\n\x0fnext_page_token\x18\x14 \x01(\t\"\'\n\x11WatchTurnsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"4\n\x12WatchTurnsResponse\x12\x1e\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x0f.berth.v1.Event\"\x15\n\x13GetPoolStatsRequest\"\x9b\x02\n\x14GetPoolStatsResponse\x12\x0c\n\x04\x62usy\x18\x01 \x01(\r\x12\x0c\n\x04idle\x18\x02 \x01(\r\x12\x19\n\x11\x61waiting_approval\x18\x03 \x01(\r\x12\x10\n\x08\x63\x61pacity\x18\x04 \x01(\r\x12@\n\tevictions\x18\x05 \x03(\x0b\x32-.berth.v1.GetPoolStatsResponse.EvictionsEntry\x12\x15\n\rwarm_acquires\x18\x06 \x01(\x04\x12\x15\n\rcold_acquires\x18\x07 \x01(\x04\x12\x18\n\x10unreserved_turns\x18\x08 \x01(\x04\x1a\x30\n\x0e\x45victionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\",\n\x16GetWorkspaceMapRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"H\n\x17GetWorkspaceMapResponse\x12-\n\rworkspace_map\x18\x01 \x01(\x0b\x32\x16.berth.v1.WorkspaceMap*L\n\x06OnBusy\x12\x17\n\x13ON_BUSY_UNSPECIFIED\x10\x00\x12\x15\n\x11ON_BUSY_SUPERSEDE\x10\x01\x12\x12\n\x0eON_BUSY_REJECT\x10\x02*\x8a\x01\n\tTurnState\x12\x1a\n\x16TURN_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12TURN_STATE_RUNNING\x10\x01\x12\x14\n\x10TURN_STATE_ENDED\x10\x02\x12\x19\n\x15TURN_STATE_SUPERSEDED\x10\x03\x12\x18\n\x14TURN_STATE_CANCELLED\x10\x04*\xb5\x01\n\tMapStatus\x12\x1a\n\x16MAP_STATUS_UNSPECIFIED\x10\x00\x12\x11\n\rMAP_STATUS_OK\x10\x01\x12\x14\n\x10MAP_STATUS_STALE\x10\x02\x12\x1a\n\x16MAP_STATUS_OVER_BUDGET\x10\x03\x12\x16\n\x12MAP_STATUS_SKIPPED\x10\x04\x12\x18\n\x14MAP_STATUS_CANCELLED\x10\x05\x12\x15\n\x11MAP_STATUS_FAILED\x10\x06\x32\xe6\x04\n\x0bTurnService\x12\x44\n\tBeginTurn\x12\x1a.berth.v1.BeginTurnRequest\x1a\x1b.berth.v1.BeginTurnResponse\x12>\n\x07\x45ndTurn\x12\x18.berth.v1.EndTurnRequest\x1a\x19.berth.v1.EndTurnResponse\x12G\n\nCancelTurn\x12\x1b.berth.v1.CancelTurnRequest\x1a\x1c.berth.v1.CancelTurnResponse\x12P\n\rTurnHeartbeat\x12\x1e.berth.v1.TurnHeartbeatRequest\x1a\x1f.berth.v1.TurnHeartbeatResponse\x12\x44\n\tListTurns\x12\x1a.berth.v1.ListTurnsRequest\x1a\x1b.berth.v1.ListTurnsResponse\x12I\n\nWatchTurns\x12\x1b.berth.v1.WatchTurnsRequest\x1a\x1c.berth.v1.WatchTurnsResponse0\x01\x12M\n\x0cGetPoolStats\x12\x1d.berth.v1.GetPoolStatsRequest\x1a\x1e.berth.v1.GetPoolStatsResponse\x12V\n\x0fGetWorkspaceMap\x12 .berth.v1.GetWorkspaceMapRequest\x1a!.berth.v1.GetWorkspaceMapResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'berth.v1.turn_service_pb2', globals())
@@ -25,12 +25,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _GETPOOLSTATSRESPONSE_EVICTIONSENTRY._options = None
   _GETPOOLSTATSRESPONSE_EVICTIONSENTRY._serialized_options = b'8\001'
-  _ONBUSY._serialized_start=1895
-  _ONBUSY._serialized_end=1971
-  _TURNSTATE._serialized_start=1974
-  _TURNSTATE._serialized_end=2112
-  _MAPSTATUS._serialized_start=2115
-  _MAPSTATUS._serialized_end=2296
+  _ONBUSY._serialized_start=1959
+  _ONBUSY._serialized_end=2035
+  _TURNSTATE._serialized_start=2038
+  _TURNSTATE._serialized_end=2176
+  _MAPSTATUS._serialized_start=2179
+  _MAPSTATUS._serialized_end=2360
   _TURN._serialized_start=119
   _TURN._serialized_end=418
   _MAPENTRY._serialized_start=420
@@ -56,23 +56,23 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _TURNHEARTBEATRESPONSE._serialized_start=1237
   _TURNHEARTBEATRESPONSE._serialized_end=1277
   _LISTTURNSREQUEST._serialized_start=1279
-  _LISTTURNSREQUEST._serialized_end=1317
-  _LISTTURNSRESPONSE._serialized_start=1319
-  _LISTTURNSRESPONSE._serialized_end=1369
-  _WATCHTURNSREQUEST._serialized_start=1371
-  _WATCHTURNSREQUEST._serialized_end=1410
-  _WATCHTURNSRESPONSE._serialized_start=1412
-  _WATCHTURNSRESPONSE._serialized_end=1464
-  _GETPOOLSTATSREQUEST._serialized_start=1466
-  _GETPOOLSTATSREQUEST._serialized_end=1487
-  _GETPOOLSTATSRESPONSE._serialized_start=1490
-  _GETPOOLSTATSRESPONSE._serialized_end=1773
-  _GETPOOLSTATSRESPONSE_EVICTIONSENTRY._serialized_start=1725
-  _GETPOOLSTATSRESPONSE_EVICTIONSENTRY._serialized_end=1773
-  _GETWORKSPACEMAPREQUEST._serialized_start=1775
-  _GETWORKSPACEMAPREQUEST._serialized_end=1819
-  _GETWORKSPACEMAPRESPONSE._serialized_start=1821
-  _GETWORKSPACEMAPRESPONSE._serialized_end=1893
-  _TURNSERVICE._serialized_start=2299
-  _TURNSERVICE._serialized_end=2913
+  _LISTTURNSREQUEST._serialized_end=1356
+  _LISTTURNSRESPONSE._serialized_start=1358
+  _LISTTURNSRESPONSE._serialized_end=1433
+  _WATCHTURNSREQUEST._serialized_start=1435
+  _WATCHTURNSREQUEST._serialized_end=1474
+  _WATCHTURNSRESPONSE._serialized_start=1476
+  _WATCHTURNSRESPONSE._serialized_end=1528
+  _GETPOOLSTATSREQUEST._serialized_start=1530
+  _GETPOOLSTATSREQUEST._serialized_end=1551
+  _GETPOOLSTATSRESPONSE._serialized_start=1554
+  _GETPOOLSTATSRESPONSE._serialized_end=1837
+  _GETPOOLSTATSRESPONSE_EVICTIONSENTRY._serialized_start=1789
+  _GETPOOLSTATSRESPONSE_EVICTIONSENTRY._serialized_end=1837
+  _GETWORKSPACEMAPREQUEST._serialized_start=1839
+  _GETWORKSPACEMAPREQUEST._serialized_end=1883
+  _GETWORKSPACEMAPRESPONSE._serialized_start=1885
+  _GETWORKSPACEMAPRESPONSE._serialized_end=1957
+  _TURNSERVICE._serialized_start=2363
+  _TURNSERVICE._serialized_end=2977
 # @@protoc_insertion_point(module_scope)

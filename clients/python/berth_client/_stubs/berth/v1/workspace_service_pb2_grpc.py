@@ -121,6 +121,11 @@ class WorkspaceServiceStub(object):
                 request_serializer=berth_dot_v1_dot_workspace__service__pb2.ReleaseSymbolsRequest.SerializeToString,
                 response_deserializer=berth_dot_v1_dot_workspace__service__pb2.ReleaseSymbolsResponse.FromString,
                 )
+        self.ListClaims = channel.unary_unary(
+                '/berth.v1.WorkspaceService/ListClaims',
+                request_serializer=berth_dot_v1_dot_workspace__service__pb2.ListClaimsRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_workspace__service__pb2.ListClaimsResponse.FromString,
+                )
         self.DescribeOtherModifiers = channel.unary_unary(
                 '/berth.v1.WorkspaceService/DescribeOtherModifiers',
                 request_serializer=berth_dot_v1_dot_workspace__service__pb2.DescribeOtherModifiersRequest.SerializeToString,
@@ -195,7 +200,7 @@ class WorkspaceServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListSessions(self, request, context):
-        """Lists the live sessions of a repository.
+        """Lists the sessions of a repository in the states asked for (active and stranded by default), a page at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -299,6 +304,13 @@ class WorkspaceServiceServicer(object):
 
     def ReleaseSymbols(self, request, context):
         """Releases claims the session holds.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListClaims(self, request, context):
+        """Lists the claims a session holds, by path and symbol (a stranded or ended session holds none).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -448,6 +460,11 @@ def add_WorkspaceServiceServicer_to_server(servicer, server):
                     servicer.ReleaseSymbols,
                     request_deserializer=berth_dot_v1_dot_workspace__service__pb2.ReleaseSymbolsRequest.FromString,
                     response_serializer=berth_dot_v1_dot_workspace__service__pb2.ReleaseSymbolsResponse.SerializeToString,
+            ),
+            'ListClaims': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListClaims,
+                    request_deserializer=berth_dot_v1_dot_workspace__service__pb2.ListClaimsRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_workspace__service__pb2.ListClaimsResponse.SerializeToString,
             ),
             'DescribeOtherModifiers': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeOtherModifiers,
@@ -828,6 +845,23 @@ class WorkspaceService(object):
         return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/ReleaseSymbols',
             berth_dot_v1_dot_workspace__service__pb2.ReleaseSymbolsRequest.SerializeToString,
             berth_dot_v1_dot_workspace__service__pb2.ReleaseSymbolsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListClaims(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/ListClaims',
+            berth_dot_v1_dot_workspace__service__pb2.ListClaimsRequest.SerializeToString,
+            berth_dot_v1_dot_workspace__service__pb2.ListClaimsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -1,0 +1,78 @@
+// The live event tail: one WatchEvents stream for the tab, resumed after a drop from the last seq
+// it delivered (the server sends stored events after after_seq with no gap and no duplicate).
+// Views subscribe to it instead of polling.
+import { el, short, when } from "./dom.js";
+import { stream } from "./rpc.js";
+
+const KEEP = 300;
+const listeners = new Set();
+let lastSeq = "0";
+let controller;
+let retryMs = 500;
+
+/** Calls `fn(event)` for every event from now on; returns the unsubscribe function. */
+export function onEvent(fn) {
+  listeners.add(fn);
+  return () => listeners.delete(fn);
+}
+
+/** The seq the tail resumes after (for tests and the screenshot script: a reconnect continues here). */
+export function resumePoint() {
+  return lastSeq;
+}
+
+function setState(text) {
+  document.getElementById("tail-state").textContent = text;
+}
+
+function row(e) {
+  const who = e.agentId ? ` ${e.agentId}` : "";
+  const about = e.sessionId ? ` session ${short(e.sessionId)}` : "";
+  const why = e.reason ? ` (${e.reason})` : "";
+  return el(
+    "li",
+    { "data-kind": e.kind, "data-session": e.sessionId ?? "", "data-seq": e.seq, title: when(e.occurredAt) },
+    el("span", { class: "seq" }, e.seq),
+    el("span", { class: `kind kind-${e.kind.replace(/\./g, "-")}` }, e.kind),
+    `${who}${about}${why}`,
+  );
+}
+
+function deliver(e) {
+  lastSeq = e.seq;
+  const tail = document.getElementById("tail");
+  tail.prepend(row(e));
+  while (tail.childElementCount > KEEP) tail.lastElementChild.remove();
+  for (const fn of listeners) fn(e);
+}
+
+async function run() {
+  const mine = new AbortController();
+  controller = mine;
+  for (;;) {
+    // The server answers a stream with its first event (Connect sends the headers with it): until then, waiting.
+    setState(lastSeq === "0" ? "waiting for events" : `resuming after ${lastSeq}`);
+    try {
+      await stream("WorkspaceService", "WatchEvents", { afterSeq: lastSeq }, (m) => m.event && deliver(m.event), mine.signal, () => {
+        retryMs = 500;
+        setState("live");
+      });
+    } catch (err) {
+      if (mine.signal.aborted) return;
+      setState(`disconnected (${err.reason ?? err.code ?? err.message}); retrying`);
+      if (err.code === "unauthenticated" || err.code === "permission_denied") {
+        setState(`not allowed: ${err.reason ?? err.code}`);
+        return;
+      }
+    }
+    if (mine.signal.aborted) return;
+    await new Promise((r) => setTimeout(r, retryMs));
+    retryMs = Math.min(retryMs * 2, 10_000);
+  }
+}
+
+/** (Re)starts the tail, e.g. after the token changed; keeps the resume point. */
+export function startTail() {
+  controller?.abort();
+  void run();
+}
