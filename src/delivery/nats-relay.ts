@@ -7,7 +7,9 @@
  *   (or proto3 JSON with encoding "json"); headers Nats-Msg-Id = event id (JetStream dedupe),
  *   berth-kind, berth-seq, content-type.
  * - At-least-once: each publish is awaited (its PubAck) before the next, and the cursor
- *   (relay_cursor.last_seq in the database) only ever moves to an acknowledged seq. After a
+ *   (relay_cursor.last_seq in the database) only ever moves to an acknowledged seq. It is
+ *   saved in the background (after a batch, or every cursorEvery events), never on the path
+ *   from a commit to its publish: a save lost in a crash costs repeats, not events. After a
  *   crash the relay republishes from the cursor; JetStream drops the repeats by Nats-Msg-Id,
  *   and at start the relay also skips what the stream's last message (its berth-seq header)
  *   shows was already stored, so repeats do not depend on the duplicate window.
@@ -178,6 +180,9 @@ export class NatsRelay {
   private sleeping: { done: () => void; wakeOnNudge: boolean } | undefined;
   private nudged = false;
   private failures = 0;
+  /** The cursor save in flight (one at a time), and whether another was asked for meanwhile. */
+  private saving: Promise<void> | undefined;
+  private saveAgain = false;
 
   constructor(options: NatsRelayOptions) {
     this.o = {
@@ -221,6 +226,7 @@ export class NatsRelay {
     // Closing the connection rejects an in-flight publish at once (it stays unacknowledged).
     await this.dropConnection();
     await this.loop;
+    await this.settleSaves();
     // Unsaved, the next leader republishes from the stored cursor; JetStream drops the duplicates.
     await this.saveCursor().catch((err: unknown) => this.o.logger.warn({ err }, "nats relay: could not save the cursor at stop"));
     await this.dropConnection();
@@ -260,7 +266,7 @@ export class NatsRelay {
           continue;
         }
         await this.publishBatch(batch);
-        await this.saveCursor();
+        this.saveInBackground();
         if (this.failures > 0) this.o.logger.info({ seq: this.acked.toString() }, "nats relay: publishing again");
         this.failures = 0;
       } catch (err) {
@@ -269,6 +275,7 @@ export class NatsRelay {
         const delay = Math.min(this.o.backoffMaxMs, this.o.backoffInitialMs * 2 ** Math.min(this.failures - 1, 16));
         const log = this.failures === 1 || this.failures % 10 === 0 ? "warn" : "debug";
         this.o.logger[log]({ err, attempt: this.failures, retryInMs: delay, seq: this.acked.toString() }, "nats relay: publishing failed; events wait in the outbox");
+        await this.settleSaves();
         await this.saveCursor().catch((err: unknown) => this.o.logger.warn({ err }, "nats relay: could not save the cursor"));
         this.streamReady = false; // re-check the stream (it may have been deleted)
         await this.sleep(delay, false);
@@ -378,7 +385,8 @@ export class NatsRelay {
     const json = this.o.encoding === "json";
     let sinceSave = 0;
     for (const se of batch) {
-      if (this.stopped) return;
+      // A background save that found the cursor moved deposed this relay.
+      if (this.stopped || !this.leading) return;
       const ev = se.event;
       const h = headers();
       h.set("berth-kind", ev.kind);
@@ -389,10 +397,36 @@ export class NatsRelay {
       this.acked = se.seq;
       this.o.onPublished?.(se.seq);
       if (++sinceSave >= this.o.cursorEvery) {
-        await this.saveCursor();
+        this.saveInBackground();
         sinceSave = 0;
       }
     }
+  }
+
+  /**
+   * Saves the cursor without holding up publishing. Saves never overlap (the compare-and-set
+   * needs the stored value of the previous one); one asked for during a save runs after it.
+   */
+  private saveInBackground(): void {
+    if (this.saving) {
+      this.saveAgain = true;
+      return;
+    }
+    this.saving = (async () => {
+      do {
+        this.saveAgain = false;
+        await this.saveCursor();
+      } while (this.saveAgain && this.leading && !this.stopped);
+    })()
+      .catch((err: unknown) => {
+        if (this.leading) this.o.logger.warn({ err, seq: this.acked.toString() }, "nats relay: could not save the cursor; retrying after the next batch");
+      })
+      .finally(() => (this.saving = undefined));
+  }
+
+  /** Waits for the background save, if any (its failure is already logged). */
+  private async settleSaves(): Promise<void> {
+    while (this.saving) await this.saving;
   }
 
   /** Moves the stored cursor to the acknowledged seq (compare-and-set). */

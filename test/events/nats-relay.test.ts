@@ -130,8 +130,8 @@ needs({ postgres: true, natsServer: true })("NATS relay (real nats-server)", () 
     const ev = fromBinary(EventSchema, got[1]!.data);
     expect(ev).toMatchObject({ seq: got[1]!.seq, kind: "changeset.transitioned", changesetId: ws.changeset.id, reason: "ready" });
     expect(ev.payload.case).toBe("changesetTransitioned");
-    // The cursor is persisted at the acknowledged head.
-    expect(await readRelayCursor(database.opened.db, STREAM)).toBe(got.at(-1)!.seq);
+    // The cursor is persisted at the acknowledged head (in the background, after the batch).
+    await until(async () => (await readRelayCursor(database.opened.db, STREAM)) === got.at(-1)!.seq, 10_000, "the cursor to be saved");
     const info = await (await jetstreamManager(await client())).streams.info(STREAM);
     expect(info.config.subjects).toEqual(["berth.>"]);
     expect(info.config.max_age).toBe(3600 * 1e9);
