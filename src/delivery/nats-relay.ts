@@ -432,9 +432,11 @@ export class NatsRelay {
   /** Moves the stored cursor to the acknowledged seq (compare-and-set). */
   private async saveCursor(): Promise<void> {
     if (this.stored === undefined || this.acked <= this.stored || !this.leading) return;
-    const ok = await advanceRelayCursor(this.o.db, this.o.stream, this.stored, this.acked);
+    // Publishing goes on during the write: what is stored is what was written, not acked by then.
+    const to = this.acked;
+    const ok = await advanceRelayCursor(this.o.db, this.o.stream, this.stored, to);
     if (ok) {
-      this.stored = this.acked;
+      this.stored = to;
       return;
     }
     this.o.logger.warn({ stream: this.o.stream }, "nats relay: the cursor was moved by another instance; giving up leadership");

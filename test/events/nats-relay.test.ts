@@ -203,6 +203,22 @@ needs({ postgres: true, natsServer: true })("NATS relay (real nats-server)", () 
     await expectExactlyOnceInOrder("dedupe");
   }, 60_000);
 
+  it("saving the cursor while publishing goes on never deposes the relay or republishes an event", async () => {
+    const published: bigint[] = [];
+    // A save after every event: each one overlaps the next publishes.
+    const r = relay({ cursorEvery: 1, onPublished: (seq) => published.push(seq) });
+    await until(() => r.isLeader, 5000, "the relay to lead");
+    await Promise.all(Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; i < 25; i++) await writeEvents(registry, [input(`session.w${w}x${i}`)]);
+    }));
+    const seqs = await storedSeqs(database.opened.db);
+    const head = seqs.at(-1)!;
+    await until(() => r.publishedSeq === head, 30_000, "relay to publish");
+    await until(async () => (await readRelayCursor(database.opened.db, STREAM)) === head, 10_000, "the cursor to be saved");
+    expect(r.isLeader).toBe(true);
+    expect(published).toEqual(seqs);
+  }, 60_000);
+
   it("one leader at a time: a second relay on the same database waits, then takes over without loss or duplicate", async () => {
     const a = relay();
     await until(() => a.isLeader, 5000, "first relay to lead");
