@@ -6,8 +6,15 @@
  * - Message: subject `berth.<kind>.<repo_id>`; payload the binary berth.v1.Event with seq set
  *   (or proto3 JSON with encoding "json"); headers Nats-Msg-Id = event id (JetStream dedupe),
  *   berth-kind, berth-seq, content-type.
- * - At-least-once: each publish is awaited (its PubAck) before the next, and the cursor
- *   (relay_cursor.last_seq in the database) only ever moves to an acknowledged seq. It is
+ * - Order: publishes are pipelined (up to `pipeline` in flight, sent in seq order on one
+ *   connection), each with Nats-Expected-Last-Sequence = the stream sequence it must follow,
+ *   so the stream stores a message only if every one before it was stored: a failed publish
+ *   makes the ones behind it fail too, and the relay retries from the first unacknowledged
+ *   seq, so stream order stays seq order. While the stream's last sequence is not known (at
+ *   connect without reconcile, after a duplicate or a mismatch) it publishes one at a time,
+ *   unconditionally, until an acknowledgement tells it.
+ * - At-least-once: the cursor (relay_cursor.last_seq in the database) only ever moves to an
+ *   acknowledged seq, acknowledged in order. It is
  *   saved in the background (after a batch, or every cursorEvery events), never on the path
  *   from a commit to its publish: a save lost in a crash costs repeats, not events. After a
  *   crash the relay republishes from the cursor; JetStream drops the repeats by Nats-Msg-Id,
@@ -20,7 +27,7 @@
  */
 import { createHash } from "node:crypto";
 import { toBinary, toJsonString } from "@bufbuild/protobuf";
-import { JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
 import { connect, headers, nanos, type NatsConnection } from "@nats-io/transport-node";
 import { sql, type Kysely } from "kysely";
 import type { Logger } from "pino";
@@ -157,9 +164,16 @@ export interface NatsRelayOptions {
    * Tests turn it off to prove JetStream's Nats-Msg-Id dedupe alone suffices.
    */
   readonly reconcile?: boolean;
-  /** Called after each acknowledged publish (tests, metrics). */
+  /** Publishes in flight at once (default 32; 1: each awaited before the next). */
+  readonly pipeline?: number;
+  /** Called after each acknowledged publish, in seq order (tests, metrics). */
   readonly onPublished?: (seq: bigint) => void;
 }
+
+/** JetStream's "wrong last sequence": a Nats-Expected-Last-Sequence that did not hold. */
+const WRONG_LAST_SEQUENCE = 10071;
+/** JetStream's "wrong last msg ID": a Nats-Expected-Last-Msg-Id that did not hold. */
+const WRONG_LAST_MSG_ID = 10070;
 
 export function subjectOf(kind: string, repoId: string): string {
   return `berth.${kind}.${repoId}`;
@@ -183,6 +197,8 @@ export class NatsRelay {
   /** The cursor save in flight (one at a time), and whether another was asked for meanwhile. */
   private saving: Promise<void> | undefined;
   private saveAgain = false;
+  /** The stream's last sequence, when known: what the next publish expects. */
+  private streamLast: number | undefined;
 
   constructor(options: NatsRelayOptions) {
     this.o = {
@@ -194,6 +210,7 @@ export class NatsRelay {
       leaderIntervalMs: 2000,
       duplicateWindowMs: 120_000,
       cursorEvery: 64,
+      pipeline: 32,
       reconcile: true,
       ...options,
     };
@@ -321,6 +338,7 @@ export class NatsRelay {
     }
     if (!this.streamReady) {
       const jsm = await jetstreamManager(this.nc, { timeout: this.o.publishTimeoutMs });
+      this.streamLast = undefined;
       await this.ensureStream(jsm);
       await this.reconcile(jsm);
       this.streamReady = true;
@@ -366,6 +384,7 @@ export class NatsRelay {
     if (this.stored === undefined) await this.loadCursor();
     if (!this.o.reconcile) return;
     const info = await jsm.streams.info(this.o.stream);
+    this.streamLast = info.state.last_seq;
     if (info.state.messages === 0) return;
     // An optimisation: without the last message (e.g. expired since info()) the relay republishes
     // from the stored cursor and JetStream's Nats-Msg-Id dedupe drops what the stream already holds.
@@ -381,26 +400,62 @@ export class NatsRelay {
   }
 
   private async publishBatch(batch: readonly StoredEvent[]): Promise<void> {
-    const js = this.js!;
-    const json = this.o.encoding === "json";
     let sinceSave = 0;
-    for (const se of batch) {
+    let i = 0;
+    while (i < batch.length) {
       // A background save that found the cursor moved deposed this relay.
       if (this.stopped || !this.leading) return;
-      const ev = se.event;
-      const h = headers();
-      h.set("berth-kind", ev.kind);
-      h.set("berth-seq", se.seq.toString());
-      h.set("content-type", json ? "application/json" : "application/x-protobuf");
-      const data = json ? new TextEncoder().encode(toJsonString(EventSchema, ev)) : toBinary(EventSchema, ev);
-      await js.publish(subjectOf(ev.kind, ev.repoId), data, { msgID: ev.id, headers: h, timeout: this.o.publishTimeoutMs });
-      this.acked = se.seq;
-      this.o.onPublished?.(se.seq);
-      if (++sinceSave >= this.o.cursorEvery) {
-        this.saveInBackground();
-        sinceSave = 0;
+      const last = this.streamLast;
+      const window = last === undefined || this.o.pipeline <= 1 ? batch.slice(i, i + 1) : batch.slice(i, i + this.o.pipeline);
+      // All sent now, in order, on one connection; the k-th may only follow the (k-1)-th.
+      const sent = window.map((se, k) => this.send(se, last === undefined ? undefined : last + k, k > 0 ? window[k - 1]!.event.id : undefined));
+      const results = await Promise.allSettled(sent);
+      for (let k = 0; k < window.length; k++) {
+        const r = results[k]!;
+        if (r.status === "rejected") {
+          this.streamLast = undefined;
+          // The stream is not where this relay thought (another publisher, an expired or purged
+          // stream): re-learn it from an unconditional publish. Anything else is a failure.
+          if (r.reason instanceof JetStreamApiError && (r.reason.code === WRONG_LAST_SEQUENCE || r.reason.code === WRONG_LAST_MSG_ID)) break;
+          throw r.reason;
+        }
+        const se = window[k]!;
+        this.acked = se.seq;
+        this.o.onPublished?.(se.seq);
+        i++;
+        if (++sinceSave >= this.o.cursorEvery) {
+          this.saveInBackground();
+          sinceSave = 0;
+        }
+        // A duplicate did not move the stream: those behind it expected the wrong sequence.
+        if (r.value.duplicate) {
+          this.streamLast = undefined;
+          break;
+        }
+        this.streamLast = r.value.seq;
       }
     }
+  }
+
+  /**
+   * One publish. `expectLast`: the stream's last sequence it must follow; `expectPrevId`: the
+   * event that must be the stream's last message (within a window, so that a foreign message
+   * between two of ours cannot let the second be stored after a rejected first).
+   */
+  private send(se: StoredEvent, expectLast: number | undefined, expectPrevId: string | undefined): Promise<PubAck> {
+    const json = this.o.encoding === "json";
+    const ev = se.event;
+    const h = headers();
+    h.set("berth-kind", ev.kind);
+    h.set("berth-seq", se.seq.toString());
+    h.set("content-type", json ? "application/json" : "application/x-protobuf");
+    const data = json ? new TextEncoder().encode(toJsonString(EventSchema, ev)) : toBinary(EventSchema, ev);
+    return this.js!.publish(subjectOf(ev.kind, ev.repoId), data, {
+      msgID: ev.id,
+      headers: h,
+      timeout: this.o.publishTimeoutMs,
+      ...(expectLast === undefined ? {} : { expect: expectPrevId === undefined ? { lastSequence: expectLast } : { lastSequence: expectLast, lastMsgID: expectPrevId } }),
+    });
   }
 
   /**
