@@ -7,16 +7,17 @@
  *   (or proto3 JSON with encoding "json"); headers Nats-Msg-Id = event id (JetStream dedupe),
  *   berth-kind, berth-seq, content-type.
  * - Order: publishes are pipelined (up to `pipeline` in flight, sent in seq order on one
- *   connection), each with Nats-Expected-Last-Sequence = the stream sequence it must follow,
- *   so the stream stores a message only if every one before it was stored: a failed publish
+ *   connection), each with Nats-Expected-Last-Sequence = the stream sequence it must follow
+ *   (and, behind another of the window, Nats-Expected-Last-Msg-Id = that one's event id), so
+ *   the stream stores a message only if every one before it was stored: a failed publish
  *   makes the ones behind it fail too, and the relay retries from the first unacknowledged
  *   seq, so stream order stays seq order. While the stream's last sequence is not known (at
  *   connect without reconcile, after a duplicate or a mismatch) it publishes one at a time,
  *   unconditionally, until an acknowledgement tells it.
  * - At-least-once: the cursor (relay_cursor.last_seq in the database) only ever moves to an
- *   acknowledged seq, acknowledged in order. It is
- *   saved in the background (after a batch, or every cursorEvery events), never on the path
- *   from a commit to its publish: a save lost in a crash costs repeats, not events. After a
+ *   acknowledged seq, acknowledged in order. It is saved in the background (after a batch,
+ *   or every cursorEvery events), never on the path from a commit to its publish: a save
+ *   lost in a crash costs repeats, not events. After a
  *   crash the relay republishes from the cursor; JetStream drops the repeats by Nats-Msg-Id,
  *   and at start the relay also skips what the stream's last message (its berth-seq header)
  *   shows was already stored, so repeats do not depend on the duplicate window.
