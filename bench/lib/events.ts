@@ -122,14 +122,18 @@ export interface Watchers {
   stop(): void;
 }
 
-/** Forks `workers` subscriber processes with `streams` WatchEvents streams in total over `connections` connections. */
-export async function startWatchers(o: { url: string; path: string; body: Uint8Array; streams: number; connections: number; workers: number; marker: string }): Promise<Watchers> {
+/**
+ * Forks `workers` subscriber processes with `streams` WatchEvents streams in total over `connections` connections.
+ * `worker`: another subscriber module speaking the same protocol (loadgen/nats-sub-worker.ts: `streams`
+ * core-NATS subscriptions on the subject `path` at the NATS server `url`).
+ */
+export async function startWatchers(o: { url: string; path: string; body: Uint8Array; streams: number; connections: number; workers: number; marker: string; worker?: URL }): Promise<Watchers> {
   const children: ChildProcess[] = [];
   const results: Promise<{ received: number; inWindow: number; histogram: string; errors: number; errorKinds: Record<string, number>; streamsEnded: number; cpuMs: number }>[] = [];
   const ready: Promise<void>[] = [];
   const started = performance.now();
   for (let i = 0; i < o.workers; i++) {
-    const child = fork(new URL("../loadgen/watch-worker.ts", import.meta.url), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const child = fork(o.worker ?? new URL("../loadgen/watch-worker.ts", import.meta.url), [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
     children.push(child);
     let onReady: () => void = () => {};
     let onFail: (e: Error) => void = () => {};

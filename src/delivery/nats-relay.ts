@@ -6,8 +6,18 @@
  * - Message: subject `berth.<kind>.<repo_id>`; payload the binary berth.v1.Event with seq set
  *   (or proto3 JSON with encoding "json"); headers Nats-Msg-Id = event id (JetStream dedupe),
  *   berth-kind, berth-seq, content-type.
- * - At-least-once: each publish is awaited (its PubAck) before the next, and the cursor
- *   (relay_cursor.last_seq in the database) only ever moves to an acknowledged seq. After a
+ * - Order: publishes are pipelined (up to `pipeline` in flight, sent in seq order on one
+ *   connection), each with Nats-Expected-Last-Sequence = the stream sequence it must follow
+ *   (and, behind another of the window, Nats-Expected-Last-Msg-Id = that one's event id), so
+ *   the stream stores a message only if every one before it was stored: a failed publish
+ *   makes the ones behind it fail too, and the relay retries from the first unacknowledged
+ *   seq, so stream order stays seq order. While the stream's last sequence is not known (at
+ *   connect without reconcile, after a duplicate or a mismatch) it publishes one at a time,
+ *   unconditionally, until an acknowledgement tells it.
+ * - At-least-once: the cursor (relay_cursor.last_seq in the database) only ever moves to an
+ *   acknowledged seq, acknowledged in order. It is saved in the background (after a batch,
+ *   or every cursorEvery events), never on the path from a commit to its publish: a save
+ *   lost in a crash costs repeats, not events. After a
  *   crash the relay republishes from the cursor; JetStream drops the repeats by Nats-Msg-Id,
  *   and at start the relay also skips what the stream's last message (its berth-seq header)
  *   shows was already stored, so repeats do not depend on the duplicate window.
@@ -18,7 +28,7 @@
  */
 import { createHash } from "node:crypto";
 import { toBinary, toJsonString } from "@bufbuild/protobuf";
-import { JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { JetStreamApiError, StorageType, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from "@nats-io/jetstream";
 import { connect, headers, nanos, type NatsConnection } from "@nats-io/transport-node";
 import { sql, type Kysely } from "kysely";
 import type { Logger } from "pino";
@@ -155,9 +165,16 @@ export interface NatsRelayOptions {
    * Tests turn it off to prove JetStream's Nats-Msg-Id dedupe alone suffices.
    */
   readonly reconcile?: boolean;
-  /** Called after each acknowledged publish (tests, metrics). */
+  /** Publishes in flight at once (default 32; 1: each awaited before the next). */
+  readonly pipeline?: number;
+  /** Called after each acknowledged publish, in seq order (tests, metrics). */
   readonly onPublished?: (seq: bigint) => void;
 }
+
+/** JetStream's "wrong last sequence": a Nats-Expected-Last-Sequence that did not hold. */
+const WRONG_LAST_SEQUENCE = 10071;
+/** JetStream's "wrong last msg ID": a Nats-Expected-Last-Msg-Id that did not hold. */
+const WRONG_LAST_MSG_ID = 10070;
 
 export function subjectOf(kind: string, repoId: string): string {
   return `berth.${kind}.${repoId}`;
@@ -178,6 +195,11 @@ export class NatsRelay {
   private sleeping: { done: () => void; wakeOnNudge: boolean } | undefined;
   private nudged = false;
   private failures = 0;
+  /** The cursor save in flight (one at a time), and whether another was asked for meanwhile. */
+  private saving: Promise<void> | undefined;
+  private saveAgain = false;
+  /** The stream's last sequence, when known: what the next publish expects. */
+  private streamLast: number | undefined;
 
   constructor(options: NatsRelayOptions) {
     this.o = {
@@ -189,6 +211,7 @@ export class NatsRelay {
       leaderIntervalMs: 2000,
       duplicateWindowMs: 120_000,
       cursorEvery: 64,
+      pipeline: 32,
       reconcile: true,
       ...options,
     };
@@ -221,6 +244,7 @@ export class NatsRelay {
     // Closing the connection rejects an in-flight publish at once (it stays unacknowledged).
     await this.dropConnection();
     await this.loop;
+    await this.settleSaves();
     // Unsaved, the next leader republishes from the stored cursor; JetStream drops the duplicates.
     await this.saveCursor().catch((err: unknown) => this.o.logger.warn({ err }, "nats relay: could not save the cursor at stop"));
     await this.dropConnection();
@@ -260,7 +284,7 @@ export class NatsRelay {
           continue;
         }
         await this.publishBatch(batch);
-        await this.saveCursor();
+        this.saveInBackground();
         if (this.failures > 0) this.o.logger.info({ seq: this.acked.toString() }, "nats relay: publishing again");
         this.failures = 0;
       } catch (err) {
@@ -269,6 +293,7 @@ export class NatsRelay {
         const delay = Math.min(this.o.backoffMaxMs, this.o.backoffInitialMs * 2 ** Math.min(this.failures - 1, 16));
         const log = this.failures === 1 || this.failures % 10 === 0 ? "warn" : "debug";
         this.o.logger[log]({ err, attempt: this.failures, retryInMs: delay, seq: this.acked.toString() }, "nats relay: publishing failed; events wait in the outbox");
+        await this.settleSaves();
         await this.saveCursor().catch((err: unknown) => this.o.logger.warn({ err }, "nats relay: could not save the cursor"));
         this.streamReady = false; // re-check the stream (it may have been deleted)
         await this.sleep(delay, false);
@@ -314,6 +339,7 @@ export class NatsRelay {
     }
     if (!this.streamReady) {
       const jsm = await jetstreamManager(this.nc, { timeout: this.o.publishTimeoutMs });
+      this.streamLast = undefined;
       await this.ensureStream(jsm);
       await this.reconcile(jsm);
       this.streamReady = true;
@@ -359,6 +385,7 @@ export class NatsRelay {
     if (this.stored === undefined) await this.loadCursor();
     if (!this.o.reconcile) return;
     const info = await jsm.streams.info(this.o.stream);
+    this.streamLast = info.state.last_seq;
     if (info.state.messages === 0) return;
     // An optimisation: without the last message (e.g. expired since info()) the relay republishes
     // from the stored cursor and JetStream's Nats-Msg-Id dedupe drops what the stream already holds.
@@ -374,33 +401,98 @@ export class NatsRelay {
   }
 
   private async publishBatch(batch: readonly StoredEvent[]): Promise<void> {
-    const js = this.js!;
-    const json = this.o.encoding === "json";
     let sinceSave = 0;
-    for (const se of batch) {
-      if (this.stopped) return;
-      const ev = se.event;
-      const h = headers();
-      h.set("berth-kind", ev.kind);
-      h.set("berth-seq", se.seq.toString());
-      h.set("content-type", json ? "application/json" : "application/x-protobuf");
-      const data = json ? new TextEncoder().encode(toJsonString(EventSchema, ev)) : toBinary(EventSchema, ev);
-      await js.publish(subjectOf(ev.kind, ev.repoId), data, { msgID: ev.id, headers: h, timeout: this.o.publishTimeoutMs });
-      this.acked = se.seq;
-      this.o.onPublished?.(se.seq);
-      if (++sinceSave >= this.o.cursorEvery) {
-        await this.saveCursor();
-        sinceSave = 0;
+    let i = 0;
+    while (i < batch.length) {
+      // A background save that found the cursor moved deposed this relay.
+      if (this.stopped || !this.leading) return;
+      const last = this.streamLast;
+      const window = last === undefined || this.o.pipeline <= 1 ? batch.slice(i, i + 1) : batch.slice(i, i + this.o.pipeline);
+      // All sent now, in order, on one connection; the k-th may only follow the (k-1)-th.
+      const sent = window.map((se, k) => this.send(se, last === undefined ? undefined : last + k, k > 0 ? window[k - 1]!.event.id : undefined));
+      const results = await Promise.allSettled(sent);
+      for (let k = 0; k < window.length; k++) {
+        const r = results[k]!;
+        if (r.status === "rejected") {
+          this.streamLast = undefined;
+          // The stream is not where this relay thought (another publisher, an expired or purged
+          // stream): re-learn it from an unconditional publish. Anything else is a failure.
+          if (r.reason instanceof JetStreamApiError && (r.reason.code === WRONG_LAST_SEQUENCE || r.reason.code === WRONG_LAST_MSG_ID)) break;
+          throw r.reason;
+        }
+        const se = window[k]!;
+        this.acked = se.seq;
+        this.o.onPublished?.(se.seq);
+        i++;
+        if (++sinceSave >= this.o.cursorEvery) {
+          this.saveInBackground();
+          sinceSave = 0;
+        }
+        // A duplicate did not move the stream: those behind it expected the wrong sequence.
+        if (r.value.duplicate) {
+          this.streamLast = undefined;
+          break;
+        }
+        this.streamLast = r.value.seq;
       }
     }
+  }
+
+  /**
+   * One publish. `expectLast`: the stream's last sequence it must follow; `expectPrevId`: the
+   * event that must be the stream's last message (within a window, so that a foreign message
+   * between two of ours cannot let the second be stored after a rejected first).
+   */
+  private send(se: StoredEvent, expectLast: number | undefined, expectPrevId: string | undefined): Promise<PubAck> {
+    const json = this.o.encoding === "json";
+    const ev = se.event;
+    const h = headers();
+    h.set("berth-kind", ev.kind);
+    h.set("berth-seq", se.seq.toString());
+    h.set("content-type", json ? "application/json" : "application/x-protobuf");
+    const data = json ? new TextEncoder().encode(toJsonString(EventSchema, ev)) : toBinary(EventSchema, ev);
+    return this.js!.publish(subjectOf(ev.kind, ev.repoId), data, {
+      msgID: ev.id,
+      headers: h,
+      timeout: this.o.publishTimeoutMs,
+      ...(expectLast === undefined ? {} : { expect: expectPrevId === undefined ? { lastSequence: expectLast } : { lastSequence: expectLast, lastMsgID: expectPrevId } }),
+    });
+  }
+
+  /**
+   * Saves the cursor without holding up publishing. Saves never overlap (the compare-and-set
+   * needs the stored value of the previous one); one asked for during a save runs after it.
+   */
+  private saveInBackground(): void {
+    if (this.saving) {
+      this.saveAgain = true;
+      return;
+    }
+    this.saving = (async () => {
+      do {
+        this.saveAgain = false;
+        await this.saveCursor();
+      } while (this.saveAgain && this.leading && !this.stopped);
+    })()
+      .catch((err: unknown) => {
+        if (this.leading) this.o.logger.warn({ err, seq: this.acked.toString() }, "nats relay: could not save the cursor; retrying after the next batch");
+      })
+      .finally(() => (this.saving = undefined));
+  }
+
+  /** Waits for the background save, if any (its failure is already logged). */
+  private async settleSaves(): Promise<void> {
+    while (this.saving) await this.saving;
   }
 
   /** Moves the stored cursor to the acknowledged seq (compare-and-set). */
   private async saveCursor(): Promise<void> {
     if (this.stored === undefined || this.acked <= this.stored || !this.leading) return;
-    const ok = await advanceRelayCursor(this.o.db, this.o.stream, this.stored, this.acked);
+    // Publishing goes on during the write: what is stored is what was written, not acked by then.
+    const to = this.acked;
+    const ok = await advanceRelayCursor(this.o.db, this.o.stream, this.stored, to);
     if (ok) {
-      this.stored = this.acked;
+      this.stored = to;
       return;
     }
     this.o.logger.warn({ stream: this.o.stream }, "nats relay: the cursor was moved by another instance; giving up leadership");

@@ -39,11 +39,47 @@ function isNotifyQueueFull(err: unknown): boolean {
   return typeof err === "object" && err !== null && (err as { code?: unknown }).code === "54000";
 }
 
+/** Per database: the pass running in this process, and the one queued behind it. */
+interface Flights {
+  running?: Promise<bigint>;
+  queued?: Promise<bigint>;
+}
+const flights = new WeakMap<Db, Flights>();
+
 /**
  * Numbers committed, unnumbered rows; returns the highest seq now assigned (0 when none ever was).
  * `logger` hears of a notification that could not be sent (numbering goes on without it).
+ *
+ * Callers in one process share passes: one commit nudges both the hub and the relay, and two
+ * passes would serialise on the lock, the second numbering nothing after waiting for the
+ * first's commit. A caller joins the queued pass, whose statements are not sent yet (so its
+ * snapshot is taken after the call and sees every commit the caller saw), else queues one
+ * behind the running pass. The queued pass starts a turn of the event loop later, so callers
+ * woken by the same commit land in it.
  */
-export async function sequencePending(db: Db, logger?: Logger): Promise<bigint> {
+export function sequencePending(db: Db, logger?: Logger): Promise<bigint> {
+  let f = flights.get(db);
+  if (!f) flights.set(db, (f = {}));
+  if (f.queued) return f.queued;
+  const state = f;
+  const queued: Promise<bigint> = (async () => {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    // Its failure is its callers'; this pass is tried on its own.
+    await state.running?.catch(() => undefined);
+    state.queued = undefined;
+    const run = numberAll(db, logger);
+    state.running = run;
+    try {
+      return await run;
+    } finally {
+      if (state.running === run) state.running = undefined;
+    }
+  })();
+  state.queued = queued;
+  return queued;
+}
+
+async function numberAll(db: Db, logger?: Logger): Promise<bigint> {
   for (;;) {
     const notify = notifyFailedAt === undefined || Date.now() - notifyFailedAt >= NOTIFY_RETRY_MS;
     let result: { numbered: number; head: bigint };

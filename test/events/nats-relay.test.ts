@@ -130,8 +130,8 @@ needs({ postgres: true, natsServer: true })("NATS relay (real nats-server)", () 
     const ev = fromBinary(EventSchema, got[1]!.data);
     expect(ev).toMatchObject({ seq: got[1]!.seq, kind: "changeset.transitioned", changesetId: ws.changeset.id, reason: "ready" });
     expect(ev.payload.case).toBe("changesetTransitioned");
-    // The cursor is persisted at the acknowledged head.
-    expect(await readRelayCursor(database.opened.db, STREAM)).toBe(got.at(-1)!.seq);
+    // The cursor is persisted at the acknowledged head (in the background, after the batch).
+    await until(async () => (await readRelayCursor(database.opened.db, STREAM)) === got.at(-1)!.seq, 10_000, "the cursor to be saved");
     const info = await (await jetstreamManager(await client())).streams.info(STREAM);
     expect(info.config.subjects).toEqual(["berth.>"]);
     expect(info.config.max_age).toBe(3600 * 1e9);
@@ -201,6 +201,49 @@ needs({ postgres: true, natsServer: true })("NATS relay (real nats-server)", () 
     const r = relay({ reconcile: false });
     await until(async () => r.publishedSeq === (await headSeq(database.opened.db)), 30_000, "the new relay to finish");
     await expectExactlyOnceInOrder("dedupe");
+  }, 60_000);
+
+  it("saving the cursor while publishing goes on never deposes the relay or republishes an event", async () => {
+    const published: bigint[] = [];
+    // A save after every event: each one overlaps the next publishes.
+    const r = relay({ cursorEvery: 1, onPublished: (seq) => published.push(seq) });
+    await until(() => r.isLeader, 5000, "the relay to lead");
+    await Promise.all(Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; i < 25; i++) await writeEvents(registry, [input(`session.w${w}x${i}`)]);
+    }));
+    const seqs = await storedSeqs(database.opened.db);
+    const head = seqs.at(-1)!;
+    await until(() => r.publishedSeq === head, 30_000, "relay to publish");
+    await until(async () => (await readRelayCursor(database.opened.db, STREAM)) === head, 10_000, "the cursor to be saved");
+    expect(r.isLeader).toBe(true);
+    expect(published).toEqual(seqs);
+  }, 60_000);
+
+  it("a publish failing mid-pipeline loses nothing and lets nothing behind it into the stream out of order", async () => {
+    const r = relay({ pipeline: 32 });
+    await writeEvents(registry, [input("session.before")]);
+    await until(async () => r.publishedSeq === (await headSeq(database.opened.db)), 15_000, "the first event");
+    const jsm = await jetstreamManager(await client());
+    // The stream refuses the big event (the size counts headers too; a small one is ~400 bytes).
+    await jsm.streams.update(STREAM, { max_msg_size: 1000 });
+    await writeEvents(registry, [
+      input("session.s1"), input("session.s2"), input("session.s3"),
+      input("session.big", undefined, { reason: "x".repeat(2000) }),
+      input("session.s4"), input("session.s5"), input("session.s6"),
+    ]);
+    const seqs = await storedSeqs(database.opened.db);
+    const beforeBig = seqs[3]!;
+    await until(() => r.publishedSeq === beforeBig, 15_000, "the events before the big one");
+    // The relay retries the big one (backoff ≤ 500 ms) while the test watches: nothing behind it is stored.
+    const watchUntil = Date.now() + 1500;
+    while (Date.now() < watchUntil) {
+      expect((await jsm.streams.info(STREAM)).state.messages).toBe(4);
+      expect(r.publishedSeq).toBe(beforeBig);
+    }
+    await jsm.streams.update(STREAM, { max_msg_size: -1 });
+    await until(() => r.publishedSeq === seqs.at(-1)!, 15_000, "the rest once the stream takes it");
+    const got = await expectExactlyOnceInOrder("pipeline-failure");
+    expect(got.map((m) => m.kind)).toEqual(["session.before", "session.s1", "session.s2", "session.s3", "session.big", "session.s4", "session.s5", "session.s6"]);
   }, 60_000);
 
   it("one leader at a time: a second relay on the same database waits, then takes over without loss or duplicate", async () => {
