@@ -11,9 +11,15 @@
  * (src/delivery/sequencer.ts), so a reader never skips an event; a notification says the rows
  * are numbered already.
  *
- * Subscribers get a bounded buffer. One that falls more than maxBufferedEvents (or
+ * Delivery is pushed: for each event the reader runs one loop over the subscribers, and each
+ * matching one hands it synchronously to its sink (the gRPC call's write, for WatchEvents): no
+ * promise, generator or listener per subscriber per event. A sink that refuses (write() false:
+ * the client is behind) pauses its subscription, which buffers until the sink's drain resumes
+ * it. The buffer is bounded: a subscriber that falls more than maxBufferedEvents (or
  * maxBufferedBytes) behind is ended with RESOURCE_EXHAUSTED / SUBSCRIBER_TOO_SLOW carrying
- * last_seq; resuming after last_seq loses nothing. Events are never silently dropped.
+ * last_seq (the last event its sink took); resuming after last_seq loses nothing. Events are
+ * never silently dropped. Readers that pull (`for await`) get the same subscription through a
+ * one-item PullQueue (src/platform/pull-queue.ts).
  *
  * Event objects are shared by all subscribers: treat them as immutable.
  */
@@ -59,6 +65,17 @@ export interface StreamRequest {
 const DEFAULT_MAX_EVENTS = 10_000;
 const DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
 const DEFAULT_POLL_MS = 2000;
+/**
+ * Deliveries (subscribers × events) fanned out before the reader yields to I/O. What a stream
+ * write queues is sent on the socket only after the loop returns to the event loop: fanning a
+ * whole batch out in one go would hold every event's first bytes back until the last event's
+ * last write (at 1,000 subscribers, ~8 ms per event), and the unary calls with them.
+ */
+const DELIVERIES_PER_TURN = 512;
+
+function yieldToIo(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
 
 function cancelled(): BerthError {
   return new BerthError("cancelled", "CANCELLED", "the call was cancelled");
@@ -355,10 +372,17 @@ export class EventHub {
           const batch = await readEvents(this.db, this.position, this.batchSize);
           if (this.stopped) return;
           // position and fan-out change together, synchronously: a subscriber added between
-          // batches replays up to `position` and receives everything after it here.
+          // events replays up to `position` and receives everything after it here.
+          let sinceYield = 0;
           for (const se of batch) {
+            if (sinceYield >= DELIVERIES_PER_TURN) {
+              sinceYield = 0;
+              await yieldToIo();
+              if (this.stopped) return;
+            }
             this.position = se.seq;
             for (const sub of this.subs) sub.offer(se);
+            sinceYield += this.subs.size;
           }
           if (batch.length < this.batchSize) break;
         }

@@ -146,7 +146,7 @@ export async function runPush(host: StreamHost, call: Call, request: unknown, pu
     const a = host.authenticate(call);
     if (a !== undefined) await a;
     if (call.abortReason !== undefined) throw call.abortReason;
-    await push(request as never, call, sink as never);
+    await push(request as never, call, sink);
     if (call.abortReason !== undefined) throw call.abortReason;
     host.end(call, request, GrpcCode.OK, undefined);
     return undefined;
