@@ -4,7 +4,8 @@
  * (HTTP/2 flow control), so these check the backpressure path for real: the subscription pauses
  * until 'drain' and loses nothing, a subscriber that stays behind is ended RESOURCE_EXHAUSTED
  * SUBSCRIBER_TOO_SLOW with a last_seq that resuming from loses nothing, and cancelling ends the
- * subscription whether it is live or paused.
+ * subscription whether it is live or paused. An agent's read model (grants looked up on a
+ * repository's first event) keeps the order.
  */
 import http2 from "node:http2";
 import { fromBinary, toBinary, create } from "@bufbuild/protobuf";
@@ -16,7 +17,9 @@ import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { registration } from "../../src/api/handler.js";
 import { eventHandlers } from "../../src/api/event-handlers.js";
 import type { WorkspaceServiceDeps } from "../../src/api/workspace-deps.js";
-import { noAuthenticator } from "../../src/auth/authenticator.js";
+import { noAuthenticator, type Authenticator } from "../../src/auth/authenticator.js";
+import { principalOf } from "../../src/auth/principal.js";
+import { grantsOf } from "../../src/auth/grants.js";
 import { EventHub } from "../../src/delivery/hub.js";
 import type { WorkspaceRegistry } from "../../src/sessions/registry.js";
 import { HealthState } from "../../src/transport/health.js";
@@ -34,30 +37,38 @@ let database: TestDatabase;
 let hub: EventHub;
 let registry: WorkspaceRegistry;
 let transports: Transports;
+/** The same service for an agent granted one repository by name (its grant needs a lookup). */
+let agentTransports: Transports;
 const logs: Record<string, unknown>[] = [];
+
+function serve(deps: WorkspaceServiceDeps, authenticator: Authenticator): Promise<Transports> {
+  const unimplemented = (): never => {
+    throw new BerthError("unimplemented", "UNIMPLEMENTED", "not in this test");
+  };
+  const handlers = Object.fromEntries(WorkspaceService.methods.map((m) => [m.localName, unimplemented]));
+  return startTransports({
+    grpcAddr: { host: "127.0.0.1", port: 0 },
+    httpAddr: { host: "127.0.0.1", port: 0 },
+    tls: undefined,
+    services: [registration(WorkspaceService, { ...handlers, ...eventHandlers(deps) } as never)],
+    authenticator,
+    logger: captureLogger(logs),
+    health: new HealthState(["", WorkspaceService.typeName], true),
+  });
+}
 
 beforeAll(async () => {
   database = await createTestDatabase();
   hub = new EventHub({ db: database.opened.db, logger: silent, pollIntervalMs: 50, batchSize: 50 });
   await hub.start();
   registry = registryOn(database.opened.db, () => hub.nudge());
-  const unimplemented = (): never => {
-    throw new BerthError("unimplemented", "UNIMPLEMENTED", "not in this test");
-  };
-  const handlers = Object.fromEntries(WorkspaceService.methods.map((m) => [m.localName, unimplemented]));
   const deps = { events: hub, registry, eventSubscriberOptions: { maxBufferedEvents: MAX_BUFFERED } } as unknown as WorkspaceServiceDeps;
-  transports = await startTransports({
-    grpcAddr: { host: "127.0.0.1", port: 0 },
-    httpAddr: { host: "127.0.0.1", port: 0 },
-    tls: undefined,
-    services: [registration(WorkspaceService, { ...handlers, ...eventHandlers(deps) } as never)],
-    authenticator: noAuthenticator,
-    logger: captureLogger(logs),
-    health: new HealthState(["", WorkspaceService.typeName], true),
-  });
+  transports = await serve(deps, noAuthenticator);
+  agentTransports = await serve(deps, { fixedPrincipal: principalOf("agent-x", ["agent"], grantsOf(["granted"])), authenticate: () => noAuthenticator.fixedPrincipal! });
 });
 afterAll(async () => {
   await transports?.shutdown(200);
+  await agentTransports?.shutdown(200);
   await hub?.stop();
   await database?.drop();
 });
@@ -72,8 +83,8 @@ interface Watch {
 }
 
 /** A raw gRPC WatchEvents over its own HTTP/2 connection, so that pausing it throttles only it. */
-function watch(afterSeq: bigint): Watch {
-  const session = http2.connect(`http://127.0.0.1:${transports.grpcPort}`);
+function watch(afterSeq: bigint, port = transports.grpcPort): Watch {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
   session.on("error", () => {});
   const req = session.request({ ":method": "POST", ":path": "/berth.v1.WorkspaceService/WatchEvents", "content-type": "application/grpc", te: "trailers" });
   const body = toBinary(WatchEventsRequestSchema, create(WatchEventsRequestSchema, { afterSeq }));
@@ -180,5 +191,21 @@ describe("WatchEvents pushed to the grpc-js call", () => {
     paused.cancel();
     await until(() => hub.subscriberCount === 0, 5_000, "paused stream unsubscribed");
     await until(() => logs.filter((l) => l["msg"] === "rpc" && l["method"] === "/berth.v1.WorkspaceService/WatchEvents" && l["code"] === "CANCELLED").length >= 2, 5_000, "two CANCELLED lines");
+  });
+
+  it("an agent without repo_ids gets its granted repositories' events only, in order, the first of each waiting for its grant lookup", async () => {
+    const granted = await registry.registerRepository(`granted`, undefined);
+    const other = await registry.registerRepository(`other`, undefined);
+    const w = watch(await headSeq(), agentTransports.grpcPort);
+    await until(() => hub.subscriberCount === 1, 5_000, "subscribed");
+    for (let i = 0; i < 6; i++) await writeEvents(registry, [input("session.created", i % 2 ? other.id : granted.id), input("session.stranded", granted.id)]);
+    await hub.sync();
+    const db = database.opened.db;
+    const rows = await db.selectFrom("events").select(["seq", "repo_id"]).where("repo_id", "=", granted.id).where("kind", "in", ["session.created", "session.stranded"]).orderBy("seq").execute();
+    const expected = rows.map((r) => BigInt(r.seq!));
+    await until(() => w.seqs.length === expected.length, 10_000, "the granted repository's events");
+    expect(w.seqs).toEqual(expected);
+    w.cancel();
+    await until(() => hub.subscriberCount === 0, 5_000, "unsubscribed");
   });
 });
