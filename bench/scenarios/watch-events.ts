@@ -55,7 +55,8 @@ interface Side {
   readonly server: ServerProcess;
   readonly url: string;
   readonly path: string;
-  readonly body: Uint8Array;
+  /** The request each stream sends, given the head of Berth's outbox. */
+  readonly body: (lastSeq: bigint) => Uint8Array;
   readonly produce: Parameters<typeof produceEvents>[0]["call"];
   readonly repoIds: readonly string[];
 }
@@ -96,8 +97,8 @@ export const scenario: Scenario = {
       client.close();
       let bytes = BYTES ?? 336;
       const sides: Side[] = [
-        { name: "berth", server: berth, url: berth.grpcUrl, path: `${SERVICE}/WatchEvents`, body: new Uint8Array(), produce: undefined, repoIds },
-        { name: "bare", server: bare, url: bare.grpcUrl, path: BARE_WATCH, body: frame(HealthCheckRequestSchema, {}), produce: barePublishCall(() => bytes), repoIds },
+        { name: "berth", server: berth, url: berth.grpcUrl, path: `${SERVICE}/WatchEvents`, body: (afterSeq) => frame(WatchEventsRequestSchema, { afterSeq, kinds: ["session.created"] }), produce: undefined, repoIds },
+        { name: "bare", server: bare, url: bare.grpcUrl, path: BARE_WATCH, body: () => frame(HealthCheckRequestSchema, {}), produce: barePublishCall(() => bytes), repoIds },
       ];
       for (const n of SUBSCRIBERS) {
         const lastSeq = BigInt((await db.query("SELECT coalesce(max(seq), 0)::text AS s FROM events")).rows[0].s as string);
@@ -106,7 +107,7 @@ export const scenario: Scenario = {
             startWatchers({
               url: s.url,
               path: s.path,
-              body: s.name === "berth" ? frame(WatchEventsRequestSchema, { afterSeq: lastSeq, kinds: ["session.created"] }) : s.body,
+              body: s.body(lastSeq),
               streams: n,
               connections: CONNECTIONS,
               workers: 2,
