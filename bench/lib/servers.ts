@@ -174,3 +174,21 @@ export async function startBareGrpc(): Promise<ServerProcess> {
     stop: () => stopChild(child, exited),
   };
 }
+
+/** The bare streaming server (bench/servers/bare-stream.ts): Publish fans a pre-encoded message out to every Watch stream. */
+export async function startBareStream(): Promise<ServerProcess> {
+  const port = await freePort();
+  const args = ["--import", "tsx", "bench/servers/bare-stream.ts", String(port)];
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const { output, exited } = track(child, "bare-stream");
+  const grpcUrl = `http://127.0.0.1:${port}`;
+  await waitHealthy(grpcUrl, exited, output, "bare grpc-js stream");
+  return {
+    name: "bare-stream",
+    pid: child.pid!,
+    grpcUrl,
+    command: `node ${args.join(" ")}`,
+    rssKiB: () => rssOf(child.pid!),
+    stop: () => stopChild(child, exited),
+  };
+}

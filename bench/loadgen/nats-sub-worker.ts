@@ -24,6 +24,10 @@ const nowUs = () => (performance.timeOrigin + performance.now()) * 1000;
 let sent: Float64Array = new Float64Array(1 << 20);
 let recv: Float64Array = new Float64Array(1 << 20);
 let n = 0;
+/** Every message and its bytes since the last collect (the protocol of loadgen/watch-worker.ts). */
+let received = 0;
+let bytes = 0;
+let lastCpu = process.cpuUsage();
 let errors = 0;
 let ended = 0;
 const errorKinds: Record<string, number> = {};
@@ -70,6 +74,8 @@ async function open(spec: Spec): Promise<void> {
           return;
         }
         const d = m.data;
+        received++;
+        bytes += d.byteLength;
         const msg = Buffer.from(d.buffer, d.byteOffset, d.byteLength);
         const at = msg.indexOf(marker);
         if (at < 0) return;
@@ -97,12 +103,12 @@ process.on("message", (msg: In) => {
       inWindow++;
       h.recordValue(Math.max(1, Math.round(recv[i]! - sent[i]!)));
     }
-    const cpu = process.cpuUsage();
-    const endedBefore = ended;
-    process.send!({ type: "result", received: n, inWindow, histogram: hdr.encodeIntoCompressedBase64(h), errors, errorKinds, streamsEnded: endedBefore, cpuMs: (cpu.user + cpu.system) / 1000 });
-    void Promise.all(conns.map((nc) => nc.close().catch(() => {}))).finally(() => {
-      process.disconnect();
-      setTimeout(() => process.exit(0), 100).unref();
-    });
+    const cpu = process.cpuUsage(lastCpu);
+    lastCpu = process.cpuUsage();
+    // A collect: report and forget, keep the subscriptions (bench/lib/events.ts Watchers.collect).
+    process.send!({ type: "result", received, inWindow, bytes, histogram: hdr.encodeIntoCompressedBase64(h), errors, errorKinds, streamsEnded: ended, cpuMs: (cpu.user + cpu.system) / 1000 });
+    n = 0;
+    received = 0;
+    bytes = 0;
   }
 });

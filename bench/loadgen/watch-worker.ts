@@ -4,7 +4,8 @@
  * event message received finds the producer's send time in it — the producing RPC put
  * `<marker><epoch µs>` in the event's agent_id — and records receive − send (same machine
  * clock: performance.timeOrigin + performance.now()) in an HDR histogram, for events sent
- * inside the measured window [from, to] (epoch µs) the parent gives on "finish".
+ * inside the measured window [from, to] (epoch µs) the parent gives on "collect"; then it
+ * forgets what it reported and goes on (a scenario steps the rate up over the same streams).
  * No protobuf decode per message: the marker is found in the frame bytes (1,000 streams ×
  * 500 events/s is 500,000 messages/s, and the generator must not be the bottleneck).
  */
@@ -20,7 +21,7 @@ interface Spec {
   body: string;
   marker: string;
 }
-type In = { type: "spec"; spec: Spec } | { type: "finish"; fromUs: number; toUs: number };
+type In = { type: "spec"; spec: Spec } | { type: "collect"; fromUs: number; toUs: number };
 
 const nowUs = () => (performance.timeOrigin + performance.now()) * 1000;
 let spec: Spec;
@@ -28,9 +29,13 @@ let spec: Spec;
 let sent: Float64Array = new Float64Array(1 << 20);
 let recv: Float64Array = new Float64Array(1 << 20);
 let n = 0;
+/** Every event message since the last collect, and their bytes. */
+let received = 0;
+let bytes = 0;
 let errors = 0;
 let ended = 0;
 const errorKinds: Record<string, number> = {};
+let lastCpu = process.cpuUsage();
 
 function keep(s: number, r: number): void {
   if (n === sent.length) {
@@ -85,6 +90,8 @@ async function open(): Promise<void> {
         const len = pending.readUInt32BE(off + 1);
         if (pending.length - off < 5 + len) break;
         const msg = pending.subarray(off + 5, off + 5 + len);
+        received++;
+        bytes += len;
         const at = msg.indexOf(marker);
         if (at >= 0) {
           let us = 0;
@@ -122,9 +129,12 @@ process.on("message", (msg: In) => {
       inWindow++;
       h.recordValue(Math.max(1, Math.round(recv[i]! - sent[i]!)));
     }
-    const cpu = process.cpuUsage();
-    process.send!({ type: "result", received: n, inWindow, histogram: hdr.encodeIntoCompressedBase64(h), errors, errorKinds, streamsEnded: ended, cpuMs: (cpu.user + cpu.system) / 1000 });
-    process.disconnect();
-    setTimeout(() => process.exit(0), 100).unref();
+    const cpu = process.cpuUsage(lastCpu);
+    lastCpu = process.cpuUsage();
+    process.send!({ type: "result", received, inWindow, bytes, histogram: hdr.encodeIntoCompressedBase64(h), errors, errorKinds, streamsEnded: ended, cpuMs: (cpu.user + cpu.system) / 1000 });
+    n = 0;
+    received = 0;
+    bytes = 0;
   }
 });
+process.on("disconnect", () => process.exit(0));

@@ -1,82 +1,190 @@
 /**
- * Event delivery, commit → WatchEvents subscriber: 1,000 WatchEvents streams (kinds
- * session.created, after the current last seq) opened from 2 subscriber processes over 4
- * HTTP/2 connections (250 streams each), while a paced open-loop producer stores 500
- * events/s (CreateWorkspace over 16 repositories, each with its session.created event row).
- * Latency: the producer's client send time of the CreateWorkspace (stamped in agent_id) →
- * receipt at each subscriber, same machine clock; so it includes the RPC and its commit.
- * Diagnostic, same server, run first: the same producer with a single subscriber (the
- * commit → delivery path without the fan-out).
+ * WatchEvents fan-out against the stack's limit (issue 16): Berth and a bare grpc-js server
+ * (bench/servers/bare-stream.ts: one pre-encoded message written to every open stream), side by
+ * side, at N = 100 and N = 1,000 subscribers (server streams opened from 2 subscriber processes
+ * over 4 HTTP/2 connections, bench/loadgen/watch-worker.ts).
+ *
+ * Events: on Berth, CreateWorkspace over 20 repositories (its session.created is the event; the
+ * streams ask for kinds session.created after the current last seq); on the bare server, a unary
+ * Publish whose request is the message to fan out, a WatchEventsResponse of Berth's size. Both
+ * from the same paced open-loop producer, 2 connections, each RPC stamped with its send time in
+ * agent_id. Latency: producer's send → receipt at each subscriber (one machine clock), so
+ * Berth's includes the create's commit and the hub's read.
+ *
+ * The rate steps up (25, 50, 100, … 1,200 events/s), alternating Berth and bare at each step,
+ * each server stopping at its first failing step. A step holds when every delivery of an event
+ * sent in its window arrived by the cut-off (500 ms after the producer's last RPC finished),
+ * its p99 is < 25 ms, and no stream or RPC failed. The row's value is the highest rate held;
+ * the ratio is Berth's / bare's. Server CPU µs per delivered message is from /proc over each
+ * step (the producer's RPCs included, for both).
  */
-import { describeLoad } from "../loadgen/index.js";
 import { frame } from "../lib/bodies.js";
 import { createBenchDatabase } from "../lib/database.js";
-import { produceEvents, startWatchers, type Latencies, type Produced } from "../lib/events.js";
+import { BARE_WATCH, barePublishCall, processCpuMs, produceEvents, startWatchers, type Collected, type Produced, type Watchers } from "../lib/events.js";
 import { registerRepository, SERVICE } from "../lib/fixtures.js";
 import { RpcClient } from "../lib/rpc.js";
 import { type Row, type Scenario } from "../lib/scenario.js";
-import { startBerth } from "../lib/servers.js";
+import { startBareStream, startBerth, type ServerProcess } from "../lib/servers.js";
 import { WatchEventsRequestSchema } from "../../gen/berth/v1/workspace_service_pb.js";
+import { HealthCheckRequestSchema } from "../../gen/grpc/health/v1/health_pb.js";
 
-const SUBSCRIBERS = Number(process.env.BENCH_WATCH_SUBSCRIBERS ?? 1_000);
-const RATE = Number(process.env.BENCH_WATCH_RATE ?? 500);
+const list = (v: string | undefined, d: readonly number[]) => (v ? v.split(",").map(Number) : d);
+const SUBSCRIBERS = list(process.env.BENCH_WATCH_SUBSCRIBERS, [100, 1_000]);
+const RATES = list(process.env.BENCH_WATCH_RATES, [25, 50, 100, 200, 400, 800, 1_200]);
+const STEP_MS = Number(process.env.BENCH_WATCH_STEP_MS ?? 2_000);
+const WARMUP_MS = Number(process.env.BENCH_WATCH_WARMUP_MS ?? 300);
+/** The bare server's message size; by default Berth's own (its first step's mean), else 336. */
+const BYTES = process.env.BENCH_WATCH_BYTES ? Number(process.env.BENCH_WATCH_BYTES) : undefined;
+const CONNECTIONS = Number(process.env.BENCH_WATCH_CONNECTIONS ?? 4);
+const REPOSITORIES = 20;
+const CUTOFF_MS = 500;
 const TARGET_MS = 25;
-void describeLoad;
+
+interface Step {
+  readonly rate: number;
+  readonly held: boolean;
+  readonly produced: Produced;
+  readonly got: Collected;
+  readonly expected: number;
+  /** Server CPU per message the subscribers received in the step, µs. */
+  readonly cpuUsPerMessage: number;
+}
+
+interface Side {
+  readonly name: "berth" | "bare";
+  readonly server: ServerProcess;
+  readonly url: string;
+  readonly path: string;
+  /** The request each stream sends, given the head of Berth's outbox. */
+  readonly body: (lastSeq: bigint) => Uint8Array;
+  readonly produce: Parameters<typeof produceEvents>[0]["call"];
+  readonly repoIds: readonly string[];
+}
+
+/** The producer's agent_id prefix, its send µs following: the subscribers find it in the message bytes. */
+const markerOf = (side: string, n: number) => `evb${side}${n}x`;
+
+const fmt = (s: Step) =>
+  `${s.rate}/s ${s.held ? "held" : "FAILED"}: sent ${s.produced.rate}/s, RPC p50 ${s.produced.rpc.p50Ms} p99 ${s.produced.rpc.p99Ms} ms (${s.produced.errors} errors); ` +
+  `delivered ${s.got.received}/${s.expected}; p50 ${s.got.latency.p50Ms} p99 ${s.got.latency.p99Ms} max ${s.got.latency.maxMs} ms; ${s.got.total} messages of ${s.got.meanBytes} B; ` +
+  `server ${s.cpuUsPerMessage} µs CPU/message; subscribers ${s.got.workerCores} cores; ${s.got.errors} stream errors ${JSON.stringify(s.got.errorKinds)}, ${s.got.streamsEnded} ended`;
+
+async function step(side: Side, w: Watchers, n: number, rate: number): Promise<Step> {
+  const marker = markerOf(side.name, n);
+  const cpu0 = processCpuMs(side.server.pid);
+  const produced = await produceEvents({ url: side.url, repoIds: side.repoIds, rate, warmupMs: WARMUP_MS, durationMs: STEP_MS, marker, ...(side.produce ? { call: side.produce } : {}) });
+  await new Promise((r) => setTimeout(r, CUTOFF_MS)); // the cut-off: what has not arrived by now is counted missing
+  const expected = produced.inWindow * n;
+  const got = await w.collect(produced.fromUs, produced.toUs, expected);
+  const cpuMs = processCpuMs(side.server.pid) - cpu0;
+  const held = got.missing === 0 && got.latency.p99Ms < TARGET_MS && got.errors === 0 && got.streamsEnded === 0 && produced.errors === 0 && expected > 0;
+  return { rate, held, produced, got, expected, cpuUsPerMessage: got.total === 0 ? 0 : Math.round((cpuMs * 1000 * 10) / got.total) / 10 };
+}
 
 export const scenario: Scenario = {
   name: "watch-events",
-  title: `Event delivery, commit → WatchEvents subscriber: ${SUBSCRIBERS.toLocaleString("en-US")} subscribers, ${RATE} events/s`,
+  title: `WatchEvents fan-out vs a bare grpc-js server streaming pre-encoded messages, N = ${SUBSCRIBERS.map((n) => n.toLocaleString("en-US")).join(" and ")}`,
   async run(ctx) {
     const db = await createBenchDatabase();
     const berth = await startBerth({ databaseUrl: db.url, cpuProfDir: ctx.cpuProfDir });
+    const bare = await startBareStream();
     const extra: Record<string, unknown> = {};
+    const rows: Row[] = [];
     try {
       const client = new RpcClient(berth.grpcUrl);
       const repoIds: string[] = [];
-      for (let i = 0; i < 16; i++) repoIds.push(await registerRepository(client, `bench-events-${Date.now()}-${i}`));
+      for (let i = 0; i < REPOSITORIES; i++) repoIds.push(await registerRepository(client, `bench-events-${Date.now()}-${i}`));
       client.close();
-      const measure = async (label: string, streams: number, connections: number, workers: number): Promise<{ produced: Produced; latency: Latencies; received: number; expected: number; errors: number; cores: number; total: number; perSecond: number }> => {
-        const lastSeq = BigInt((await db.query("SELECT coalesce(max(seq), 0)::text AS s FROM events")).rows[0].s as string);
-        const marker = `evb${label.replace(/[^a-z0-9]/gi, "")}-`;
-        const body = frame(WatchEventsRequestSchema, { afterSeq: lastSeq, kinds: ["session.created"] });
-        const w = await startWatchers({ url: berth.grpcUrl, path: `${SERVICE}/WatchEvents`, body, streams, connections, workers, marker });
-        try {
-          await new Promise((r) => setTimeout(r, 500)); // let every stream reach its live phase
-          const produced = await produceEvents({ url: berth.grpcUrl, repoIds, rate: RATE, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs, marker });
-          const expected = produced.inWindow * streams;
-          const r = await w.finish(produced.fromUs, produced.toUs, 5_000, expected);
-          // Fan-out capacity: every event message the subscribers got (warm-up included), per second of the run.
-          const perSecond = Math.round(r.total / (r.wallMs / 1000));
-          ctx.log(
-            `${label}: ${streams} streams / ${connections} conn; sent ${produced.rate}/s (target ${RATE}/s), the server completed ${produced.completedRate}/s ( ${produced.errors} errors, CreateWorkspace p50 ${produced.rpc.p50Ms} p99 ${produced.rpc.p99Ms} ms); ` +
-              `delivered ${r.received}/${expected} (${r.missing} missing, counted at the cut-off); latency p50 ${r.latency.p50Ms} p99 ${r.latency.p99Ms} p99.9 ${r.latency.p999Ms} max ${r.latency.maxMs} ms; ${r.total} messages received in all (${perSecond}/s over ${Math.round(r.wallMs / 1000)} s); subscriber processes ${r.workerCores} cores; ${r.errors} stream errors ${JSON.stringify(r.errorKinds)}, ${r.streamsEnded} streams ended`,
-          );
-          extra[label] = { streams, connections, produced, latency: r.latency, received: r.received, expected, total: r.total, perSecond, errors: r.errors, errorKinds: r.errorKinds, streamsEnded: r.streamsEnded, subscriberCores: r.workerCores };
-          return { produced, latency: r.latency, received: r.received, expected, errors: r.errors, cores: r.workerCores, total: r.total, perSecond };
-        } finally {
-          w.stop();
-        }
-      };
-      const one = await measure("1 subscriber", 1, 1, 1);
-      const many = await measure(`${SUBSCRIBERS} subscribers`, SUBSCRIBERS, Math.max(1, Math.ceil(SUBSCRIBERS / 250)), 2);
-      const complete = many.expected > 0 && many.received >= many.expected * 0.999;
-      const rows: Row[] = [
-        {
-          figure: `commit → WatchEvents p99 (undelivered counted at the 5 s cut-off: then a lower bound), ${SUBSCRIBERS.toLocaleString("en-US")} subscribers (${Math.ceil(SUBSCRIBERS / 250)} conn), ${RATE} events/s (CreateWorkspace send → receipt)`,
-          value: many.latency.p99Ms,
-          unit: "ms",
-          baseline: { name: "same, 1 subscriber", value: one.latency.p99Ms, unit: "ms" },
-          target: `p99 < ${TARGET_MS} ms, all delivered`,
-          met: complete && many.latency.p99Ms < TARGET_MS,
-          note:
-            `sent ${many.produced.rate}/s (asked ${RATE}/s), completed by the server at ${many.produced.completedRate}/s ( CreateWorkspace p50 ${many.produced.rpc.p50Ms} / p99 ${many.produced.rpc.p99Ms} ms); delivered ${many.received.toLocaleString("en-US")} of ${many.expected.toLocaleString("en-US")} within 5 s after the last commit; ` +
-            `latency p50 ${many.latency.p50Ms} / p99.9 ${many.latency.p999Ms} / max ${many.latency.maxMs} ms; subscriber processes used ${many.cores} cores; the subscribers received ${many.total.toLocaleString("en-US")} event messages in all, ${many.perSecond.toLocaleString("en-US")}/s (fan-out rate). ` +
-            `1 subscriber: p50 ${one.latency.p50Ms} / p99 ${one.latency.p99Ms} ms, sent ${one.produced.rate}/s, completed ${one.produced.completedRate}/s, delivered ${one.received}/${one.expected}`,
-        },
+      let bytes = BYTES ?? 336;
+      const sides: Side[] = [
+        { name: "berth", server: berth, url: berth.grpcUrl, path: `${SERVICE}/WatchEvents`, body: (afterSeq) => frame(WatchEventsRequestSchema, { afterSeq, kinds: ["session.created"] }), produce: undefined, repoIds },
+        { name: "bare", server: bare, url: bare.grpcUrl, path: BARE_WATCH, body: () => frame(HealthCheckRequestSchema, {}), produce: barePublishCall(() => bytes), repoIds },
       ];
-      return { rows, commands: [berth.command, `subscribers: bench/loadgen/watch-worker.ts; producer: CreateWorkspace open loop at ${RATE}/s over 16 repositories, 2 connections`], runs: {}, extra };
+      for (const n of SUBSCRIBERS) {
+        const lastSeq = BigInt((await db.query("SELECT coalesce(max(seq), 0)::text AS s FROM events")).rows[0].s as string);
+        const watchers = await Promise.all(
+          sides.map((s) =>
+            startWatchers({
+              url: s.url,
+              path: s.path,
+              body: s.body(lastSeq),
+              streams: n,
+              connections: CONNECTIONS,
+              workers: 2,
+              marker: markerOf(s.name, n),
+            }),
+          ),
+        );
+        const ladders: Step[][] = sides.map(() => []);
+        try {
+          await Promise.all(watchers.map((w) => w.collect(0, 0))); // forget the set-up (and its CPU)
+          for (const rate of RATES) {
+            let any = false;
+            for (let i = 0; i < sides.length; i++) {
+              const ladder = ladders[i]!;
+              if (ladder.length > 0 && !ladder.at(-1)!.held) continue;
+              any = true;
+              const s = await step(sides[i]!, watchers[i]!, n, rate);
+              ladder.push(s);
+              if (BYTES === undefined && sides[i]!.name === "berth" && s.got.meanBytes > 0) bytes = s.got.meanBytes;
+              ctx.log(`N=${n} ${sides[i]!.name} ${fmt(s)}`);
+            }
+            if (!any) break;
+          }
+        } finally {
+          for (const w of watchers) w.stop();
+        }
+        const [b, a] = ladders as [Step[], Step[]];
+        const best = (l: Step[]) => l.filter((s) => s.held).at(-1);
+        const bb = best(b);
+        const ab = best(a);
+        const berthRate = bb?.rate ?? 0;
+        const bareRate = ab?.rate ?? 0;
+        // CPU per message compared at one load: the highest rate both held (else each one's first step).
+        const common = [...b].reverse().find((s) => s.held && a.some((x) => x.rate === s.rate && x.held))?.rate ?? RATES[0]!;
+        const at = (l: Step[]) => l.find((s) => s.rate === common);
+        const saturated = b.find((s) => !s.held);
+        const base = b[0];
+        extra[`N=${n}`] = { berth: b, bare: a };
+        rows.push({
+          figure: `WatchEvents fan-out, ${n.toLocaleString("en-US")} subscribers (${CONNECTIONS} conn): highest rate held at p99 < ${TARGET_MS} ms, all delivered (events/s, stepped ${RATES.join(", ")})`,
+          value: berthRate,
+          unit: "events/s",
+          baseline: { name: "bare grpc-js server streaming pre-encoded messages (bench/servers/bare-stream.ts)", value: bareRate, unit: "events/s" },
+          ...(bareRate > 0 ? { ratio: Math.round((berthRate / bareRate) * 100) / 100 } : {}),
+          target: "≥ 0.5× the bare server's rate",
+          met: bareRate > 0 && berthRate >= 0.5 * bareRate,
+          note:
+            `Berth: ${bb ? `at ${bb.rate}/s p99 ${bb.got.latency.p99Ms} ms` : "held no step"}${saturated ? `; first failing step ${saturated.rate}/s: p99 ${saturated.got.latency.p99Ms} ms, delivered ${saturated.got.received}/${saturated.expected}` : ""}. ` +
+            `Bare: ${ab ? `at ${ab.rate}/s p99 ${ab.got.latency.p99Ms} ms` : "held no step"}. ` +
+            `Server CPU per delivered message at ${common}/s: Berth ${at(b)?.cpuUsPerMessage ?? "–"} µs, bare ${at(a)?.cpuUsPerMessage ?? "–"} µs. ` +
+            `CreateWorkspace p50 on Berth: ${base ? `${base.produced.rpc.p50Ms} ms at ${base.rate}/s` : "–"}${saturated ? `, ${saturated.produced.rpc.p50Ms} ms at ${saturated.rate}/s (saturated)` : ""}. ` +
+            `Messages: Berth ${bb?.got.meanBytes ?? base?.got.meanBytes ?? "–"} B, bare ${ab?.got.meanBytes ?? a[0]?.got.meanBytes ?? "–"} B.`,
+        });
+        const cb = at(b)?.cpuUsPerMessage;
+        const ca = at(a)?.cpuUsPerMessage;
+        if (cb !== undefined && ca !== undefined && ca > 0) {
+          rows.push({
+            figure: `WatchEvents fan-out, ${n.toLocaleString("en-US")} subscribers: server CPU per delivered message at ${common} events/s (report only)`,
+            value: cb,
+            unit: "µs",
+            baseline: { name: "bare grpc-js server, same rate and N", value: ca, unit: "µs" },
+            ratio: Math.round((cb / ca) * 100) / 100,
+          });
+        }
+      }
+      return {
+        rows,
+        commands: [
+          berth.command,
+          bare.command,
+          `subscribers: bench/loadgen/watch-worker.ts (2 processes, ${CONNECTIONS} connections); producer: CreateWorkspace over ${REPOSITORIES} repositories / bare Publish of ${BYTES ?? "Berth's message size in"} B, open loop, 2 connections; steps ${WARMUP_MS} + ${STEP_MS} ms`,
+        ],
+        runs: {},
+        extra,
+      };
     } finally {
-      await berth.stop();
+      await Promise.all([berth.stop(), bare.stop()]);
       await db.drop();
     }
   },

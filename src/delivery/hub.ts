@@ -11,9 +11,15 @@
  * (src/delivery/sequencer.ts), so a reader never skips an event; a notification says the rows
  * are numbered already.
  *
- * Subscribers get a bounded buffer. One that falls more than maxBufferedEvents (or
+ * Delivery is pushed: for each event the reader runs one loop over the subscribers, and each
+ * matching one hands it synchronously to its sink (the gRPC call's write, for WatchEvents): no
+ * promise, generator or listener per subscriber per event. A sink that refuses (write() false:
+ * the client is behind) pauses its subscription, which buffers until the sink's drain resumes
+ * it. The buffer is bounded: a subscriber that falls more than maxBufferedEvents (or
  * maxBufferedBytes) behind is ended with RESOURCE_EXHAUSTED / SUBSCRIBER_TOO_SLOW carrying
- * last_seq; resuming after last_seq loses nothing. Events are never silently dropped.
+ * last_seq (the last event its sink took); resuming after last_seq loses nothing. Events are
+ * never silently dropped. Readers that pull (`for await`) get the same subscription through a
+ * one-item PullQueue (src/platform/pull-queue.ts).
  *
  * Event objects are shared by all subscribers: treat them as immutable.
  */
@@ -24,6 +30,7 @@ import { compileFilter, type EventFilter, type Matcher } from "./filter.js";
 import { CommitListener, type CommitListenerOptions } from "./commit-listener.js";
 import { EVENTS_CHANNEL, sequencePending } from "./sequencer.js";
 import { oldestSeq, prunedThrough, readEvents, type Event, type StoredEvent } from "./event-store.js";
+import { PullQueue } from "../platform/pull-queue.js";
 
 export interface SubscriberOptions {
   /** Events a subscriber may have buffered before it is ended as too slow (default 10,000). */
@@ -58,31 +65,20 @@ export interface StreamRequest {
 const DEFAULT_MAX_EVENTS = 10_000;
 const DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
 const DEFAULT_POLL_MS = 2000;
+/**
+ * Deliveries (subscribers × events) fanned out before the reader yields to I/O. What a stream
+ * write queues is sent on the socket only after the loop returns to the event loop: fanning a
+ * whole batch out in one go would hold every event's first bytes back until the last event's
+ * last write (at 1,000 subscribers, ~8 ms per event), and the unary calls with them.
+ */
+const DELIVERIES_PER_TURN = 512;
+
+function yieldToIo(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
 
 function cancelled(): BerthError {
   return new BerthError("cancelled", "CANCELLED", "the call was cancelled");
-}
-
-/** Resolves with `p`, or rejects CANCELLED as soon as `signal` aborts. */
-export function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    p.catch(() => {}); // the caller has gone: p's outcome, failure included, is nobody's now (as after a later abort below)
-    return Promise.reject(cancelled());
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(cancelled());
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 export function tooSlow(lastSeq: bigint, limit: string): BerthError {
@@ -94,95 +90,166 @@ export function tooSlow(lastSeq: bigint, limit: string): BerthError {
   );
 }
 
-/** A subscriber's bounded buffer. */
-export class Subscription {
+function stopping(lastSeq: bigint): BerthError {
+  return new BerthError("unavailable", "SERVER_STOPPING", "the server is stopping; resume with after_seq=" + lastSeq.toString(), {
+    last_seq: lastSeq.toString(),
+  });
+}
+
+/**
+ * Where a subscription's events go. The hub calls deliver() synchronously from its fan-out
+ * loop (one loop per event over every subscriber: no promise, no listener per event).
+ */
+export interface EventSink {
+  /**
+   * Takes one event (it counts as delivered: last_seq includes it). False: take no more now;
+   * the hub buffers what follows (bounded) until the subscription's resume().
+   */
+  deliver(event: Event): boolean;
+  /**
+   * Called once when the subscription ends, synchronously: with the error that ends it
+   * (CANCELLED, RESOURCE_EXHAUSTED SUBSCRIBER_TOO_SLOW, UNAVAILABLE, a replay failure), or
+   * with nothing after close().
+   */
+  end(error?: unknown): void;
+}
+
+/** A subscription as its consumer holds it. */
+export interface EventStream {
+  /** The sink can take events again: it is handed what was buffered, until it refuses. */
+  resume(): void;
+  /** The consumer has gone: unsubscribes; the sink's end() is called without an error. */
+  close(): void;
+}
+
+/** What a subscription needs of its hub. */
+interface SubscriptionOwner {
+  delivered: number;
+  unsubscribe(sub: Subscription): void;
+}
+
+/** A subscriber: its filter, its bounded buffer, its sink. */
+class Subscription implements EventStream {
   private queue: StoredEvent[] = [];
   private head = 0;
   private bytes = 0;
-  private wake: (() => void) | undefined;
-  /** Set when the subscriber overflowed ("N events"/"N bytes") or the hub stopped. */
-  private failure: { kind: "overflow"; limit: string } | { kind: "stopped" } | undefined;
-  /** Seq of the last event handed to the consumer (the caller keeps it exact during replay). */
+  /** Replay is over: offers go straight to the sink while nothing is buffered. */
+  private live = false;
+  /** The sink refused the last event: buffer until resume(). */
+  private blocked: boolean;
+  private ended = false;
+  /** The replay waiting for resume(). */
+  private unblock: (() => void) | undefined = undefined;
+  private signal: AbortSignal | undefined = undefined;
+  private readonly onAbort = (): void => this.end(cancelled());
+  /** Seq of the last event handed to the sink (or passed over by the replay). */
   lastSeq: bigint;
 
   constructor(
+    private readonly owner: SubscriptionOwner,
     readonly match: Matcher,
-    /** The hub's position when subscribed: events after it arrive through this buffer. */
+    /** The hub's position when subscribed: events after it arrive through offer(). */
     readonly from: bigint,
+    private readonly sink: EventSink,
     private readonly maxEvents: number,
     private readonly maxBytes: number,
+    paused: boolean,
   ) {
     this.lastSeq = from;
+    this.blocked = paused;
   }
 
-  get buffered(): number {
-    return this.queue.length - this.head;
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  get isBlocked(): boolean {
+    return this.blocked;
+  }
+
+  /** Cancellation is observed once per stream, not per event. */
+  endOn(signal: AbortSignal): void {
+    if (signal.aborted) return this.end(cancelled());
+    this.signal = signal;
+    signal.addEventListener("abort", this.onAbort, { once: true });
   }
 
   /** Called by the hub for every event, in seq order. */
   offer(se: StoredEvent): void {
-    if (this.failure || !this.match(se.event)) return;
-    if (this.buffered >= this.maxEvents || this.bytes + se.size > this.maxBytes) {
-      this.failure = { kind: "overflow", limit: this.buffered >= this.maxEvents ? `${this.maxEvents} events` : `${this.maxBytes} bytes` };
+    if (this.ended || !this.match(se.event)) return;
+    if (this.live && !this.blocked && this.head === this.queue.length) return this.hand(se);
+    const n = this.queue.length - this.head;
+    if (n >= this.maxEvents) return this.end(tooSlow(this.lastSeq, `${this.maxEvents} events`));
+    if (this.bytes + se.size > this.maxBytes) return this.end(tooSlow(this.lastSeq, `${this.maxBytes} bytes`));
+    this.queue.push(se);
+    this.bytes += se.size;
+  }
+
+  /** Hands one event to the sink. */
+  hand(se: StoredEvent): void {
+    this.lastSeq = se.seq;
+    this.owner.delivered++;
+    if (!this.sink.deliver(se.event)) this.blocked = true;
+  }
+
+  /** Replay is over: drain what was buffered meanwhile (skipping what the replay delivered). */
+  goLive(): void {
+    this.live = true;
+    this.drain();
+  }
+
+  resume(): void {
+    if (this.ended) return;
+    this.blocked = false;
+    const w = this.unblock;
+    this.unblock = undefined;
+    w?.();
+    if (this.live) this.drain();
+  }
+
+  /** Resolves once the sink takes events again, or the subscription ended. */
+  unblocked(): Promise<void> {
+    return new Promise((resolve) => (this.unblock = resolve));
+  }
+
+  private drain(): void {
+    while (!this.blocked && !this.ended && this.head < this.queue.length) {
+      const se = this.queue[this.head]!;
+      this.queue[this.head++] = undefined as never;
+      this.bytes -= se.size;
+      if (se.seq > this.lastSeq) this.hand(se);
+    }
+    if (this.head === this.queue.length) {
       this.queue = [];
       this.head = 0;
-      this.bytes = 0;
-    } else {
-      this.queue.push(se);
-      this.bytes += se.size;
+    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
     }
-    this.notify();
   }
 
-  stop(): void {
-    if (!this.failure) this.failure = { kind: "stopped" };
+  close(): void {
+    this.end(undefined);
+  }
+
+  /** Ends the subscription once: unsubscribes, drops the buffer, tells the sink. */
+  end(error: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
     this.queue = [];
     this.head = 0;
-    this.notify();
-  }
-
-  private notify(): void {
-    const w = this.wake;
-    this.wake = undefined;
+    this.bytes = 0;
+    this.signal?.removeEventListener("abort", this.onAbort);
+    this.owner.unsubscribe(this);
+    const w = this.unblock;
+    this.unblock = undefined;
     w?.();
+    this.sink.end(error);
   }
 
-  /** Throws if the subscriber has been ended (too slow, or the hub stopped). */
-  check(): void {
-    if (!this.failure) return;
-    if (this.failure.kind === "overflow") throw tooSlow(this.lastSeq, this.failure.limit);
-    throw new BerthError("unavailable", "SERVER_STOPPING", "the server is stopping; resume with after_seq=" + this.lastSeq.toString(), {
-      last_seq: this.lastSeq.toString(),
-    });
-  }
-
-  /** The next buffered event, waiting for one; cancellable by `signal`. */
-  async next(signal: AbortSignal): Promise<StoredEvent> {
-    for (;;) {
-      this.check();
-      if (this.head < this.queue.length) {
-        const se = this.queue[this.head]!;
-        this.queue[this.head++] = undefined as never;
-        this.bytes -= se.size;
-        if (this.head > 1024 && this.head * 2 > this.queue.length) {
-          this.queue = this.queue.slice(this.head);
-          this.head = 0;
-        }
-        return se;
-      }
-      if (signal.aborted) throw cancelled();
-      await new Promise<void>((resolve, reject) => {
-        const onAbort = (): void => {
-          this.wake = undefined;
-          reject(cancelled());
-        };
-        this.wake = () => {
-          signal.removeEventListener("abort", onAbort);
-          resolve();
-        };
-        signal.addEventListener("abort", onAbort, { once: true });
-      });
-    }
+  /** The hub stopped. */
+  stop(): void {
+    this.end(stopping(this.lastSeq));
   }
 }
 
@@ -305,10 +372,17 @@ export class EventHub {
           const batch = await readEvents(this.db, this.position, this.batchSize);
           if (this.stopped) return;
           // position and fan-out change together, synchronously: a subscriber added between
-          // batches replays up to `position` and receives everything after it here.
+          // events replays up to `position` and receives everything after it here.
+          let sinceYield = 0;
           for (const se of batch) {
+            if (sinceYield >= DELIVERIES_PER_TURN) {
+              sinceYield = 0;
+              await yieldToIo();
+              if (this.stopped) return;
+            }
             this.position = se.seq;
             for (const sub of this.subs) sub.offer(se);
+            sinceYield += this.subs.size;
           }
           if (batch.length < this.batchSize) break;
         }
@@ -322,21 +396,52 @@ export class EventHub {
     }
   }
 
-  /** Registers a buffered subscriber from the hub's current position. */
-  subscribe(filter: EventFilter, options: SubscriberOptions = {}): Subscription {
+  unsubscribe(sub: Subscription): void {
+    this.subs.delete(sub);
+  }
+
+  /**
+   * Stored events after `request.afterSeq`, then live ones, with no gap and no duplicate
+   * (WatchEvents), handed to `sink` synchronously. Subscribes at once (buffering), replays the
+   * outbox up to the hub's position at that moment, then drains the buffer, skipping what the
+   * replay already delivered; from then on the fan-out loop hands each event straight to the
+   * sink. The sink is ended with CANCELLED when `signal` aborts, OUT_OF_RANGE (EVENTS_PRUNED,
+   * metadata oldest_seq) when events after afterSeq were pruned, RESOURCE_EXHAUSTED
+   * (SUBSCRIBER_TOO_SLOW, metadata last_seq) when it refuses events for longer than its buffer
+   * holds, UNAVAILABLE when the hub stops.
+   */
+  push(request: StreamRequest, sink: EventSink, signal: AbortSignal | undefined, options: SubscriberOptions = {}): EventStream {
+    return this.open(request.filter, sink, request.afterSeq, signal, options, false);
+  }
+
+  /** The subscription behind push(), stream() and watch(); afterSeq undefined: live only. */
+  private open(filter: EventFilter, sink: EventSink, afterSeq: bigint | undefined, signal: AbortSignal | undefined, options: SubscriberOptions, paused: boolean): Subscription {
     if (!this.started || this.stopped) throw new BerthError("unavailable", "EVENTS_UNAVAILABLE", "event delivery is not running");
-    const sub = new Subscription(
-      compileFilter(filter),
-      this.position,
-      options.maxBufferedEvents ?? this.maxEvents,
-      options.maxBufferedBytes ?? this.maxBytes,
-    );
+    const sub = new Subscription(this, compileFilter(filter), this.position, sink, options.maxBufferedEvents ?? this.maxEvents, options.maxBufferedBytes ?? this.maxBytes, paused);
     this.subs.add(sub);
+    if (signal !== undefined) sub.endOn(signal);
+    if (afterSeq === undefined) sub.goLive();
+    else if (!sub.isEnded) this.replay(sub, afterSeq).catch((err: unknown) => sub.end(err));
     return sub;
   }
 
-  unsubscribe(sub: Subscription): void {
-    this.subs.delete(sub);
+  /** Replays (afterSeq, sub.from], paged, at the sink's pace; then the subscription goes live. */
+  private async replay(sub: Subscription, afterSeq: bigint): Promise<void> {
+    let last = afterSeq;
+    sub.lastSeq = last;
+    if (last > 0n) await this.assertRetained(last);
+    while (last < sub.from && !sub.isEnded) {
+      const page = await readEvents(this.db, last, this.batchSize, sub.from);
+      if (page.length === 0) break;
+      for (const se of page) {
+        while (sub.isBlocked && !sub.isEnded) await sub.unblocked();
+        if (sub.isEnded) return;
+        last = se.seq;
+        if (sub.match(se.event)) sub.hand(se);
+        else sub.lastSeq = last;
+      }
+    }
+    if (!sub.isEnded) sub.goLive();
   }
 
   /**
@@ -346,65 +451,20 @@ export class EventHub {
    * behind, UNAVAILABLE when the hub stops. Breaking out of the loop unsubscribes.
    */
   watch(filter: EventFilter, signal: AbortSignal, options: SubscriberOptions = {}): AsyncIterable<Event> {
-    const sub = this.subscribe(filter, options);
-    const onAbort = (): void => this.unsubscribe(sub);
-    signal.addEventListener("abort", onAbort, { once: true });
-    return { [Symbol.asyncIterator]: () => this.deliver(sub, signal, onAbort) };
+    return this.pull(filter, undefined, signal, options);
   }
 
-  /** The loop behind watch(): yields `sub`'s events until it throws; always unsubscribes. */
-  private async *deliver(sub: Subscription, signal: AbortSignal, onAbort: () => void): AsyncGenerator<Event> {
-    try {
-      for (;;) {
-        const se = await sub.next(signal);
-        sub.lastSeq = se.seq;
-        this.delivered++;
-        yield se.event;
-      }
-    } finally {
-      signal.removeEventListener("abort", onAbort);
-      this.unsubscribe(sub);
-    }
+  /** push() for a `for await` consumer (Connect, in-process readers, tests): the same stream, pulled. */
+  stream(request: StreamRequest, signal: AbortSignal, options: SubscriberOptions = {}): AsyncIterableIterator<Event> {
+    return this.pull(request.filter, request.afterSeq, signal, options);
   }
 
-  /**
-   * Stored events after `afterSeq`, then live ones, with no gap and no duplicate (WatchEvents).
-   * Subscribes first (buffering), replays the outbox up to the hub's position at that moment,
-   * then drains the buffer, skipping what the replay already delivered.
-   * OUT_OF_RANGE (EVENTS_PRUNED, metadata oldest_seq) when events after afterSeq were pruned.
-   */
-  async *stream(request: StreamRequest, signal: AbortSignal, options: SubscriberOptions = {}): AsyncGenerator<Event> {
-    const sub = this.subscribe(request.filter, options);
-    try {
-      let last = request.afterSeq;
-      sub.lastSeq = last;
-      if (last > 0n) await abortable(this.assertRetained(last), signal);
-      // Replay: (afterSeq, sub.from], paged.
-      while (last < sub.from) {
-        const page = await abortable(readEvents(this.db, last, this.batchSize, sub.from), signal);
-        if (page.length === 0) break;
-        for (const se of page) {
-          sub.check();
-          last = se.seq;
-          sub.lastSeq = last;
-          if (sub.match(se.event)) {
-            this.delivered++;
-            yield se.event;
-          }
-        }
-      }
-      // Live.
-      for (;;) {
-        const se = await sub.next(signal);
-        if (se.seq <= last) continue;
-        last = se.seq;
-        sub.lastSeq = last;
-        this.delivered++;
-        yield se.event;
-      }
-    } finally {
-      this.unsubscribe(sub);
-    }
+  private pull(filter: EventFilter, afterSeq: bigint | undefined, signal: AbortSignal, options: SubscriberOptions): PullQueue<Event> {
+    const q = new PullQueue<Event>();
+    // Paused: an event is handed over only when the consumer asks for one; the rest waits in the
+    // subscription's bounded buffer, as the slow-subscriber contract needs.
+    q.source = this.open(filter, q, afterSeq, signal, options, true);
+    return q;
   }
 
   /** Throws OUT_OF_RANGE when events with seq > afterSeq have been pruned. */

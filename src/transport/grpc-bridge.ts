@@ -11,6 +11,8 @@ import { anyPack } from "@bufbuild/protobuf/wkt";
 import type { ServiceRegistration } from "../api/handler.js";
 import { Call, cancelReason, type MethodEntry } from "./call.js";
 import type { Pipeline } from "./pipeline.js";
+import { runPush } from "./pipeline-stream.js";
+import { pushHandlerOf, type MessageSink } from "../api/push-stream.js";
 import { RpcStatus } from "./status.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 
@@ -52,12 +54,18 @@ function serializer(schema: DescMessage): (value: Message) => Buffer {
 function sharedSerializer(schema: DescMessage): (value: Message) => Buffer {
   const encode = serializer(schema);
   const encoded = new WeakMap<Message, Buffer>();
+  // The fan-out writes one message to every stream in a row: the last one needs no lookup.
+  let last: Message | undefined;
+  let lastBuf: Buffer | undefined;
   return (value) => {
+    if (value === last) return lastBuf!;
     let buf = encoded.get(value);
     if (buf === undefined) {
       buf = encode(value);
       encoded.set(value, buf);
     }
+    last = value;
+    lastBuf = buf;
     return buf;
   };
 }
@@ -149,6 +157,21 @@ async function pump(
   }
 }
 
+/**
+ * A push handler's sink over a grpc-js stream: write() is the call's own (grpc-js frames the
+ * message encoded once per event by sharedSerializer), its false return and 'drain' event the
+ * backpressure; one listener per stream.
+ */
+function grpcSink(gcall: grpc.ServerWritableStream<Message, Message>): MessageSink<Message> {
+  return { write: (m) => gcall.write(m), onDrain: (resume) => void gcall.on("drain", resume) };
+}
+
+/** Ends a pushed stream: OK, or the status (unless the client has gone). */
+function endPushed(gcall: grpc.ServerWritableStream<Message, Message>, status: RpcStatus | undefined): void {
+  if (status === undefined) gcall.end();
+  else if (!gcall.cancelled) gcall.emit("error", toGrpcError(status));
+}
+
 /** Adds every registration to `server` through `pipeline`. */
 export function addToGrpcServer(
   server: grpc.Server,
@@ -185,16 +208,19 @@ export function addToGrpcServer(
             );
           };
           break;
-        case "server_streaming":
+        case "server_streaming": {
+          const push = pushHandlerOf(entry.handler);
           impl[method.localName] = (gcall: grpc.ServerWritableStream<Message, Message>) => {
             const g = gcall as unknown as GrpcCallLike;
             const call = pipeline.begin(new Call(entry, "grpc", deadlineOf(g), gcall.metadata, readMetadata, undefined));
             g[CALL] = call;
             gcall.on("cancelled", onCancelled);
             void call.signal; // arms the deadline timer for streams
-            void pump(gcall, call, pipeline.stream(call, gcall.request, undefined, gcall.request));
+            if (push !== undefined) void runPush(pipeline, call, gcall.request, push, grpcSink(gcall)).then((status) => endPushed(gcall, status));
+            else void pump(gcall, call, pipeline.stream(call, gcall.request, undefined, gcall.request));
           };
           break;
+        }
         case "bidi_streaming":
           impl[method.localName] = (gcall: grpc.ServerDuplexStream<Message, Message>) => {
             const g = gcall as unknown as GrpcCallLike;

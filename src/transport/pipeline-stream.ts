@@ -3,8 +3,12 @@
  * because its abort handling (a pending next() rejected at once, the handler's iterator closed)
  * is a state machine of its own; it reaches the pipeline only through StreamHost, so that the
  * pipeline, which creates streams, is the one that imports.
+ *
+ * runPush() is the other way to run a server stream: a push handler (src/api/push-stream.ts)
+ * writing to the transport's sink itself, with no iterator between them.
  */
 import type { Message } from "@bufbuild/protobuf";
+import type { MessageSink, PushHandler } from "../api/push-stream.js";
 import type { BerthError } from "../platform/errors.js";
 import type { AbortObserver, Call } from "./call.js";
 import { isThenable, toMessage, type ErrorMapper } from "./outcome.js";
@@ -128,5 +132,25 @@ export class PipelineStream implements AsyncIterableIterator<Message>, AbortObse
         // the handler's iterator failed to close; nothing to report to the client
       }
     }
+  }
+}
+
+/**
+ * Runs a push handler with the pipeline's semantics (authentication, the fair-use slot, error
+ * mapping, one log line). Resolves with undefined when the stream ended OK, else with the
+ * status to end it with. An abort (cancel, deadline, shutdown) reaches the handler through
+ * ctx.signal, once per stream; its status is the abort's.
+ */
+export async function runPush(host: StreamHost, call: Call, request: unknown, push: PushHandler<never, never>, sink: MessageSink<Message>): Promise<RpcStatus | undefined> {
+  try {
+    const a = host.authenticate(call);
+    if (a !== undefined) await a;
+    if (call.abortReason !== undefined) throw call.abortReason;
+    await push(request as never, call, sink);
+    if (call.abortReason !== undefined) throw call.abortReason;
+    host.end(call, request, GrpcCode.OK, undefined);
+    return undefined;
+  } catch (err) {
+    return host.fail(call, request, err);
   }
 }
