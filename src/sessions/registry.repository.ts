@@ -132,6 +132,14 @@ export function findWorkspaceBySession(db: Executor, sessionId: string): Promise
   return selectWorkspaces(db).where("w.session_id", "=", sessionId).executeTakeFirst();
 }
 
+/** The rows of these sessions (those that have one), by session id: one statement for many point reads. */
+export async function findWorkspacesBySessions(db: Executor, sessionIds: readonly string[]): Promise<Map<string, WorkspaceRow>> {
+  const rows = await selectWorkspaces(db)
+    .where(sql<boolean>`w.session_id = any(${sessionIds}::uuid[])`)
+    .execute();
+  return new Map(rows.map((r) => [r.session_id, r]));
+}
+
 export function findWorkspaceById(db: Executor, workspaceId: string): Promise<WorkspaceRow | undefined> {
   return selectWorkspaces(db).where("w.id", "=", workspaceId).executeTakeFirst();
 }
