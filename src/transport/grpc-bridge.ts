@@ -197,7 +197,7 @@ export function addToGrpcServer(
             }
             g[CALL] = call;
             gcall.on("cancelled", onCancelled);
-            (out as Promise<Message>).then(
+            (out).then(
               (msg) => callback(null, msg),
               (err: unknown) => callback(asServiceError(err)),
             );

@@ -93,7 +93,7 @@ export class Pipeline implements StreamHost {
   unary(call: Call, request: unknown, mapError: ErrorMapper = identity): Promise<Message> {
     try {
       const r = this.run(call, request, mapError);
-      return isThenable<Message>(r) ? (r as Promise<Message>) : Promise.resolve(r);
+      return isThenable<Message>(r) ? (r) : Promise.resolve(r);
     } catch (err) {
       return Promise.reject(err);
     }
