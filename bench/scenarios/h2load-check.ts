@@ -4,51 +4,19 @@
  * Health/Check of the bare grpc-js server and of Berth, alternately with our generator.
  * h2load counts HTTP 2xx as success and does not read grpc-status; Health/Check never fails.
  */
-import { execFile } from "node:child_process";
-import { writeFileSync } from "node:fs";
-import path from "node:path";
-import { promisify } from "node:util";
 import { describeLoad, runLoad, type LoadResult } from "../loadgen/index.js";
 import { HEALTH_CHECK_FRAME } from "../lib/bodies.js";
 import { createBenchDatabase } from "../lib/database.js";
-import { RESULTS_DIR } from "../lib/report.js";
+import { h2load, h2loadInstalled, H2LOAD_MISSING, type H2loadRun } from "../lib/h2load.js";
 import { median, round, type Row, type Scenario } from "../lib/scenario.js";
 import { HEALTH_CHECK, startBareGrpc, startBerth } from "../lib/servers.js";
-
-const run = promisify(execFile);
-
-interface H2loadRun {
-  readonly command: string;
-  readonly throughput: number;
-  readonly succeeded: number;
-  readonly failed: number;
-  readonly output: string;
-}
-
-async function h2load(url: string, n: number, body: string): Promise<H2loadRun> {
-  const args = ["-n", String(n), "-c", "4", "-m", "16", "-H", "content-type: application/grpc", "-H", "te: trailers", "-d", body, `${url}${HEALTH_CHECK}`];
-  const command = `h2load ${args.map((a) => (/\s/.test(a) ? `'${a}'` : a)).join(" ")}`;
-  const { stdout } = await run("h2load", args, { maxBuffer: 1 << 20 });
-  const rate = /finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(stdout);
-  const reqs = /requests: .*?(\d+) succeeded, (\d+) failed/.exec(stdout);
-  if (!rate || !reqs) throw new Error(`cannot parse h2load output:\n${stdout}`);
-  return { command, throughput: Math.round(Number(rate[1])), succeeded: Number(reqs[1]), failed: Number(reqs[2]), output: stdout.split("\n").filter((l) => /finished|requests:|time for request/.test(l)).join("\n") };
-}
 
 export const scenario: Scenario = {
   name: "h2load-check",
   title: "Our load generator checked against h2load (Health/Check, 64 in flight over 4 connections)",
   async run(ctx) {
-    const body = path.join(RESULTS_DIR, "health-check-request.bin");
-    writeFileSync(body, HEALTH_CHECK_FRAME);
-    try {
-      await run("h2load", ["--version"]);
-    } catch {
-      return {
-        rows: [{ figure: "h2load check", value: 0, unit: "", note: "h2load is not installed (apt-get install -y nghttp2-client): not checked" }],
-        commands: [],
-        runs: {},
-      };
+    if (!(await h2loadInstalled())) {
+      return { rows: [{ figure: "h2load check", value: 0, unit: "", note: H2LOAD_MISSING }], commands: [], runs: {} };
     }
     const db = await createBenchDatabase();
     const berth = await startBerth({ databaseUrl: db.url });
@@ -67,7 +35,7 @@ export const scenario: Scenario = {
           ours.push(r);
           // About as long as our measured window; h2load has no warm-up of its own.
           const n = Math.max(5_000, Math.round((r.throughput * ctx.durationMs) / 1000));
-          const h = await h2load(server.grpcUrl, n, body);
+          const h = await h2load({ url: server.grpcUrl, path: HEALTH_CHECK, body: HEALTH_CHECK_FRAME, connections: 4, streams: 16, requests: n });
           ctx.log(`h2load ${name.padEnd(12)} ${h.throughput} req/s (${h.succeeded} succeeded, ${h.failed} failed)`);
           theirs.push(h);
         }

@@ -124,9 +124,11 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const clientTurnId = c.text("client_turn_id", req.clientTurnId, CLIENT_TURN_ID);
       const onBusy = c.enumValue("on_busy", req.onBusy, OnBusy, false);
       c.done();
+      // A warm start's liveness probe runs while ownedSession reads the session's row.
+      const ahead = turns.probeAhead(sessionId!);
       const ws = await ownedSession(registry, ctx, sessionId!, "active");
       const local = async () => {
-        const r = await turns.beginTurn(ws, clientTurnId, onBusy === OnBusy.REJECT ? "reject" : "supersede", ctx.signal).catch(async (err: unknown) => {
+        const r = await turns.beginTurn(ws, clientTurnId, onBusy === OnBusy.REJECT ? "reject" : "supersede", ctx.signal, ahead).catch(async (err: unknown) => {
           // Cancelled before it started because its session just left `active` (stranded while
           // the environment was being prepared): the agent is told what it can act on — the
           // session's state (SESSION_STRANDED: resume it), not a bare TURN_CANCELLED.

@@ -174,6 +174,14 @@ export function findWorkspaceByCreateRequest(db: Executor, repoId: string, agent
   return selectWorkspaces(db).where("w.repo_id", "=", repoId).where("w.agent_id", "=", agentId).where("w.create_request_id", "=", requestId).executeTakeFirst();
 }
 
+/** The rows of these sessions (those that have one), by session id: one statement for many point reads. */
+export async function findWorkspacesBySessions(db: Executor, sessionIds: readonly string[]): Promise<Map<string, WorkspaceRow>> {
+  const rows = await selectWorkspaces(db)
+    .where(sql<boolean>`w.session_id = any(${sessionIds}::uuid[])`)
+    .execute();
+  return new Map(rows.map((r) => [r.session_id, r]));
+}
+
 export function findWorkspaceById(db: Executor, workspaceId: string): Promise<WorkspaceRow | undefined> {
   return selectWorkspaces(db).where("w.id", "=", workspaceId).executeTakeFirst();
 }

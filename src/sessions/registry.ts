@@ -23,6 +23,8 @@ import { SessionHooks } from "./session-hooks.js";
 import { Changesets, type MoveOptions } from "./changesets.js";
 import { Repositories } from "./repositories.js";
 import { autoNamedCreates, makeWorkspace, type AutoNamedCreates, type CreateWorkspaceInput } from "./workspace-creation.js";
+import { CoalescedLookup } from "../platform/coalesced-lookup.js";
+import { isUuid } from "../platform/uuid.js";
 
 export { assertActive } from "./workspace.js";
 export { DEFAULT_PERSISTENT_TTL_SECONDS, type CreateWorkspaceInput } from "./workspace-creation.js";
@@ -86,6 +88,8 @@ export class WorkspaceRegistry {
   private readonly extenders: ActivityExtender[] = [];
   /** What happens beyond this layer when sessions end or changesets move (claims, overlay register it). */
   readonly hooks = new SessionHooks();
+  /** The per-call row reads of getWorkspace, merged: many RPCs in flight share one statement. */
+  private readonly sessionRows = new CoalescedLookup<string, sqlRepo.WorkspaceRow>((ids) => sqlRepo.findWorkspacesBySessions(this.db, ids));
 
   constructor(private readonly deps: RegistryDeps) {
     this.newId = deps.newId ?? randomUUID;
@@ -193,7 +197,8 @@ export class WorkspaceRegistry {
     // The live map is a cache, checked against PostgreSQL before it answers: another instance
     // may have stranded, ended or moved this session a moment ago (its commit reaches this
     // instance's followers a few milliseconds later).
-    const row = await sqlRepo.findWorkspaceBySession(this.db, sessionId);
+    // A malformed id keeps a statement of its own: its cast error is not the others' to share.
+    const row = isUuid(sessionId) ? await this.sessionRows.get(sessionId) : await sqlRepo.findWorkspaceBySession(this.db, sessionId);
     const live = this.live.get(sessionId);
     if (live) {
       if (row?.lifecycle === "active" && row.id === live.workspaceId) {

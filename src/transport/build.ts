@@ -28,6 +28,7 @@ import { FORWARDED_TURN_METHODS } from "../api/turn-routing.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import { WorkspaceMapService } from "../turns/map/index.js";
 import { TurnScheduler } from "../turns/scheduler.js";
+import type { Environment } from "../turns/environment.js";
 import { TurnService } from "../../gen/berth/v1/turn_service_pb.js";
 import { openDatabase, type OpenedDatabase } from "../platform/database.js";
 import { migrateToLatest } from "../platform/migrate.js";
@@ -50,7 +51,12 @@ export interface BuildOptions {
   /** Replaces the overlay the turn scheduler captures into and materialises from (tests). */
   readonly turnOverlay?: OverlayPort;
   /** Turn pool options beyond the config (tests: no sweep timer). */
-  readonly turns?: { readonly sweepIntervalMs?: number; readonly probeTimeoutMs?: number };
+  readonly turns?: {
+    readonly sweepIntervalMs?: number;
+    readonly probeTimeoutMs?: number;
+    /** Replaces the liveness probe of a parked environment (tests wrap the real one to watch it). */
+    readonly probe?: (env: Environment) => Promise<boolean>;
+  };
   /** Test seam of a merge (src/overlay/landing.ts): runs between reading the target ref and moving it. */
   readonly beforeTargetUpdate?: (sourcePath: string, targetRef: string) => Promise<void>;
 }
@@ -162,13 +168,15 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     });
     closers.push(() => maps.close());
     metrics.instrumentMaps(maps);
+    const { probe: turnProbe, ...turnSettings } = options.turns ?? {};
     const turns = new TurnScheduler({
+      ...(turnProbe ? { probe: turnProbe } : {}),
       registry,
       overlay: options.turnOverlay ?? overlay,
       maps,
       clock,
       logger,
-      settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, spares: config.envSpares, maxFileBytes: config.maxFileBytes, shutdownGraceMs: config.shutdownGraceMs, ...options.turns },
+      settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, spares: config.envSpares, maxFileBytes: config.maxFileBytes, shutdownGraceMs: config.shutdownGraceMs, ...turnSettings },
       instances: Object.assign(identity, { staleAfterMs: lifecycle.staleAfterMs }),
     });
     const spanExporter = config.otlp

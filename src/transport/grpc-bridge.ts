@@ -2,17 +2,21 @@
  * Serves ServiceRegistrations on a @grpc/grpc-js Server, generically from the protobuf-es
  * descriptors: path "/<typeName>/<Method>", toBinary/fromBinary, and the shared Pipeline.
  *
- * Kept lean (the grpc path is benchmarked): per unary call one Call object, one 'cancelled'
- * listener (a shared function, no closure) and the pipeline's promise.
+ * Kept lean (the grpc path is benchmarked): per unary call one Call object; a call answered
+ * synchronously (Health/Check) makes no promise and adds no listener; one answered later adds
+ * one 'cancelled' listener (a shared function, no closure) and waits on the pipeline's promise.
+ * A constant response (src/api/constant-message.ts) is sent as the bytes kept with it.
  */
 import * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary, type DescMessage, type DescMethod, type Message } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import type { ServiceRegistration } from "../api/handler.js";
+import { encodedOf } from "../api/constant-message.js";
 import { Call, cancelReason, type MethodEntry } from "./call.js";
 import type { Pipeline } from "./pipeline.js";
 import { runPush } from "./pipeline-stream.js";
 import { pushHandlerOf, type MessageSink } from "../api/push-stream.js";
+import { isThenable } from "./outcome.js";
 import { RpcStatus } from "./status.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 
@@ -41,6 +45,8 @@ function deadlineOf(call: GrpcCallLike): number | undefined {
 
 function serializer(schema: DescMessage): (value: Message) => Buffer {
   return (value) => {
+    const constant = encodedOf(value);
+    if (constant !== undefined) return constant;
     const u8 = toBinary(schema, value);
     return Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
   };
@@ -200,9 +206,21 @@ export function addToGrpcServer(
             const g = gcall as unknown as GrpcCallLike;
             const call = pipeline.begin(new Call(entry, "grpc", deadlineOf(g), gcall.metadata, readMetadata, undefined));
             if (entry.keepsRequestBytes) call.requestBytes = requestBytes.get(gcall.request);
+            let out: Message | Promise<Message>;
+            try {
+              out = pipeline.run(call, gcall.request);
+            } catch (err) {
+              callback(asServiceError(err));
+              return;
+            }
+            if (!isThenable<Message>(out)) {
+              // Answered synchronously: no cancel can have come in between, nothing to listen for.
+              callback(null, out);
+              return;
+            }
             g[CALL] = call;
             gcall.on("cancelled", onCancelled);
-            pipeline.unary(call, gcall.request).then(
+            (out).then(
               (msg) => callback(null, msg),
               (err: unknown) => callback(asServiceError(err)),
             );

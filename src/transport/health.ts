@@ -4,14 +4,15 @@
  */
 import { notFound } from "../platform/errors.js";
 import { registration, type CallContext, type ServiceRegistration } from "../api/handler.js";
+import { constantMessage } from "../api/constant-message.js";
 import {
   Health,
+  HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as ServingStatus,
   type HealthCheckRequest,
   type HealthCheckResponse,
 } from "../../gen/grpc/health/v1/health_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
 
 export { Health, ServingStatus };
 
@@ -83,12 +84,17 @@ async function* watch(state: HealthState, service: string, signal: AbortSignal):
   }
 }
 
+/** Check's answers, one per status: every Check answers the same bytes (nothing made per call). */
+const CHECK_ANSWERS = new Map<ServingStatus, HealthCheckResponse>(
+  [ServingStatus.SERVING, ServingStatus.NOT_SERVING].map((status) => [status, constantMessage(HealthCheckResponseSchema, { status })]),
+);
+
 export function healthRegistration(state: HealthState): ServiceRegistration {
   return registration(Health, {
-    check(req: HealthCheckRequest): Out {
+    check(req: HealthCheckRequest): HealthCheckResponse {
       const status = state.status(req.service);
       if (status === undefined) throw notFound("SERVICE_UNKNOWN", `unknown service "${req.service}"`, { service: req.service });
-      return { status };
+      return CHECK_ANSWERS.get(status) ?? constantMessage(HealthCheckResponseSchema, { status });
     },
     watch(req: HealthCheckRequest, ctx: CallContext): AsyncIterable<Out> {
       return watch(state, req.service, ctx.signal);

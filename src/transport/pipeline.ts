@@ -93,20 +93,47 @@ export class Pipeline implements StreamHost {
   }
 
   /** Runs a unary call; resolves with the response message or rejects with mapError(status). */
-  async unary(call: Call, request: unknown, mapError: ErrorMapper = identity): Promise<Message> {
+  unary(call: Call, request: unknown, mapError: ErrorMapper = identity): Promise<Message> {
+    try {
+      const r = this.run(call, request, mapError);
+      return isThenable<Message>(r) ? (r) : Promise.resolve(r);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * Runs a unary call: the response at once when authentication and the handler answer
+   * synchronously (Health/Check: no promise is made for it), else a promise of it. Fails (throws
+   * or rejects) with mapError(status).
+   */
+  run(call: Call, request: unknown, mapError: ErrorMapper = identity): Message | Promise<Message> {
     try {
       const a = this.authenticate(call);
-      if (a !== undefined) await a;
-      let out = call.entry.handler(request, call);
-      if (isThenable(out)) out = await out;
-      const aborted = call.abortReason;
-      if (aborted !== undefined && aborted !== ABORT_SHUTDOWN) throw aborted;
-      const msg = toMessage(call.entry.output, out);
-      this.end(call, request, GrpcCode.OK, undefined);
-      return msg;
+      if (a !== undefined) return this.settle(call, request, a.then(() => call.entry.handler(request, call)), mapError);
+      const out: unknown = call.entry.handler(request, call);
+      if (isThenable(out)) return this.settle(call, request, out, mapError);
+      return this.complete(call, request, out);
     } catch (err) {
       throw mapError(this.fail(call, request, err));
     }
+  }
+
+  private async settle(call: Call, request: unknown, pending: PromiseLike<unknown>, mapError: ErrorMapper): Promise<Message> {
+    try {
+      return this.complete(call, request, await pending);
+    } catch (err) {
+      throw mapError(this.fail(call, request, err));
+    }
+  }
+
+  /** The handler answered `out`: the response, unless the call was aborted meanwhile. */
+  private complete(call: Call, request: unknown, out: unknown): Message {
+    const aborted = call.abortReason;
+    if (aborted !== undefined && aborted !== ABORT_SHUTDOWN) throw aborted;
+    const msg = toMessage(call.entry.output, out);
+    this.end(call, request, GrpcCode.OK, undefined);
+    return msg;
   }
 
   /**

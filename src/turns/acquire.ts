@@ -5,7 +5,9 @@
  * directory removed under a parked environment would otherwise be handed to the next turn,
  * and the warm path never rebuilds. The probe fails open — an error or a timeout reuses —
  * because a flaky check must not cost every warm reuse. A dead or expired one is torn down
- * and rebuilt cold.
+ * and rebuilt cold. The probe may have been started ahead, when the BeginTurn arrived (ProbeAhead:
+ * it then runs while the call's session check reads PostgreSQL); its answer is used only for the
+ * environment it probed, still the parked one.
  *
  * A cold acquire that finds a directory no pool entry owns (a previous process's) captures it
  * against its saved manifest before removing it, or moves it to .orphaned/ when it cannot:
@@ -37,11 +39,17 @@ export interface AcquireDeps {
   readonly track: (p: Promise<unknown>) => void;
 }
 
+/** A liveness probe started when a BeginTurn arrived, of the environment parked then. */
+export interface ProbeAhead {
+  readonly env: Environment;
+  readonly alive: Promise<boolean>;
+}
+
 export class Acquirer {
   constructor(private readonly deps: AcquireDeps) {}
 
   /** The state's parked environment if it is unexpired and alive (warm), else a cold acquire. */
-  async acquire(state: WsState, turn: Turn, parked: { slot: SlotState | undefined; parkedAt: number }): Promise<{ env: Environment; warm: boolean }> {
+  async acquire(state: WsState, turn: Turn, parked: { slot: SlotState | undefined; parkedAt: number }, ahead?: ProbeAhead): Promise<{ env: Environment; warm: boolean }> {
     let env = state.env;
     let warm = false;
     if (env) {
@@ -52,7 +60,7 @@ export class Acquirer {
       } else {
         let alive = true;
         try {
-          alive = await this.deps.probe(env);
+          alive = await (ahead?.env === env ? ahead.alive : this.deps.probe(env));
         } catch (err) {
           this.deps.logger.warn({ err, path: env.path, workspaceId: state.workspaceId }, "turn pool: mount-probe threw, reusing");
         }

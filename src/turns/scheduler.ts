@@ -44,7 +44,7 @@ import type { Workspace } from "../sessions/workspace.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import { mapFromPaths } from "./map/from-paths.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
-import { Acquirer } from "./acquire.js";
+import { Acquirer, type ProbeAhead } from "./acquire.js";
 import { Capture, captureIncomplete, type LeftOut } from "./capture.js";
 import { readdir } from "node:fs/promises";
 import { BaseSpares, baseInfo, envPath, loadLeftover, moveAside, probe, reportDeletionFailures, type Environment } from "./environment.js";
@@ -92,6 +92,7 @@ export class TurnScheduler {
   private readonly capture: Capture;
   private readonly teardowns: Teardowns;
   private readonly acquirer: Acquirer;
+  private readonly probeFn: (env: Environment) => Promise<boolean>;
   private sweepTimer: NodeJS.Timeout | undefined;
   private deadOwnerTimer: NodeJS.Timeout | undefined;
   private readonly background = new Set<Promise<unknown>>();
@@ -131,8 +132,8 @@ export class TurnScheduler {
       },
     });
     this.teardowns = new Teardowns({ root, logger: deps.logger, pool: this.pool, records: this.records, capture: (ws, env, options) => this.capture.capture(ws, env, options), track });
-    const probeFn = deps.probe ?? ((env: Environment) => probe(env, timeout));
-    this.acquirer = new Acquirer({ ...deps, root, pool: this.pool, teardowns: this.teardowns, spares: this.spares, probe: probeFn, track });
+    this.probeFn = deps.probe ?? ((env: Environment) => probe(env, timeout));
+    this.acquirer = new Acquirer({ ...deps, root, pool: this.pool, teardowns: this.teardowns, spares: this.spares, probe: this.probeFn, track });
     this.ownership = new EnvironmentOwnership({
       records: this.records,
       logger: deps.logger,
@@ -181,9 +182,26 @@ export class TurnScheduler {
 
   // ---- BeginTurn ----------------------------------------------------------------------
 
-  beginTurn(ws: Workspace, clientTurnId: string | undefined, onBusy: OnBusyName, signal: AbortSignal): Promise<BeginResult> {
-    if (!clientTurnId) return this.begin(ws, undefined, onBusy, signal);
-    return this.known.once(ws.sessionId, clientTurnId, (turn) => this.answerStored(turn, signal), () => this.begin(ws, clientTurnId, onBusy, signal));
+  /**
+   * Starts the liveness probe of the environment parked for this session here, if there is one
+   * and no turn runs in it, so that a BeginTurn's probe runs while its session check reads
+   * PostgreSQL rather than after it; beginTurn() is handed the result. Reads nothing the caller
+   * is told about (the owner is still checked first).
+   */
+  probeAhead(sessionId: string): ProbeAhead | undefined {
+    const ws = this.deps.registry.liveWorkspace(sessionId);
+    const state = ws && this.pool.get(ws.workspaceId);
+    const env = state?.env;
+    if (env === undefined || state!.turn !== undefined) return undefined;
+    const alive = this.probeFn(env);
+    // Awaited (and a throw reported) by the acquire that uses it; one refused before it is not.
+    alive.catch(() => {});
+    return { env, alive };
+  }
+
+  beginTurn(ws: Workspace, clientTurnId: string | undefined, onBusy: OnBusyName, signal: AbortSignal, ahead?: ProbeAhead): Promise<BeginResult> {
+    if (!clientTurnId) return this.begin(ws, undefined, onBusy, signal, ahead);
+    return this.known.once(ws.sessionId, clientTurnId, (turn) => this.answerStored(turn, signal), () => this.begin(ws, clientTurnId, onBusy, signal, ahead));
   }
 
   /** A retry of a turn found in the database: answered here, unless it runs on another instance (routed there). */
@@ -192,7 +210,7 @@ export class TurnScheduler {
     return { turn, supersededTurnId: "", map: await this.deps.maps.getMap(turn.environmentPath, { signal }) };
   }
 
-  private async begin(ws: Workspace, clientTurnId: string | undefined, onBusy: OnBusyName, signal: AbortSignal): Promise<BeginResult> {
+  private async begin(ws: Workspace, clientTurnId: string | undefined, onBusy: OnBusyName, signal: AbortSignal, ahead?: ProbeAhead): Promise<BeginResult> {
     const state = this.pool.stateOf(ws);
     const old = state.turn;
     if (old && onBusy === "reject") throw await this.reject(ws, old);
@@ -214,7 +232,7 @@ export class TurnScheduler {
     // The map's wait starts as soon as the directory is in place, alongside the row insert.
     const mapSignal = AbortSignal.any([signal, turn.abort.signal]);
     let mapWait: Promise<MapResult> | undefined;
-    const job = this.pool.enqueue(state, () => this.acquire(state, turn, old, parked, () => {
+    const job = this.pool.enqueue(state, () => this.acquire(state, turn, old, parked, ahead, () => {
       mapWait = this.deps.maps.getMap(turn.environmentPath, { signal: mapSignal });
     }));
     const started = job.then(async () => {
@@ -258,7 +276,7 @@ export class TurnScheduler {
   }
 
   /** The lane job of a BeginTurn: settle the displaced environment, then a warm or cold acquire. */
-  private async acquire(state: WsState, turn: Turn, old: Turn | undefined, parked: { slot: SlotState | undefined; parkedAt: number }, placed?: () => void): Promise<void> {
+  private async acquire(state: WsState, turn: Turn, old: Turn | undefined, parked: { slot: SlotState | undefined; parkedAt: number }, ahead: ProbeAhead | undefined, placed?: () => void): Promise<void> {
     const ws = state.ws;
     try {
       if (old) {
@@ -273,7 +291,7 @@ export class TurnScheduler {
         // The turn it replaces lost to another instance's: so would this one. Nothing is acquired.
         if (old.lostRace) throw new TurnRowConflict(undefined);
       }
-      const { env, warm } = await this.acquirer.acquire(state, turn, parked);
+      const { env, warm } = await this.acquirer.acquire(state, turn, parked, ahead);
       state.env = env;
       turn.env = env;
       turn.warm = warm;

@@ -11,6 +11,7 @@ import { TurnService } from "../../gen/berth/v1/turn_service_pb.js";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import type { Clock } from "../../src/platform/clock.js";
 import type { OverlayPort } from "../../src/overlay/overlay-port.js";
+import type { Environment } from "../../src/turns/environment.js";
 import type { BerthServer } from "../../src/transport/build.js";
 import { startBerth } from "../support/berth.js";
 import type { TestDatabase } from "../support/database.js";
@@ -41,6 +42,8 @@ export interface TurnBerthOptions {
   readonly instanceName?: string;
   /** How many instances (default BERTH_TEST_INSTANCES): 1 for a test of one process's pool by design. */
   readonly instances?: number;
+  /** Replaces the liveness probe of parked environments (a test wraps the real one to watch it). */
+  readonly probe?: (env: Environment) => Promise<boolean>;
 }
 
 export async function startTurnBerth(options: TurnBerthOptions = {}): Promise<TurnBerth> {
@@ -51,7 +54,7 @@ export async function startTurnBerth(options: TurnBerthOptions = {}): Promise<Tu
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.database ? { database: options.database } : {}),
     wrapOverlay: options.wrapOverlay ?? ((real) => real),
-    turns: { sweepIntervalMs: 0 },
+    turns: { sweepIntervalMs: 0, ...(options.probe ? { probe: options.probe } : {}) },
     ...(options.instanceName ? { instanceName: options.instanceName } : {}),
   });
   const ws = createGrpcClient(WorkspaceService, berth.server.grpcAddress);
