@@ -9,7 +9,7 @@
  * baseline (raw pg BEGIN/INSERT/COMMIT of a 13-column row, 64 in flight, pool 16: bench/lib/raw-insert.ts)
  * and, for context, Health/Check at the same concurrency; p50/p99 at concurrency 1.
  */
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { describeLoad, runLoad } from "../loadgen/index.js";
 import { frame, HEALTH_CHECK_FRAME } from "../lib/bodies.js";
 import { createBenchDatabase } from "../lib/database.js";
@@ -36,6 +36,14 @@ const IN_FLIGHT = 16;
 const TARGET_P99_MS = 20;
 const TARGET_RATIO = 0.3;
 export const WRITE_FILE = `${SERVICE}/WriteFile`;
+
+/** CPU time (ms) of one thread (/proc/<pid>/task/<tid>/stat) or, without tid, the whole process: utime + stime, in clock ticks of 10 ms. */
+function cpuMs(pid: number, tid?: number): number {
+  const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8");
+  // Fields after the command name (which may hold spaces) start at the state, field 3.
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
 
 export const scenario: Scenario = {
   name: "write-file",
@@ -76,10 +84,23 @@ export const scenario: Scenario = {
       };
       const byWorker = [bodiesFor(0, half), bodiesFor(half, half)];
       const base = { kind: "grpc" as const, url: berth.grpcUrl, warmupMs: ctx.warmupMs, durationMs: ctx.durationMs };
+      // What each write costs Berth's main thread and the whole process (symbol workers included),
+      // over whole write runs (the warm-up's writes estimated at the measured rate): a figure the
+      // machine's other load hardly moves.
+      const cost = { main: 0, process: 0, writes: 0 };
+      const measured = async <T extends { throughput: number }>(run: () => Promise<T>): Promise<T> => {
+        const m0 = cpuMs(berth.pid, berth.pid);
+        const p0 = cpuMs(berth.pid);
+        const r = await run();
+        cost.main += cpuMs(berth.pid, berth.pid) - m0;
+        cost.process += cpuMs(berth.pid) - p0;
+        cost.writes += (r.throughput * (ctx.warmupMs + ctx.durationMs)) / 1000;
+        return r;
+      };
       const s = await sideBySide(
         ctx,
         {
-          write: () => runLoad({ ...base, path: WRITE_FILE, bodiesByWorker: byWorker, connections: 2, concurrency: IN_FLIGHT }),
+          write: () => measured(() => runLoad({ ...base, path: WRITE_FILE, bodiesByWorker: byWorker, connections: 2, concurrency: IN_FLIGHT })),
           pg: () => runLoad({ ...rawInsertLoad(db), warmupMs: ctx.warmupMs, durationMs: ctx.durationMs }),
           health: () => runLoad({ ...base, path: HEALTH_CHECK, bodies: [HEALTH_CHECK_FRAME], connections: 2, concurrency: IN_FLIGHT }),
           "write@1": () => runLoad({ ...base, path: WRITE_FILE, bodiesByWorker: [bodiesFor(0, SESSIONS)], workers: 1, connections: 1, concurrency: 1 }),
@@ -103,7 +124,7 @@ export const scenario: Scenario = {
             ratio: round(ratio),
             target: `ratio ≥ ${TARGET_RATIO}`,
             met: ratio >= TARGET_RATIO,
-            note: `p50 ${p50} ms; per round p99 ${s.runs.write!.map((r) => r.p99Ms).join(" / ")} ms; Health/Check at ${IN_FLIGHT} in flight, same rounds: ${Math.round(s.throughput.health!)} req/s (ratio ${round(s.ratio("write", "health"))})`,
+            note: `p50 ${p50} ms; per round p99 ${s.runs.write!.map((r) => r.p99Ms).join(" / ")} ms; Health/Check at ${IN_FLIGHT} in flight, same rounds: ${Math.round(s.throughput.health!)} req/s (ratio ${round(s.ratio("write", "health"))}); Berth's CPU per write: main thread ${round(cost.main / cost.writes)} ms, process ${round(cost.process / cost.writes)} ms`,
           },
           {
             figure: `WriteFile 4 KiB TS, ${IN_FLIGHT} in flight: p99 (median of rounds)`,

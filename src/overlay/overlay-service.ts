@@ -62,7 +62,10 @@ export class OverlayService implements OverlayPort {
     this.cache = new OverlayCache(deps.registry.db);
     this.symbolPool = deps.symbols
       ? undefined
-      : new SymbolPool({ onWorkerLost: (info) => deps.logger.warn(info, "symbol worker replaced; its request fell back to the whole-file unit or went to the new worker") });
+      : new SymbolPool({
+          onWorkerLost: (info) => deps.logger.warn(info, "symbol worker replaced; its request fell back to the whole-file unit or went to the new worker"),
+          onGrammarsFailed: (languages) => deps.logger.warn({ languages }, "symbol grammars failed to load; those files are whole-file units"),
+        });
     const symbols = deps.symbols ?? this.symbolPool!;
     const ctx: OverlayContext = { ...deps, git: this.git, index: this.index, cache: this.cache, symbols };
     this.writes = new FileWrites(ctx);

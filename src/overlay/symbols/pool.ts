@@ -37,6 +37,8 @@ export interface SymbolPoolOptions {
   readonly answerTimeoutMs?: number;
   /** Told of every worker replaced (timeouts, crashes). */
   readonly onWorkerLost?: (info: { reason: string; path: string | undefined }) => void;
+  /** Told when a started worker could not load some grammars (files of those languages are whole-file units). */
+  readonly onGrammarsFailed?: (languages: readonly string[]) => void;
   /** The worker's module (tests: one that misbehaves). Default worker.ts. */
   readonly workerUrl?: URL;
 }
@@ -93,6 +95,7 @@ export class SymbolPool implements SymbolDiffer {
   private readonly answerTimeoutMs: number;
   private readonly code: string;
   private readonly onWorkerLost: SymbolPoolOptions["onWorkerLost"];
+  private readonly onGrammarsFailed: SymbolPoolOptions["onGrammarsFailed"];
   private nextId = 1;
   private closed = false;
   private spawned = 0;
@@ -103,6 +106,7 @@ export class SymbolPool implements SymbolDiffer {
     this.answerTimeoutMs = options.answerTimeoutMs ?? Math.max(5_000, DEFAULT_PARSE_TIMEOUT_MS * 10);
     this.code = bootstrap(options.workerUrl ?? WORKER_URL);
     this.onWorkerLost = options.onWorkerLost;
+    this.onGrammarsFailed = options.onGrammarsFailed;
   }
 
   /** Starts every worker now (their grammars load off the request path). */
@@ -157,6 +161,7 @@ export class SymbolPool implements SymbolDiffer {
       if (slot.worker !== worker) return;
       if ("ready" in a) {
         slot.ready = true;
+        if (a.failed.length > 0) this.onGrammarsFailed?.(a.failed);
         if (slot.queue.length > 0) this.arm(slot);
         return;
       }

@@ -18,7 +18,7 @@ export interface SymbolRequest {
   readonly next: Uint8Array | undefined;
 }
 
-export type SymbolAnswer = { readonly id: number; readonly changes: SymbolChange[] } | { readonly ready: true };
+export type SymbolAnswer = { readonly id: number; readonly changes: SymbolChange[] } | { readonly ready: true; readonly failed: string[] };
 
 /** A few lines per grammar, for the warm-up. */
 const SAMPLES: Record<string, string> = {
@@ -32,19 +32,21 @@ const SAMPLES: Record<string, string> = {
 };
 const WARM_UP_ROUNDS = 4;
 
-async function warmUp(): Promise<void> {
-  await preloadSymbolGrammars();
+/** Resolves to the languages whose grammar failed to load (their files are whole-file units). */
+async function warmUp(): Promise<string[]> {
+  const failed = await preloadSymbolGrammars();
   for (let i = 0; i < WARM_UP_ROUNDS; i++) {
     // A different text each round: the symbol cache would answer a repeated one without parsing.
     for (const [path, text] of Object.entries(SAMPLES)) await extractSymbols(path, `${text}${"\n".repeat(i)}`);
   }
+  return failed;
 }
 
 const port = parentPort;
 if (!port) throw new Error("symbols/worker.ts must run as a worker thread");
 
 // The warm-up runs while the server finishes starting; a request that comes first waits for it.
-let chain: Promise<void> = warmUp().then(() => port.postMessage({ ready: true } satisfies SymbolAnswer));
+let chain: Promise<void> = warmUp().then((failed) => port.postMessage({ ready: true, failed } satisfies SymbolAnswer));
 port.on("message", (req: SymbolRequest) => {
   chain = chain.then(async () => {
     // diffSymbolsOrFile never throws: every failure is the whole-file unit.
