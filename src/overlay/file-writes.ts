@@ -23,7 +23,7 @@ import type { SymbolChangeInfo } from "./overlay-port.js";
 import * as sqlRepo from "./overlay.repository.js";
 import { assertNormalPath, symlinkOnPath } from "./paths.js";
 import { changesetTerminal, checkRow, fileNotFound, traversesSymlink } from "./refusals.js";
-import { diffSymbolsOrFile } from "./symbols/index.js";
+import type { SymbolDiffer } from "./symbols/pool.js";
 
 /** The pool, or the write's transaction when deciding again under its locks (never a second connection then). */
 type SqlExecutor = Parameters<typeof sqlRepo.lastRead>[0];
@@ -92,13 +92,6 @@ export class SymbolLocked extends Error {
   }
 }
 
-function textOf(content: Uint8Array | undefined): string | undefined {
-  if (content === undefined) return undefined;
-  // Binary content (a NUL byte) has no symbols: decoding it would only waste the parser's time.
-  if (content.includes(0)) return "\u0000binary";
-  return Buffer.from(content.buffer, content.byteOffset, content.byteLength).toString("utf8");
-}
-
 /**
  * Storage. Every write is one transaction: the workspace row locked FOR NO KEY UPDATE and its
  * changeset FOR SHARE (a strand, abandon or terminal transition waits for it, then releases what
@@ -139,6 +132,7 @@ export class FileWrites {
   private readonly git: GitBase;
   private readonly index: ModifiersIndex;
   private readonly cache: OverlayCache;
+  private readonly symbols: SymbolDiffer;
 
   constructor(ctx: OverlayContext) {
     this.registry = ctx.registry;
@@ -148,6 +142,7 @@ export class FileWrites {
     this.git = ctx.git;
     this.index = ctx.index;
     this.cache = ctx.cache;
+    this.symbols = ctx.symbols;
   }
 
   checkSize(path: string, size: number): void {
@@ -170,17 +165,16 @@ export class FileWrites {
     const since = performance.now();
     const ov = await this.cache.overlay(ws);
     return this.cache.serialised(ov, async () => {
-      // Every write acknowledged before this call (on any instance) is in the cache we decide on.
-      await this.cache.validate(ws, ov, since);
-      const repo = await this.registry.repository(ws.repoId);
+      // Every write acknowledged before this call (on any instance) is in the cache we decide on;
+      // the path's index entries are checked against PostgreSQL (another instance's write or
+      // transition counts at once). Independent reads: one round trip's wait, not two.
+      const [, repo, idx] = await Promise.all([this.cache.validate(ws, ov, since), this.registry.repository(ws.repoId), this.index.refreshed(ws.repoId, [path])]);
       // Below a committed link a change would land where the link points (materialise follows
       // no link either: this is the answer the caller can act on) — unless this workspace
       // deleted the link, which makes the path a directory of its own.
       const links = (await this.git.tree(repo.sourcePath, ws.baseCommit)).symlinks;
       const link = symlinkOnPath(path, links, (l) => ov.files.get(l)?.hash === null);
       if (link !== undefined) throw traversesSymlink(path, link);
-      // The path's entries checked against PostgreSQL: another instance's write or transition counts at once.
-      const idx = await this.index.refreshed(ws.repoId, [path]);
       const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, idx, signal: opts.signal, ending };
       const first = await this.decide(ask, ov, await this.cachedState(ask, ov));
       if (first.kind === "unchanged") return first.result;
@@ -240,7 +234,7 @@ export class FileWrites {
     // A write naming the current content's hash (checked above) overwrites knowingly: the explicit override.
     if (expectedHash === undefined) await this.checkStale(db, ws, ov, path, existing, others);
 
-    const diff = await diffSymbolsOrFile(path, textOf(current), content === null ? undefined : textOf(content));
+    const diff = await this.symbols.diff(path, current, content ?? undefined);
     const symbols: SymbolChangeInfo[] = diff.map((d) => ({ name: d.name, kind: d.kind, change: d.change }));
     const claimNames = new Set(diff.map((d) => (d.kind === "file" ? "" : d.name)));
     for (const d of declared) {

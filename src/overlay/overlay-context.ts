@@ -9,6 +9,7 @@ import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { GitBase } from "./git-base.js";
 import type { ModifiersIndex } from "./modifiers-index.js";
 import type { OverlayCache } from "./overlay-cache.js";
+import type { SymbolDiffer } from "./symbols/pool.js";
 
 export interface OverlaySettings {
   /** BERTH_MAX_FILE_BYTES */
@@ -23,6 +24,8 @@ export interface OverlayDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly settings: OverlaySettings;
+  /** Symbol diffs (default: a pool of worker threads the service starts and closes). */
+  readonly symbols?: SymbolDiffer;
 }
 
 /** What every part of the overlay is given by the facade. */
@@ -30,4 +33,6 @@ export interface OverlayContext extends OverlayDeps {
   readonly git: GitBase;
   readonly index: ModifiersIndex;
   readonly cache: OverlayCache;
+  /** Symbol diffs of the write path (a worker pool in the server). */
+  readonly symbols: SymbolDiffer;
 }

@@ -28,6 +28,7 @@ import { OverlayCache } from "./overlay-cache.js";
 import type { OverlayContext, OverlayDeps, OverlaySettings } from "./overlay-context.js";
 import type { DeleteInput, DeleteResult, OtherModifierInfo, OverlayEntry, OverlayPort, WriteInput, WriteResult } from "./overlay-port.js";
 import * as sqlRepo from "./overlay.repository.js";
+import { SymbolPool } from "./symbols/pool.js";
 
 export type { ClaimInfo } from "./claiming.js";
 export type { ListedFile, ReadResult } from "./file-reads.js";
@@ -48,6 +49,8 @@ export class OverlayService implements OverlayPort {
   private readonly claiming: Claiming;
   private readonly diffs: Diffs;
   private readonly rebases: Rebases;
+  /** The symbol workers this service owns (none when the deps gave a differ). */
+  private readonly symbolPool: SymbolPool | undefined;
 
   constructor(deps: OverlayDeps) {
     this.registry = deps.registry;
@@ -57,7 +60,14 @@ export class OverlayService implements OverlayPort {
     this.git = new GitBase(deps.settings.maxFileBytes);
     this.index = new ModifiersIndex(deps.registry.db, deps.logger);
     this.cache = new OverlayCache(deps.registry.db);
-    const ctx: OverlayContext = { ...deps, git: this.git, index: this.index, cache: this.cache };
+    this.symbolPool = deps.symbols
+      ? undefined
+      : new SymbolPool({
+          onWorkerLost: (info) => deps.logger.warn(info, "symbol worker replaced; its request fell back to the whole-file unit or went to the new worker"),
+          onGrammarsFailed: (languages) => deps.logger.warn({ languages }, "symbol grammars failed to load; those files are whole-file units"),
+        });
+    const symbols = deps.symbols ?? this.symbolPool!;
+    const ctx: OverlayContext = { ...deps, git: this.git, index: this.index, cache: this.cache, symbols };
     this.writes = new FileWrites(ctx);
     this.reads = new FileReads(ctx);
     this.claiming = new Claiming(ctx, this.writes, this.reads);
@@ -77,8 +87,14 @@ export class OverlayService implements OverlayPort {
     });
   }
 
-  close(): void {
+  /** Starts the symbol workers now, off the request path (otherwise the first write does). */
+  startSymbolWorkers(): void {
+    this.symbolPool?.start();
+  }
+
+  async close(): Promise<void> {
     this.git.close();
+    await this.symbolPool?.close();
   }
 
   /**

@@ -17,7 +17,6 @@ import { WorkspaceRegistry } from "../sessions/registry.js";
 import { LifecycleManager, defaultInstanceName } from "../sessions/lifecycle.js";
 import { OverlayService } from "../overlay/overlay-service.js";
 import { Landing } from "../overlay/landing.js";
-import { preloadSymbolGrammars } from "../overlay/symbols/index.js";
 import { EventHub } from "../delivery/hub.js";
 import { NatsRelay, leaderLockFor } from "../delivery/nats-relay.js";
 import { EventPruner } from "../delivery/pruner.js";
@@ -236,9 +235,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     closers.push(() => feed.stop());
     await registry.load();
     metrics.sources.registry = registry;
-    void preloadSymbolGrammars().then((failed) => {
-      if (failed.length > 0) logger.warn({ languages: failed }, "symbol grammars failed to load; those files are whole-file units");
-    });
+    overlay.startSymbolWorkers();
     lifecycle.start();
     closers.push(() => lifecycle.stop());
     await turns.start();

@@ -192,26 +192,33 @@ const CACHE_ENTRIES = 256;
 const cache = new Map<string, SymbolDef[]>();
 
 /**
- * Syntax trees of recently parsed content (by the same key), so the next version of a file is
- * parsed incrementally: the old tree, edited with the one changed range (common prefix and
- * suffix), lets tree-sitter reuse every unchanged subtree. Bounded in entries and in the size of
- * the content they were parsed from; an evicted tree is deleted (WASM memory).
+ * The last syntax tree of each recently parsed path, with the key of the content it was parsed
+ * from, so the next version of the file is parsed incrementally: the old tree, edited with the one
+ * changed range (common prefix and suffix), lets tree-sitter reuse every unchanged subtree. Kept
+ * per path (not per content: the 32 most recent contents would miss as soon as more files than
+ * that are written in turn). Bounded in paths and in the total size of the content the trees were
+ * parsed from (WASM memory); an evicted or replaced tree is deleted.
  */
-const TREE_ENTRIES = 32;
+const TREE_ENTRIES = 1024;
 const TREE_MAX_CHARS = 256 * 1024;
-const trees = new Map<string, Tree>();
+const TREE_BUDGET_CHARS = 4 * 1024 * 1024;
+const trees = new Map<string, { key: string; tree: Tree; chars: number }>();
+let treeChars = 0;
 
-function keepTree(key: string, tree: Tree, chars: number): boolean {
+function dropTree(path: string): void {
+  const old = trees.get(path);
+  if (!old) return;
+  trees.delete(path);
+  treeChars -= old.chars;
+  old.tree.delete();
+}
+
+function keepTree(path: string, key: string, tree: Tree, chars: number): boolean {
+  dropTree(path);
   if (chars > TREE_MAX_CHARS) return false;
-  const old = trees.get(key);
-  if (old && old !== tree) old.delete();
-  trees.delete(key);
-  trees.set(key, tree);
-  while (trees.size > TREE_ENTRIES) {
-    const [k, t] = trees.entries().next().value!;
-    trees.delete(k);
-    t.delete();
-  }
+  trees.set(path, { key, tree, chars });
+  treeChars += chars;
+  while (trees.size > TREE_ENTRIES || treeChars > TREE_BUDGET_CHARS) dropTree(trees.keys().next().value!);
   return true;
 }
 
@@ -274,10 +281,10 @@ export async function extractSymbols(
     const deadline = performance.now() + (options.timeoutMs ?? DEFAULT_PARSE_TIMEOUT_MS);
     // Everything below is synchronous: no other caller can use this parser meanwhile.
     // Incremental when the previous version's tree is at hand: an edited copy of it.
-    const base = previous !== undefined ? trees.get(keyOf(previous)) : undefined;
+    const entry = previous !== undefined ? trees.get(path) : undefined;
     let old: Tree | null = null;
-    if (base && previous !== undefined) {
-      old = base.copy();
+    if (entry && previous !== undefined && entry.key === keyOf(previous)) {
+      old = entry.tree.copy();
       old.edit(editBetween(previous, content));
     }
     let tree: Tree | null;
@@ -301,7 +308,7 @@ export async function extractSymbols(
         const oldest = cache.keys().next();
         if (!oldest.done) cache.delete(oldest.value);
       }
-      kept = keepTree(key, tree, content.length);
+      kept = keepTree(path, key, tree, content.length);
       return symbols.map((s) => ({ ...s }));
     } finally {
       if (!kept) tree.delete();
@@ -365,8 +372,22 @@ export async function diffSymbolsOrFile(
   options: ExtractOptions = {},
 ): Promise<SymbolChange[]> {
   const changes = await diffSymbols(path, oldContent, newContent, options);
-  if (changes !== null) return changes;
+  return changes ?? wholeFileChange(path, oldContent, newContent);
+}
+
+/** The whole-file unit's change of `path` (see {@link diffSymbolsOrFile}); compares only presence and equality. */
+export function wholeFileChange<T>(path: string, oldContent: T | undefined, newContent: T | undefined): SymbolChange[] {
   if (oldContent === newContent) return [];
   const change = oldContent === undefined ? "added" : newContent === undefined ? "deleted" : "modified";
   return [{ name: path, kind: "file", change }];
+}
+
+/**
+ * File content as the parser takes it. Binary content (a NUL byte) has no symbols: decoding it
+ * would only waste the parser's time, so it becomes a text no grammar splits into symbols.
+ */
+export function symbolText(content: Uint8Array | undefined): string | undefined {
+  if (content === undefined) return undefined;
+  if (content.includes(0)) return "\u0000binary";
+  return Buffer.from(content.buffer, content.byteOffset, content.byteLength).toString("utf8");
 }
