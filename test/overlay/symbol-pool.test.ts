@@ -81,7 +81,7 @@ describe("SymbolPool", () => {
 
   it("close() fails what is waiting and every later diff with SHUTTING_DOWN", async () => {
     const p = pool({ workers: 1, workerUrl: MISBEHAVING, answerTimeoutMs: 60_000 });
-    const waiting = expect(p.diff("hang.ts", enc.encode(before), enc.encode(after))).rejects.toSatisfy((e: unknown) => e instanceof BerthError && e.reason === "SHUTTING_DOWN");
+    const waiting = expect(p.diff("hang.ts", enc.encode(before), enc.encode(after))).rejects.toSatisfy((e: unknown) => e instanceof BerthError && e.reason === "SERVER_SHUTTING_DOWN");
     await p.close();
     await waiting;
     await expect(p.diff("src/a.ts", undefined, enc.encode(before))).rejects.toSatisfy((e: unknown) => e instanceof BerthError && e.kind === "unavailable");

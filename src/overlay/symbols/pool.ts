@@ -80,7 +80,7 @@ function bootstrap(workerUrl: URL): string {
 }
 
 function stopping(path: string): BerthError {
-  return new BerthError("unavailable", "SHUTTING_DOWN", `the server is stopping; ${path} was not written`, { path });
+  return new BerthError("unavailable", "SERVER_SHUTTING_DOWN", `the server is stopping; ${path} was not written`, { path });
 }
 
 /** FNV-1a of the path: the same path, the same worker. */
