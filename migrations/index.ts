@@ -11,6 +11,7 @@ import * as m0009 from "./0009_overlay_reads.js";
 import * as m0010 from "./0010_turns_captured_paths.js";
 import * as m0011 from "./0011_repository_capture_exclude.js";
 import * as m0012 from "./0012_changeset_commits.js";
+import * as m0015 from "./0015_outbox_and_lifecycle_indexes.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
 export const migrations: Readonly<Record<string, Migration>> = {
@@ -26,4 +27,5 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0010_turns_captured_paths": m0010,
   "0011_repository_capture_exclude": m0011,
   "0012_changeset_commits": m0012,
+  "0015_outbox_and_lifecycle_indexes": m0015,
 };
