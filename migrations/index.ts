@@ -12,7 +12,8 @@ import * as m0010 from "./0010_turns_captured_paths.js";
 import * as m0011 from "./0011_repository_capture_exclude.js";
 import * as m0012 from "./0012_changeset_commits.js";
 import * as m0013 from "./0013_lean_create_indexes.js";
-import * as m0016 from "./0016_request_ids.js";
+import * as m0014 from "./0014_outbox_and_lifecycle_indexes.js";
+import * as m0015 from "./0015_request_ids.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
 export const migrations: Readonly<Record<string, Migration>> = {
@@ -29,5 +30,6 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0011_repository_capture_exclude": m0011,
   "0012_changeset_commits": m0012,
   "0013_lean_create_indexes": m0013,
-  "0016_request_ids": m0016,
+  "0014_outbox_and_lifecycle_indexes": m0014,
+  "0015_request_ids": m0015,
 };

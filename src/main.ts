@@ -26,7 +26,7 @@ program
     let stoppingSince: number | undefined;
     const stop = (signal: string) => {
       if (stoppingSince !== undefined) {
-        // npm and tsx relay the terminal's signal too, so one Ctrl-C can arrive twice at once;
+        // npm relays the terminal's signal too, so one Ctrl-C can arrive twice at once;
         // only a signal sent deliberately later cuts the graceful shutdown short.
         if (Date.now() - stoppingSince < 1000) return;
         logger.warn({ signal }, "second signal: exiting now");

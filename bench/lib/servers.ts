@@ -55,7 +55,7 @@ function rssOf(pid: number): number {
   return Number(m[1]);
 }
 
-function track(child: ChildProcess, name: string): { output: () => string; exited: Promise<number | null> } {
+export function track(child: ChildProcess, name: string): { output: () => string; exited: Promise<number | null> } {
   running.add(child);
   let tail = "";
   const keep = (b: Buffer) => {
@@ -73,7 +73,7 @@ function track(child: ChildProcess, name: string): { output: () => string; exite
   return { output: () => tail, exited };
 }
 
-async function waitHealthy(url: string, exited: Promise<number | null>, output: () => string, name: string, timeoutMs = 60_000): Promise<void> {
+export async function waitHealthy(url: string, exited: Promise<number | null>, output: () => string, name: string, timeoutMs = 60_000): Promise<void> {
   const client = new RpcClient(url);
   let dead = false;
   // Only flags the exit for the loop below; `exited` never rejects (it is resolved by the child's exit event).
@@ -96,7 +96,7 @@ async function waitHealthy(url: string, exited: Promise<number | null>, output: 
   }
 }
 
-async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
+export async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill("SIGTERM");
   const t = setTimeout(() => child.kill("SIGKILL"), 15_000);

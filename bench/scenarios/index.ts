@@ -10,6 +10,7 @@ import { scenario as connectGetWorkspace } from "./connect-get-workspace.js";
 import { scenario as createWorkspace } from "./create-workspace.js";
 import { scenario as idleRss } from "./idle-rss.js";
 import { scenario as startupReconcile } from "./startup-reconcile.js";
+import { scenario as firstStart } from "./first-start.js";
 import { scenario as writeFile } from "./write-file.js";
 import { scenario as watchEvents } from "./watch-events.js";
 import { scenario as jetstream } from "./jetstream.js";
@@ -19,7 +20,7 @@ import { scenario as mapWalk } from "./map-walk.js";
 import { scenario as gcTick } from "./gc-tick.js";
 import { scenario as twoInstances } from "./two-instances.js";
 
-export const SCENARIOS: readonly Scenario[] = [health, h2load, getWorkspace, connectGetWorkspace, createWorkspace, idleRss, startupReconcile, writeFile, watchEvents, jetstream, natsFanout, beginTurn, mapWalk, gcTick, twoInstances];
+export const SCENARIOS: readonly Scenario[] = [health, h2load, getWorkspace, connectGetWorkspace, createWorkspace, idleRss, startupReconcile, firstStart, writeFile, watchEvents, jetstream, natsFanout, beginTurn, mapWalk, gcTick, twoInstances];
 
 /** Measured once their issues land; each gets a file here (see bench/README.md, "Adding a scenario"). */
 export const PENDING: readonly PendingScenario[] = [

@@ -6,6 +6,7 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
+import { hasCluster, seedFromTemplate } from "./pglite-template.js";
 import type { Database } from "./schema.js";
 
 export type Db = Kysely<Database>;
@@ -20,6 +21,8 @@ export interface OpenedDatabase {
    * hub's LISTEN); undefined on PGlite. It may hold a password: log `location`, never this.
    */
   readonly url: string | undefined;
+  /** PGlite: this open created the data directory from migrations/template/ (no initdb). */
+  readonly seededFromTemplate?: boolean;
   close(): Promise<void>;
 }
 
@@ -49,8 +52,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenedData
   const { PGlite } = await import("@electric-sql/pglite");
   const { PGliteDialect } = await import("kysely-pglite-dialect");
   let dataDir: string | undefined;
+  let seeded = false;
   if (options.dataDir !== "memory://") {
     dataDir = path.join(options.dataDir, "pgdata");
+    await mkdir(options.dataDir, { recursive: true });
+    // A first start copies the migrated template rather than running PGlite's initdb (seconds, not tens).
+    if (!(await hasCluster(dataDir))) seeded = await seedFromTemplate(dataDir);
     await mkdir(dataDir, { recursive: true });
   }
   const client = await PGlite.create(dataDir);
@@ -59,6 +66,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenedData
     db,
     kind: "pglite",
     location: dataDir ?? "memory",
+    seededFromTemplate: seeded,
     url: undefined,
     close: async () => {
       await db.destroy();

@@ -69,7 +69,7 @@ export interface WorkspaceTable {
   owner_instance: ColumnType<string | null, string | null | undefined, string | null>;
   /** Bumped by every change of the workspace's overlay rows (migrations/0007_overlay_version.ts); read it through toSeq(). */
   overlay_version: Generated<Int8>;
-  /** CreateWorkspace's `request_id`, unique per (repository, agent) (migrations/0016_request_ids.ts). */
+  /** CreateWorkspace's `request_id`, unique per (repository, agent) (migrations/0015_request_ids.ts). */
   create_request_id: string | null;
 }
 

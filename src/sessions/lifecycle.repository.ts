@@ -277,6 +277,15 @@ function orphaned(scope: OrphanScope): RawBuilder<unknown> {
   return scope.includeUnowned ? sql`(w.owner_instance IS NULL OR (${owned}))` : sql`(${owned})`;
 }
 
+/**
+ * Gives the rest of the transaction the sort and hash memory of a set-based reconcile: with the
+ * default 4 MB, 100,000 orphans spill their lock-order sort, the events' sort and the join to
+ * temporary files (EXPLAIN: external merge, 2 batches). Scoped to the transaction.
+ */
+export async function roomForSetStatements(trx: Transaction<Database>): Promise<void> {
+  await sql`SET LOCAL work_mem = '64MB'`.execute(trx);
+}
+
 /** The event each row changed by a set-based UPDATE gets: the same kind, time, reason and payload for all. */
 export interface SetEvent {
   readonly kind: string;

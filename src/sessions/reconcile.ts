@@ -100,6 +100,7 @@ export class Reconciler {
     const at = new Date(now);
     const out = await this.uow.run(async (change) => {
       const { trx } = change;
+      await repo.roomForSetStatements(trx);
       // Each UPDATE stores its rows' events in the same statement (set-based: 100,000 rows, one round trip).
       const stranded = await repo.strandOrphans(trx, scope, {
         kind: "session.stranded",

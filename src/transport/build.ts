@@ -113,7 +113,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
   const database = options.database ?? (await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir }));
   const closers: (() => Promise<void>)[] = [];
   try {
-    logger.info({ database: database.kind, location: database.location }, "database opened");
+    logger.info({ database: database.kind, location: database.location, ...(database.seededFromTemplate ? { seededFromTemplate: true } : {}) }, "database opened");
     await migrateToLatest(database.db, (name) => logger.info({ migration: name }, "migration applied"));
     const metrics = new BerthMetrics({ db: database.db, logger, relayStream: config.natsUrl ? config.natsStream : undefined });
     closers.push(() => metrics.stop());

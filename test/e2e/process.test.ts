@@ -1,6 +1,6 @@
 /**
  * The real command, as a user runs it: `berth serve` on the embedded database (what `npm start`
- * runs on a fresh machine), `berth migrate`, health over reflection with buf curl, and SIGTERM.
+ * runs on a fresh machine), `berth migrate` (embedded, and on an empty PostgreSQL), health over reflection with buf curl, and SIGTERM.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync } from "node:fs";
@@ -8,7 +8,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { createTestDatabase } from "../support/database.js";
 import { BIN, ROOT, serve } from "../support/serve-process.js";
+import { needs } from "../support/services.js";
 
 const run = promisify(execFile);
 const BUF = path.join(ROOT, "node_modules/.bin/buf");
@@ -51,15 +53,31 @@ describe("berth serve on the embedded database", () => {
 });
 
 describe("berth migrate", () => {
-  it("lists pending migrations with --dry-run, then applies them with progress", async () => {
+  it("on a fresh embedded directory finds every migration applied: the first open copies the migrated template", async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "berth-migrate-"));
     const env = { ...process.env, DATABASE_URL: "", BERTH_DATA_DIR: dataDir };
     const dry = await run(process.execPath, [BIN, "migrate", "--dry-run"], { cwd: ROOT, env });
-    expect(dry.stdout).toMatch(/pending\s+0001_foundation/);
-    expect(dry.stdout).toMatch(/nothing applied/);
-    const applied = await run(process.execPath, [BIN, "migrate"], { cwd: ROOT, env });
-    expect(applied.stdout).toMatch(/\[1\/\d+\] applied 0001_foundation/);
+    expect(dry.stdout).toMatch(/applied\s+0001_foundation/);
+    expect(dry.stdout).toMatch(/^0 pending migration\(s\)/m);
     const again = await run(process.execPath, [BIN, "migrate"], { cwd: ROOT, env });
     expect(again.stdout).toMatch(/up to date/);
+  }, 300_000);
+});
+
+needs({ postgres: true })("berth migrate on an empty PostgreSQL database", () => {
+  it("lists pending migrations with --dry-run, then applies them with progress", async () => {
+    const database = await createTestDatabase("postgres", { migrate: false });
+    try {
+      const env = { ...process.env, DATABASE_URL: database.url! };
+      const dry = await run(process.execPath, [BIN, "migrate", "--dry-run"], { cwd: ROOT, env });
+      expect(dry.stdout).toMatch(/pending\s+0001_foundation/);
+      expect(dry.stdout).toMatch(/nothing applied/);
+      const applied = await run(process.execPath, [BIN, "migrate"], { cwd: ROOT, env });
+      expect(applied.stdout).toMatch(/\[1\/\d+\] applied 0001_foundation/);
+      const again = await run(process.execPath, [BIN, "migrate"], { cwd: ROOT, env });
+      expect(again.stdout).toMatch(/up to date/);
+    } finally {
+      await database.drop();
+    }
   }, 300_000);
 });

@@ -1,8 +1,8 @@
 /**
  * A periodically refreshed snapshot of the aggregates that live in the database, so that a
  * scrape never queries it. Each refresh is four small statements, each served by an index
- * (workspaces_lifecycle, claims' primary key, events_unsequenced, outbox_head/relay_cursor rows,
- * events' seq unique index and events_occurred); refreshes never overlap, and a failed one keeps
+ * (workspaces_stranded_at and workspaces_ended, claims' primary key, events' seq unique index,
+ * outbox_head/relay_cursor rows); refreshes never overlap, and a failed one keeps
  * the previous values (berth_metrics_snapshot_age_seconds shows how old they are).
  */
 import { sql } from "kysely";
@@ -58,14 +58,16 @@ export class DbSnapshot {
   private async read(): Promise<void> {
     const db = this.o.db;
     try {
+      // One branch per state: each is served by its partial index (an IN list would not be).
       const ws = await sql<{ repo_id: string; lifecycle: string; n: number | string }>`
-        SELECT repo_id, lifecycle, count(*) AS n FROM workspaces
-        WHERE lifecycle IN ('stranded', 'abandoned') GROUP BY repo_id, lifecycle`.execute(db);
+        SELECT repo_id, 'stranded' AS lifecycle, count(*) AS n FROM workspaces WHERE lifecycle = 'stranded' GROUP BY repo_id
+        UNION ALL
+        SELECT repo_id, 'abandoned', count(*) FROM workspaces WHERE lifecycle = 'abandoned' GROUP BY repo_id`.execute(db);
       const claims = await sql<{ repo_id: string; n: number | string }>`SELECT repo_id, count(*) AS n FROM claims GROUP BY repo_id`.execute(db);
       const outbox = await sql<{ unsequenced: number | string; head: number | string; newest: Date | string | null }>`
         SELECT (SELECT count(*) FROM events WHERE seq IS NULL) AS unsequenced,
                (SELECT last_seq FROM outbox_head WHERE id = 1) AS head,
-               (SELECT max(occurred_at) FROM events) AS newest`.execute(db);
+               (SELECT e.occurred_at FROM events e WHERE e.seq = (SELECT last_seq FROM outbox_head WHERE id = 1)) AS newest`.execute(db);
       const o = outbox.rows[0]!;
       const unsequenced = Number(o.unsequenced);
       const headSeq = Number(o.head ?? 0);
