@@ -134,6 +134,7 @@ export function registerEvents(program: Command): void {
       process.once("SIGINT", () => process.exit(0));
 
       const abort = new AbortController();
+      let announced = false;
       let idle: NodeJS.Timeout | undefined;
       const idleStop = () => {
         clearTimeout(idle);
@@ -143,7 +144,14 @@ export function registerEvents(program: Command): void {
         { afterSeq: opts.after ?? 0n, repoIds, kinds: opts.kind ?? [], excludeSessionId: opts.excludeSession ?? "" },
         {
           signal: abort.signal,
-          onConnect: () => opts.history && idleStop(),
+          onConnect: () => {
+            if (opts.history) idleStop();
+            else if (!live && !announced) {
+              // Said once, on stderr: a script (or a test) knows from here on nothing is missed.
+              announced = true;
+              note(`watching ${cli.serverUrl} from now (Ctrl-C to stop)`);
+            }
+          },
           onReconnect: ({ afterSeq, error, delayMs }) => {
             const what = error === undefined ? "stream ended" : `connection lost (${error instanceof ConnectError ? `${codeName(error.code)}: ${error.rawMessage}` : String(error)})`;
             note(`${what}; reconnecting to ${cli.serverUrl} after seq ${afterSeq} in ${(delayMs / 1000).toFixed(1)}s`);

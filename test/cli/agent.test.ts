@@ -237,6 +237,26 @@ describe("berth heartbeat and berth attach", { timeout: 120_000 }, () => {
   });
 });
 
+describe("berth events watch", { timeout: 120_000 }, () => {
+  it("tails from now by default, and --history prints the retained events and exits", async () => {
+    const repo = await newRepo();
+    const before = await json<Ws>("workspace", "create", "--repo", repo, "--mode", "persistent", "--agent", "before");
+    const watch = new Watcher(["events", "watch", "--repo", repo, "--json", "--server", url]);
+    try {
+      await watch.waitForStderr(/from now/);
+      const after = await json<Ws>("workspace", "create", "--repo", repo, "--mode", "persistent", "--agent", "after");
+      const [line] = await watch.waitForLines(1);
+      expect(JSON.parse(line!)).toMatchObject({ kind: "session.created", sessionId: after.workspace.sessionId });
+    } finally {
+      watch.kill();
+    }
+    const history = await run("events", "watch", "--repo", repo, "--history", "--json");
+    expect(history.code, history.stderr).toBe(0);
+    const kinds = history.stdout.trim().split("\n").map((l) => JSON.parse(l) as { kind: string; sessionId: string });
+    expect(kinds.filter((e) => e.kind === "session.created").map((e) => e.sessionId)).toEqual([before.workspace.sessionId, expect.any(String)]);
+  });
+});
+
 describe("finding the server, errors and the command itself", { timeout: 120_000 }, () => {
   it("reads the HTTP address from BERTH_HTTP_ADDR, as the server does", async () => {
     const port = new URL(url).port;
