@@ -4,8 +4,6 @@
  * for a fast start). serve and migrate are given by the entry point, loaded only when run.
  */
 import { Command, CommanderError } from "commander";
-import { ConfigError } from "../config.js";
-import { BerthError } from "../platform/errors.js";
 import { registerClientCommands } from "./index.js";
 import { CliExit, EXIT } from "./output.js";
 import { VERSION } from "./version.js";
@@ -59,12 +57,14 @@ export function runProgram(program: Command, argv: readonly string[] = process.a
         // commander has printed the message (or the help); --help and --version are not errors.
         process.exit(err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help" ? 0 : EXIT.usage);
       }
-      if (err instanceof ConfigError) {
+      // serve and migrate run the server's own copies of these classes (loaded through tsx from the
+      // compiled entry point), so they are told by name and shape, not by instanceof.
+      if (err instanceof Error && err.name === "ConfigError") {
         console.error(`berth: configuration error: ${err.message}`);
         process.exit(2);
       }
       // A refusal the domain explains carries its machine-readable reason, for scripts and logs.
-      const reason = err instanceof BerthError ? ` (${err.reason})` : "";
+      const reason = err instanceof Error && err.name === "BerthError" ? ` (${String((err as Error & { reason?: unknown }).reason)})` : "";
       console.error(`berth: ${err instanceof Error ? err.message : String(err)}${reason}`);
       process.exit(1);
     },
