@@ -10,7 +10,7 @@ import globals from "globals";
 import tseslint from "typescript-eslint";
 
 export default defineConfig(
-  globalIgnores(["gen/", "node_modules/", "dist/", ".berth/", "**/.berth/", "examples/python/gen/", "bench/results/"]),
+  globalIgnores(["gen/", "node_modules/", "dist/", "clients/typescript/dist/", "bin/compiled/", ".berth/", "**/.berth/", "examples/python/gen/", "bench/results/"]),
 
   {
     linterOptions: {

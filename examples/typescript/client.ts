@@ -1,6 +1,6 @@
 /**
- * A Berth agent in TypeScript over Connect (@connectrpc/connect + @connectrpc/connect-node),
- * with the generated code in gen/:
+ * A Berth agent in TypeScript with @berth/client (clients/typescript: the generated code plus a
+ * typed wrapper with retries of idempotent calls, deadlines and a resuming events() stream):
  *
  *   npx tsx examples/typescript/client.ts --server http://127.0.0.1:8080 [--protocol connect|grpc-web|grpc]
  *
@@ -10,11 +10,7 @@
  * each step; exits 1 on any unexpected result.
  */
 import { parseArgs } from "node:util";
-import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { ChangesetState, LifecycleState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
-import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { ChangesetState, Code, ConnectError, ErrorInfoSchema, LifecycleState, WorkspaceMode, createBerthClient, type Protocol } from "@berth/client";
 
 class Unexpected extends Error {}
 
@@ -22,18 +18,9 @@ function expect(condition: boolean, what: string): asserts condition {
   if (!condition) throw new Unexpected(what);
 }
 
-function transportFor(baseUrl: string, protocol: string, token: string | undefined): Transport {
-  const interceptors: Interceptor[] = token ? [(next) => (req) => (req.header.set("authorization", `Bearer ${token}`), next(req))] : [];
-  switch (protocol) {
-    case "connect":
-      return createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors });
-    case "grpc-web":
-      return createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors });
-    case "grpc":
-      return createGrpcTransport({ baseUrl, interceptors });
-    default:
-      throw new Unexpected(`--protocol must be connect, grpc-web or grpc, got ${protocol}`);
-  }
+function protocolOf(raw: string): Protocol {
+  if (raw === "connect" || raw === "grpc-web" || raw === "grpc") return raw;
+  throw new Unexpected(`--protocol must be connect, grpc-web or grpc, got ${raw}`);
 }
 
 async function main(): Promise<void> {
@@ -44,32 +31,29 @@ async function main(): Promise<void> {
       token: { type: "string", default: process.env["BERTH_TOKEN"] },
     },
   });
-  const client = createClient(WorkspaceService, transportFor(values.server, values.protocol, values.token));
-  const opts = { timeoutMs: 10_000 };
+  const berth = createBerthClient({ baseUrl: values.server, protocol: protocolOf(values.protocol), ...(values.token ? { token: values.token } : {}), timeoutMs: 10_000 });
+  const client = berth.workspaces;
   const agent = `ts-agent-${crypto.randomUUID().slice(0, 8)}`;
 
-  const { repository: repo } = await client.registerRepository({ name: `ts-demo-${crypto.randomUUID().slice(0, 8)}` }, opts);
+  const { repository: repo } = await client.registerRepository({ name: `ts-demo-${crypto.randomUUID().slice(0, 8)}` });
   expect(repo !== undefined, "RegisterRepository returns the repository");
   console.log(`registered repository ${repo.name} (${repo.id})`);
 
-  const { workspace: created } = await client.createWorkspace(
-    { repoId: repo.id, baseCommit: "main", mode: WorkspaceMode.EPHEMERAL, agentId: agent, intent: "a TypeScript example" },
-    opts,
-  );
+  const { workspace: created } = await client.createWorkspace({ repoId: repo.id, baseCommit: "main", mode: WorkspaceMode.EPHEMERAL, agentId: agent, intent: "a TypeScript example" });
   expect(created !== undefined && created.changesetState === ChangesetState.DRAFT, "the new changeset is DRAFT");
   console.log(`opened workspace ${created.workspaceId}: session ${created.sessionId}, agent name ${created.agentName}`);
 
   const content = new TextEncoder().encode("console.log('hello from TypeScript');\n");
-  const written = await client.writeFile({ sessionId: created.sessionId, path: "hello.ts", content }, opts);
+  const written = await client.writeFile({ sessionId: created.sessionId, path: "hello.ts", content });
   expect(written.newHash !== "", "WriteFile returns the new hash");
   console.log(`wrote hello.ts (${content.byteLength} bytes, hash ${written.newHash.slice(0, 12)}…)`);
 
-  const { workspace: stranded } = await client.strandSession({ sessionId: created.sessionId, reason: "typescript example" }, opts);
+  const { workspace: stranded } = await client.strandSession({ sessionId: created.sessionId, reason: "typescript example" });
   expect(stranded?.lifecycleState === LifecycleState.STRANDED, "the session is stranded");
   console.log(`stranded session ${created.sessionId}`);
 
   try {
-    await client.readFile({ sessionId: created.sessionId, path: "hello.ts" }, opts);
+    await client.readFile({ sessionId: created.sessionId, path: "hello.ts" });
     throw new Unexpected("a stranded session must not read files");
   } catch (err) {
     if (err instanceof Unexpected) throw err;
@@ -80,13 +64,13 @@ async function main(): Promise<void> {
     console.log(`  a stranded session answers ${Code[e.code]} ${info.reason} (stranded_at ${info.metadata["stranded_at"]})`);
   }
 
-  const resumed = await client.resumeSession({ deadSessionId: created.sessionId, agentId: agent }, opts);
+  const resumed = await client.resumeSession({ deadSessionId: created.sessionId, agentId: agent });
   expect(resumed.workspace?.workspaceId === created.workspaceId, "resume keeps the workspace id");
   expect(resumed.newSessionId !== "" && resumed.newSessionId !== created.sessionId, "resume mints a new session id");
   expect(resumed.workspace.lifecycleState === LifecycleState.ACTIVE, "the resumed workspace is active");
   console.log(`resumed as session ${resumed.newSessionId} (same workspace)`);
 
-  const read = await client.readFile({ sessionId: resumed.newSessionId, path: "hello.ts" }, opts);
+  const read = await client.readFile({ sessionId: resumed.newSessionId, path: "hello.ts" });
   expect(Buffer.from(read.content).equals(Buffer.from(content)), "the resumed session reads what was written");
   console.log("read hello.ts back through the resumed session");
 
@@ -95,14 +79,15 @@ async function main(): Promise<void> {
   const kinds: string[] = [];
   let lastSeq = 0n;
   try {
-    for await (const { event } of client.watchEvents({ afterSeq: 0n, repoIds: [repo.id] }, { signal: abort.signal, timeoutMs: 15_000 })) {
-      if (event === undefined) continue;
+    const giveUp = setTimeout(() => abort.abort(), 15_000);
+    for await (const event of berth.events({ afterSeq: 0n, repoIds: [repo.id] }, { signal: abort.signal })) {
       expect(event.seq > lastSeq, `seq increases (${event.seq} after ${lastSeq})`);
       lastSeq = event.seq;
       kinds.push(event.kind);
       console.log(`  seq ${event.seq}: ${event.kind} session=${event.sessionId || "-"} reason=${event.reason || "-"}`);
       if (event.kind === "session.resumed") break; // leaving the loop cancels the stream
     }
+    clearTimeout(giveUp);
   } finally {
     abort.abort();
   }

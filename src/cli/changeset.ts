@@ -1,7 +1,6 @@
 /** berth changeset transition — TransitionChangeset. */
 import { InvalidArgumentError, type Command } from "commander";
-import { ChangesetState } from "../../gen/berth/v1/types_pb.js";
-import { TransitionChangesetResponseSchema } from "../../gen/berth/v1/workspace_service_pb.js";
+import { ChangesetState, TransitionChangesetResponseSchema } from "@berth/client";
 import { cliFor } from "./client.js";
 import { formatTime, jsonLine, keyValues, print } from "./output.js";
 import { changesetName } from "./sessions.js";

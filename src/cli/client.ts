@@ -1,13 +1,13 @@
 /**
- * The berth command's connection to a running server: Connect over HTTP (--server, else
- * BERTH_SERVER, else http://127.0.0.1:8080), with the bearer token from BERTH_TOKEN — never
- * from a flag, where it would show in `ps`. The CLI is a client only: no domain code here.
+ * The berth command's connection to a running server, through @berth/client over Connect: the
+ * URL from --server, else BERTH_SERVER, else BERTH_HTTP_ADDR (the address the server listens
+ * on, read as the server reads it), else http://127.0.0.1:8080; the bearer token from
+ * BERTH_TOKEN — never from a flag, where it would show in `ps`. The CLI is a client only: no
+ * domain code here.
  */
-import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { createBerthClient, type BerthClient, type Interceptor } from "@berth/client";
 import type { Command } from "commander";
-import { TurnService } from "../../gen/berth/v1/turn_service_pb.js";
-import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import { parseAddress } from "../config.js";
 import { CliExit, UsageError, reportError, withSpinner } from "./output.js";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8080";
@@ -18,17 +18,30 @@ export interface GlobalOptions {
   readonly json?: boolean;
 }
 
-export interface Cli {
+export interface Cli extends BerthClient {
   readonly serverUrl: string;
   readonly json: boolean;
-  readonly workspaces: Client<typeof WorkspaceService>;
-  readonly turns: Client<typeof TurnService>;
   /** A unary call with the delayed spinner; failures are reported and end the command. */
   call<T>(label: string, work: () => Promise<T>): Promise<T>;
+  /** Reports a failure (JSON with --json) and returns the exit code. */
+  fail(err: unknown): CliExit;
+}
+
+/** BERTH_HTTP_ADDR as a URL a client can dial: a wildcard listen host is reached on loopback. */
+function fromListenAddress(raw: string): string {
+  let addr;
+  try {
+    addr = parseAddress("BERTH_HTTP_ADDR", raw);
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+  const host = addr.host === "0.0.0.0" || addr.host === "" ? "127.0.0.1" : addr.host === "::" ? "::1" : addr.host;
+  return `http://${host.includes(":") ? `[${host}]` : host}:${addr.port}`;
 }
 
 export function serverUrlFrom(option: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  const raw = option?.trim() || env.BERTH_SERVER?.trim() || DEFAULT_SERVER;
+  const httpAddr = env.BERTH_HTTP_ADDR?.trim();
+  const raw = option?.trim() || env.BERTH_SERVER?.trim() || (httpAddr ? fromListenAddress(httpAddr) : DEFAULT_SERVER);
   let url: URL;
   try {
     url = new URL(raw);
@@ -41,31 +54,22 @@ export function serverUrlFrom(option: string | undefined, env: NodeJS.ProcessEnv
   return raw.replace(/\/+$/, "");
 }
 
-function bearer(token: string): Interceptor {
-  return (next) => (req) => {
-    req.header.set("authorization", `Bearer ${token}`);
-    return next(req);
-  };
-}
-
 export function connect(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env, interceptors: readonly Interceptor[] = []): Cli {
   const serverUrl = serverUrlFrom(options.server, env);
   const token = env.BERTH_TOKEN?.trim();
-  const transport = createConnectTransport({
-    baseUrl: serverUrl,
-    httpVersion: "1.1",
-    interceptors: [...(token ? [bearer(token)] : []), ...interceptors],
-  });
+  const json = options.json === true;
+  const client = createBerthClient({ baseUrl: serverUrl, protocol: "connect", ...(token ? { token } : {}), interceptors });
+  const fail = (err: unknown) => new CliExit(reportError(err, serverUrl, json));
   return {
+    ...client,
     serverUrl,
-    json: options.json === true,
-    workspaces: createClient(WorkspaceService, transport),
-    turns: createClient(TurnService, transport),
+    json,
+    fail,
     async call(label, work) {
       try {
         return await withSpinner(label, work);
       } catch (err) {
-        throw new CliExit(reportError(err, serverUrl));
+        throw fail(err);
       }
     },
   };
@@ -73,10 +77,11 @@ export function connect(options: GlobalOptions, env: NodeJS.ProcessEnv = process
 
 /** The client for a subcommand's action, from its global options. */
 export function cliFor(command: Command, interceptors: readonly Interceptor[] = []): Cli {
+  const options = command.optsWithGlobals<GlobalOptions>();
   try {
-    return connect(command.optsWithGlobals<GlobalOptions>(), process.env, interceptors);
+    return connect(options, process.env, interceptors);
   } catch (err) {
-    throw new CliExit(reportError(err, ""));
+    throw new CliExit(reportError(err, "", options.json === true));
   }
 }
 
@@ -89,7 +94,7 @@ export async function resolveRepoIds(cli: Cli, refs: readonly string[]): Promise
   return refs.map((ref) => {
     if (UUID.test(ref)) return ref;
     const found = repositories.find((r) => r.name === ref);
-    if (!found) throw new CliExit(reportError(new UsageError(`no repository named "${ref}" (berth repos ls lists them)`), cli.serverUrl));
+    if (!found) throw cli.fail(new UsageError(`no repository named "${ref}" (berth repos ls lists them)`));
     return found.id;
   });
 }

@@ -1,6 +1,6 @@
 /** berth diff and berth rebase — DiffWorkspace (or DiffChangeset) and RebaseWorkspace. */
 import type { Command } from "commander";
-import { DiffChangesetResponseSchema, DiffWorkspaceResponseSchema, RebaseWorkspaceResponseSchema } from "../../gen/berth/v1/workspace_service_pb.js";
+import { DiffChangesetResponseSchema, DiffWorkspaceResponseSchema, RebaseWorkspaceResponseSchema } from "@berth/client";
 import { cliFor } from "./client.js";
 import { jsonLine, keyValues, print } from "./output.js";
 

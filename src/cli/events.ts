@@ -1,19 +1,19 @@
 /**
- * berth events watch — a live tail of WatchEvents. When the connection drops, or the server
- * ends the stream (UNAVAILABLE on shutdown, RESOURCE_EXHAUSTED for a subscriber that fell
- * behind), it reconnects with capped, jittered backoff and resumes after the last seq it
- * printed, so no event is printed twice and none is skipped.
+ * berth events watch — a live tail of WatchEvents through @berth/client's events(), which
+ * reconnects with capped, jittered backoff when the connection drops or the server ends the
+ * stream (UNAVAILABLE on shutdown, RESOURCE_EXHAUSTED for a subscriber that fell behind) and
+ * resumes after the last seq it yielded, so no event is printed twice and none is skipped.
+ *
+ * "From now" (the default) and --history are told apart by the events' occurred_at against the
+ * moment the command started: WatchEvents has no "head seq" to start after (a field it lacks),
+ * so the stream starts at 0 and the retained history is read and left out.
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { InvalidArgumentError, type Command } from "commander";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { EventSchema, type Event } from "../../gen/berth/v1/event_pb.js";
-import { ChangesetState, FileChange, TurnOutcome } from "../../gen/berth/v1/types_pb.js";
-import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { ChangesetState, ConnectError, EventSchema, FileChange, TurnOutcome, type Event } from "@berth/client";
 import { cliFor, collect, resolveRepoIds } from "./client.js";
 import { codeName } from "../transport/status.js";
-import { CliExit, enumName, isUnreachable, jsonLine, paint, print, reportError, shortId, stderrColour, type Colour } from "./output.js";
+import { enumName, jsonLine, paint, print, shortId, stderrColour, type Colour } from "./output.js";
 
 const FAMILY_COLOUR: Record<string, Colour> = {
   session: "cyan",
@@ -26,8 +26,6 @@ const FAMILY_COLOUR: Record<string, Colour> = {
 /** Kinds that deserve attention whatever their family. */
 const KIND_COLOUR: Record<string, Colour> = { "session.abandoned": "red", "claim.conflict": "red", "session.stranded": "yellow" };
 
-const BACKOFF_START_MS = 200;
-const BACKOFF_MAX_MS = 5_000;
 
 function parseSeq(raw: string): bigint {
   if (!/^\d+$/.test(raw.trim())) throw new InvalidArgumentError("expected a sequence number (0 or more)");
@@ -97,19 +95,19 @@ export function eventLine(event: Event): string {
     .trimEnd();
 }
 
-/** Failures worth reconnecting after: the transport, a shutdown, back-pressure. */
-function retryable(err: unknown): boolean {
-  if (!(err instanceof ConnectError)) return isUnreachable(err);
-  if (err.code === Code.Unavailable || err.code === Code.ResourceExhausted || err.code === Code.Aborted) return true;
-  const transportLevel = err.findDetails(ErrorInfoSchema).length === 0;
-  return transportLevel && (err.code === Code.Internal || err.code === Code.Unknown || err.code === Code.Canceled || isUnreachable(err));
-}
-
 interface WatchOptions {
   readonly repo?: string[];
   readonly kind?: string[];
   readonly after?: bigint;
   readonly excludeSession?: string;
+  readonly history?: boolean;
+}
+
+/** --history: the replay is over once no event has come for this long. */
+const HISTORY_IDLE_MS = 1_000;
+
+function occurredMs(event: Event): number {
+  return event.occurredAt ? timestampDate(event.occurredAt).getTime() : 0;
 }
 
 export function registerEvents(program: Command): void {
@@ -120,49 +118,61 @@ export function registerEvents(program: Command): void {
     .description("a live tail of events (WatchEvents) that reconnects and resumes from its last seq")
     .option("--repo <id>", "only this repository (id or name); repeatable", collect)
     .option("--kind <pattern>", "only these kinds: exact, 'session.*' or '*.stranded'; repeatable", collect)
-    .option("--after <seq>", "start after this seq (default 0: every retained event, then live ones)", parseSeq)
+    .option("--after <seq>", "start after this seq (0: every retained event); default: from now, only events that happen after the command starts", parseSeq)
+    .option("--history", "print the retained events (after --after, default 0) and exit instead of tailing")
     .option("--exclude-session <id>", "leave out this session's events")
     .action(async (opts: WatchOptions, command: Command) => {
-      // Response headers mean the server accepted the stream: from then on, failures are retried.
-      let connected = false;
-      const markConnected: Interceptor = (next) => async (req) => {
-        const res = await next(req);
-        if (req.stream) connected = true;
-        return res;
-      };
-      const cli = cliFor(command, [markConnected]);
+      const cli = cliFor(command);
       const repoIds = opts.repo ? await resolveRepoIds(cli, opts.repo) : [];
-      let last = opts.after ?? 0n;
+      const startedAt = Date.now();
+      // From now: history is read (from 0) but not printed, up to the first event that happened after the start.
+      let live = opts.after !== undefined && !opts.history;
 
       process.stdout.on("error", (err: NodeJS.ErrnoException) => {
         if (err.code === "EPIPE") process.exit(0);
       });
       process.once("SIGINT", () => process.exit(0));
 
-      let attempt = 0;
-      for (;;) {
-        const openedAt = Date.now();
-        try {
-          const stream = cli.workspaces.watchEvents({ afterSeq: last, repoIds, kinds: opts.kind ?? [], excludeSessionId: opts.excludeSession ?? "" });
-          for await (const { event } of stream) {
-            if (!event || event.seq <= last) continue; // never print an event twice
-            last = event.seq;
-            attempt = 0;
-            print(cli.json ? jsonLine(EventSchema, event) : eventLine(event));
+      const abort = new AbortController();
+      let announced = false;
+      let idle: NodeJS.Timeout | undefined;
+      const idleStop = () => {
+        clearTimeout(idle);
+        idle = setTimeout(() => abort.abort(), HISTORY_IDLE_MS);
+      };
+      const events = cli.events(
+        { afterSeq: opts.after ?? 0n, repoIds, kinds: opts.kind ?? [], excludeSessionId: opts.excludeSession ?? "" },
+        {
+          signal: abort.signal,
+          onConnect: () => {
+            if (opts.history) idleStop();
+            else if (!live && !announced) {
+              // Said once, on stderr: a script (or a test) knows from here on nothing is missed.
+              announced = true;
+              note(`watching ${cli.serverUrl} from now (Ctrl-C to stop)`);
+            }
+          },
+          onReconnect: ({ afterSeq, error, delayMs }) => {
+            const what = error === undefined ? "stream ended" : `connection lost (${error instanceof ConnectError ? `${codeName(error.code)}: ${error.rawMessage}` : String(error)})`;
+            note(`${what}; reconnecting to ${cli.serverUrl} after seq ${afterSeq} in ${(delayMs / 1000).toFixed(1)}s`);
+          },
+        },
+      );
+      try {
+        for await (const event of events) {
+          if (opts.history) {
+            if (occurredMs(event) >= startedAt) break;
+            idleStop();
+          } else if (!live) {
+            if (occurredMs(event) < startedAt) continue;
+            live = true;
           }
-          // The server ended the stream without an error: resume like after a drop.
-          if (connected) note(`stream ended; reconnecting to ${cli.serverUrl} after seq ${last}`);
-        } catch (err) {
-          if (!connected || !retryable(err)) throw new CliExit(reportError(err, cli.serverUrl));
-          const what = err instanceof ConnectError ? `${codeName(err.code)}: ${err.rawMessage}` : String(err);
-          if (Date.now() - openedAt > 10_000) attempt = 0; // a long-lived stream starts the backoff afresh
-          const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_START_MS * 2 ** attempt) * (0.5 + Math.random() / 2);
-          attempt++;
-          note(`connection lost (${what}); reconnecting to ${cli.serverUrl} after seq ${last} in ${(delay / 1000).toFixed(1)}s`);
-          await sleep(delay);
-          continue;
+          print(cli.json ? jsonLine(EventSchema, event) : eventLine(event));
         }
-        await sleep(BACKOFF_START_MS);
+      } catch (err) {
+        throw cli.fail(err);
+      } finally {
+        clearTimeout(idle);
       }
     });
 }

@@ -1,26 +1,35 @@
 /** The client subcommands of the berth command; each group is one module. */
 import type { Command } from "commander";
 import { registerChangeset } from "./changeset.js";
+import { registerClaims } from "./claims.js";
 import { DEFAULT_SERVER } from "./client.js";
+import { registerCompletion } from "./completion.js";
 import { registerDiffs } from "./diffs.js";
 import { registerEvents } from "./events.js";
+import { registerFiles } from "./files.js";
+import { registerHold } from "./hold.js";
 import { registerLanding } from "./landing.js";
 import { registerRepos } from "./repos.js";
 import { registerSessions } from "./sessions.js";
 import { registerTurns } from "./turns.js";
+import { registerWorkspace } from "./workspace.js";
 
-export { CliExit, EXIT } from "./output.js";
 
 /** Global options (usable before or after the subcommand) and the client subcommands. */
 export function registerClientCommands(program: Command): void {
   program
-    .option("--server <url>", `the berth server's Connect URL (default: BERTH_SERVER, else ${DEFAULT_SERVER}); the token comes from BERTH_TOKEN`)
-    .option("--json", "machine-readable output: the response's proto3 JSON (events watch: one event per line)");
+    .option("--server <url>", `the berth server's HTTP (Connect) URL (default: BERTH_SERVER, else http://BERTH_HTTP_ADDR, else ${DEFAULT_SERVER}); the token comes from BERTH_TOKEN`)
+    .option("--json", "machine-readable output: the response's proto3 JSON (events watch: one event per line); errors as one JSON line on stderr");
   registerRepos(program);
+  registerWorkspace(program);
+  registerFiles(program);
+  registerClaims(program);
+  registerHold(program);
   registerSessions(program);
   registerChangeset(program);
   registerLanding(program);
   registerEvents(program);
   registerTurns(program);
   registerDiffs(program);
+  registerCompletion(program);
 }

@@ -1,7 +1,6 @@
 /** berth commit / berth merge — CommitChangeset and the MERGED transition (docs/landing-work.md). */
 import { InvalidArgumentError, type Command } from "commander";
-import { ChangesetState } from "../../gen/berth/v1/types_pb.js";
-import { CommitChangesetResponseSchema, TransitionChangesetResponseSchema } from "../../gen/berth/v1/workspace_service_pb.js";
+import { ChangesetState, CommitChangesetResponseSchema, TransitionChangesetResponseSchema } from "@berth/client";
 import { cliFor } from "./client.js";
 import { jsonLine, keyValues, print } from "./output.js";
 import { changesetName } from "./sessions.js";

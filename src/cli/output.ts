@@ -6,11 +6,12 @@
 import { codeName } from "../transport/status.js";
 import { toJson, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { ConnectError } from "@connectrpc/connect";
-import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ConnectError, ErrorInfoSchema, isUnreachable, networkCause } from "@berth/client";
 
 /** Exit codes: 1 the server refused or failed, 2 a usage error, 3 the server is unreachable. */
 export const EXIT = { serverError: 1, usage: 2, unreachable: 3 } as const;
+
+const DEFAULT_HTTP = "127.0.0.1:8080";
 
 /** Thrown once the failure has been reported; main.ts exits with its code and prints nothing more. */
 export class CliExit extends Error {
@@ -90,51 +91,84 @@ export function shortId(id: string): string {
 }
 
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
-
-/** The Node.js error code (ECONNREFUSED, …) somewhere in an error's cause chain. */
-function networkCause(err: unknown): string | undefined {
+/**
+ * The port answered in HTTP/2 frames to an HTTP/1.1 request: a gRPC port (BERTH_ADDR), not the
+ * HTTP port the command speaks Connect to. Node's HTTP parser sees the server's h2 SETTINGS
+ * frame where a status line belongs.
+ */
+function isGrpcPort(err: unknown): boolean {
   for (let e = err, depth = 0; e && typeof e === "object" && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && NETWORK_CODES.has(code)) return code;
+    if (code === "HPE_INVALID_CONSTANT" || code === "HPE_INVALID_VERSION") return true;
   }
-  return undefined;
+  return false;
 }
 
-/** The server could not be reached at all (as opposed to answering with an error). */
-export function isUnreachable(err: unknown): boolean {
-  if (!(err instanceof ConnectError)) return networkCause(err) !== undefined;
-  if (err.findDetails(ErrorInfoSchema).length > 0) return false;
-  return networkCause(err) !== undefined;
+/** What a failed command reports: for people on stderr, or one JSON object with --json. */
+interface Failure {
+  readonly exitCode: number;
+  readonly code: string;
+  readonly reason: string;
+  readonly message: string;
+  readonly details: Record<string, unknown>;
+}
+
+function describe(err: unknown, serverUrl: string): Failure {
+  if (err instanceof UsageError) return { exitCode: EXIT.usage, code: "INVALID_ARGUMENT", reason: "USAGE", message: err.message, details: {} };
+  if (isGrpcPort(err)) {
+    return {
+      exitCode: EXIT.unreachable,
+      code: "UNAVAILABLE",
+      reason: "GRPC_PORT",
+      message: `${serverUrl} answers in HTTP/2 only: it looks like the gRPC port (BERTH_ADDR); the berth command speaks Connect to the HTTP port (BERTH_HTTP_ADDR, default ${DEFAULT_HTTP}): pass --server http://HOST:HTTP_PORT or set BERTH_SERVER`,
+      details: { server: serverUrl },
+    };
+  }
+  if (isUnreachable(err)) {
+    const cause = networkCause(err) ?? "";
+    return {
+      exitCode: EXIT.unreachable,
+      code: "UNAVAILABLE",
+      reason: "UNREACHABLE",
+      message: `cannot reach the berth server at ${serverUrl} (${cause}); start it with \`berth serve\`, or pass --server / set BERTH_SERVER`,
+      details: { server: serverUrl, cause },
+    };
+  }
+  if (err instanceof ConnectError) {
+    const info = err.findDetails(ErrorInfoSchema)[0];
+    const violations = err.findDetails(BadRequestSchema)[0]?.fieldViolations ?? [];
+    const details: Record<string, unknown> = { ...(info?.metadata ?? {}) };
+    if (violations.length > 0) details["fieldViolations"] = violations.map((v) => ({ field: v.field, description: v.description, reason: v.reason }));
+    return { exitCode: EXIT.serverError, code: codeName(err.code), reason: info?.reason ?? "", message: err.rawMessage, details };
+  }
+  return { exitCode: EXIT.serverError, code: "UNKNOWN", reason: "", message: err instanceof Error ? err.message : String(err), details: {} };
 }
 
 /**
  * Reports a failure on stderr and returns the exit code:
  *   berth: FAILED_PRECONDITION INVALID_TRANSITION: changeset … cannot move from DRAFT to MERGED
  *     from: DRAFT
- * followed by the ErrorInfo metadata and any BadRequest field violations.
+ * followed by the ErrorInfo metadata and any BadRequest field violations; with json, one line
+ * {"code","reason","message","details"} instead.
  */
-export function reportError(err: unknown, serverUrl: string): number {
+export function reportError(err: unknown, serverUrl: string, json = false): number {
+  const f = describe(err, serverUrl);
+  if (json) {
+    process.stderr.write(`${JSON.stringify({ code: f.code, reason: f.reason, message: f.message, details: f.details })}\n`);
+    return f.exitCode;
+  }
   const red = (s: string) => paint("red", s, stderrColour);
-  if (err instanceof UsageError) {
-    process.stderr.write(`${red("berth:")} ${err.message}\n`);
-    return EXIT.usage;
+  if (!(err instanceof ConnectError) || f.reason === "GRPC_PORT" || f.reason === "UNREACHABLE") {
+    process.stderr.write(`${red("berth:")} ${f.message}\n`);
+    return f.exitCode;
   }
-  if (isUnreachable(err)) {
-    process.stderr.write(`${red("berth:")} cannot reach the berth server at ${serverUrl} (${networkCause(err)}); start it with \`berth serve\`, or pass --server / set BERTH_SERVER\n`);
-    return EXIT.unreachable;
+  const lines = [`${red("berth:")} ${f.reason ? `${f.code} ${f.reason}` : f.code}: ${f.message}`];
+  for (const [k, v] of Object.entries(f.details).sort(([a], [b]) => a.localeCompare(b))) {
+    if (k !== "fieldViolations") lines.push(`  ${k}: ${String(v)}`);
   }
-  if (err instanceof ConnectError) {
-    const info = err.findDetails(ErrorInfoSchema)[0];
-    const head = info?.reason ? `${codeName(err.code)} ${info.reason}` : codeName(err.code);
-    const lines = [`${red("berth:")} ${head}: ${err.rawMessage}`];
-    for (const [k, v] of Object.entries(info?.metadata ?? {}).sort(([a], [b]) => a.localeCompare(b))) lines.push(`  ${k}: ${v}`);
-    for (const v of err.findDetails(BadRequestSchema)[0]?.fieldViolations ?? []) lines.push(`  field ${v.field}: ${v.description}`);
-    process.stderr.write(`${lines.join("\n")}\n`);
-    return EXIT.serverError;
-  }
-  process.stderr.write(`${red("berth:")} ${err instanceof Error ? err.message : String(err)}\n`);
-  return EXIT.serverError;
+  for (const v of err.findDetails(BadRequestSchema)[0]?.fieldViolations ?? []) lines.push(`  field ${v.field}: ${v.description}`);
+  process.stderr.write(`${lines.join("\n")}\n`);
+  return f.exitCode;
 }
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];

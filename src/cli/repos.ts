@@ -1,6 +1,6 @@
 /** berth repos add|ls — RegisterRepository, ListRepositories. */
 import type { Command } from "commander";
-import { ListRepositoriesResponseSchema, RegisterRepositoryResponseSchema } from "../../gen/berth/v1/workspace_service_pb.js";
+import { ListRepositoriesResponseSchema, RegisterRepositoryResponseSchema } from "@berth/client";
 import { cliFor } from "./client.js";
 import { formatTime, jsonLine, keyValues, print, table } from "./output.js";
 

@@ -1,14 +1,6 @@
 /** berth sessions ls|show|strand|resume|abandon — the session lifecycle from the command line. */
 import type { Command } from "commander";
-import { ChangesetState, LifecycleState, WorkspaceMode, type Workspace } from "../../gen/berth/v1/types_pb.js";
-import {
-  AbandonCause,
-  AbandonSessionResponseSchema,
-  GetWorkspaceResponseSchema,
-  ListSessionsResponseSchema,
-  ResumeSessionResponseSchema,
-  StrandSessionResponseSchema,
-} from "../../gen/berth/v1/workspace_service_pb.js";
+import { AbandonCause, AbandonSessionResponseSchema, ChangesetState, GetWorkspaceResponseSchema, LifecycleState, ListSessionsResponseSchema, ResumeSessionResponseSchema, StrandSessionResponseSchema, type Workspace, WorkspaceMode } from "@berth/client";
 import { cliFor, resolveRepoIds } from "./client.js";
 import { enumName, formatTime, jsonLine, keyValues, paint, print, table, type Colour } from "./output.js";
 

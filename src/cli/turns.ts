@@ -1,20 +1,91 @@
-/** berth turns ls, berth pool, berth map — the TurnService views. */
-import type { Command } from "commander";
-import {
-  GetPoolStatsResponseSchema,
-  GetWorkspaceMapResponseSchema,
-  ListTurnsResponseSchema,
-  MapStatus,
-  TurnState,
-} from "../../gen/berth/v1/turn_service_pb.js";
-import { TurnOutcome } from "../../gen/berth/v1/types_pb.js";
+/** berth turn begin|end|cancel|watch|ls, berth pool, berth map — the TurnService from the command line. */
+import { InvalidArgumentError, type Command } from "commander";
+import { BeginTurnResponseSchema, CancelTurnResponseSchema, EndTurnResponseSchema, EventSchema, GetPoolStatsResponseSchema, GetWorkspaceMapResponseSchema, ListTurnsResponseSchema, MapStatus, OnBusy, TurnOutcome, TurnState } from "@berth/client";
+import { eventLine } from "./events.js";
 import { cliFor } from "./client.js";
 import { CliExit, EXIT, enumName, formatTime, jsonLine, keyValues, paint, print, table, type Colour } from "./output.js";
+
+const OUTCOMES: Record<string, TurnOutcome> = { completed: TurnOutcome.COMPLETED, "awaiting-approval": TurnOutcome.AWAITING_APPROVAL, failed: TurnOutcome.FAILED };
+
+function parseOutcome(raw: string): TurnOutcome {
+  const found = OUTCOMES[raw.trim().toLowerCase().replace(/_/g, "-")];
+  if (found === undefined) throw new InvalidArgumentError(`expected one of ${Object.keys(OUTCOMES).join(", ")}`);
+  return found;
+}
 
 const TURN_COLOUR: Record<string, Colour> = { RUNNING: "green", ENDED: "grey", SUPERSEDED: "yellow", CANCELLED: "red" };
 
 export function registerTurns(program: Command): void {
-  const turns = program.command("turns").description("agents' turns in their warm environments");
+  const turns = program.command("turn").alias("turns").description("agents' turns in their warm environments");
+
+  turns
+    .command("begin")
+    .description("begin a turn: reserve the session's environment, warm when possible (BeginTurn)")
+    .argument("<session>", "the session id")
+    .option("--id <client-turn-id>", "your id for the turn: a retried begin with the same id returns the same turn")
+    .option("--reject-if-busy", "refuse (TURN_IN_PROGRESS) instead of superseding a running turn")
+    .option("--map", "print the workspace map too")
+    .action(async (sessionId: string, opts: { id?: string; rejectIfBusy?: boolean; map?: boolean }, command: Command) => {
+      const cli = cliFor(command);
+      const onBusy = opts.rejectIfBusy ? OnBusy.REJECT : OnBusy.SUPERSEDE;
+      const res = await cli.call("beginning the turn", () => cli.turns.beginTurn({ sessionId, clientTurnId: opts.id ?? "", onBusy }));
+      if (cli.json) return print(jsonLine(BeginTurnResponseSchema, res));
+      print(
+        keyValues([
+          ["turn", res.turnId],
+          ["environment", res.environmentPath],
+          ["warm", res.warm ? "yes" : "no"],
+          ["superseded", res.supersededTurnId],
+        ]),
+      );
+      if (opts.map && res.workspaceMap?.text) print(res.workspaceMap.text);
+    });
+
+  turns
+    .command("end")
+    .description("end a turn: capture the directory's changes into the overlay (EndTurn)")
+    .argument("<turn>", "the turn id")
+    .option("--outcome <outcome>", "completed, awaiting-approval or failed", parseOutcome, TurnOutcome.COMPLETED)
+    .action(async (turnId: string, opts: { outcome: TurnOutcome }, command: Command) => {
+      const cli = cliFor(command);
+      const res = await cli.call("ending the turn", () => cli.turns.endTurn({ turnId, outcome: opts.outcome }));
+      if (cli.json) return print(jsonLine(EndTurnResponseSchema, res));
+      print(
+        keyValues([
+          ["turn", turnId],
+          ["outcome", enumName(TurnOutcome, res.turn?.outcome ?? TurnOutcome.UNSPECIFIED, "").toLowerCase()],
+          ["captured", res.capturedPaths.join(", ")],
+          ["left out", res.leftOut.map((l) => `${l.path} (${l.reason})`).join(", ")],
+        ]),
+      );
+    });
+
+  turns
+    .command("cancel")
+    .description("cancel a running turn (CancelTurn)")
+    .argument("<turn>", "the turn id")
+    .action(async (turnId: string, _opts: unknown, command: Command) => {
+      const cli = cliFor(command);
+      const res = await cli.call("cancelling the turn", () => cli.turns.cancelTurn({ turnId }));
+      if (cli.json) return print(jsonLine(CancelTurnResponseSchema, res));
+      print(keyValues([["turn", turnId], ["cancelled", res.cancelled ? "yes" : "no (it was not running)"], ["settled", res.settled ? "yes" : "no"]]));
+    });
+
+  turns
+    .command("watch")
+    .description("a live tail of turn and environment events (WatchTurns) until Ctrl-C")
+    .option("--session <id>", "only this session")
+    .action(async (opts: { session?: string }, command: Command) => {
+      const cli = cliFor(command);
+      process.once("SIGINT", () => process.exit(0));
+      try {
+        for await (const { event } of cli.turns.watchTurns({ sessionId: opts.session ?? "" })) {
+          if (event) print(cli.json ? jsonLine(EventSchema, event) : eventLine(event));
+        }
+      } catch (err) {
+        throw cli.fail(err);
+      }
+    });
 
   turns
     .command("ls")

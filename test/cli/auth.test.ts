@@ -54,7 +54,8 @@ describe("berth with BERTH_TOKEN", { timeout: 120_000 }, () => {
     expect(shown.stdout).toMatch(/^agent\s+agent-1 \(alice\)$/m);
     // --admin needs the admin role: alice's token has not got it.
     expect(adminAsAlice.code).toBe(1);
-    expect(adminAsAlice.stderr).toMatch(/^berth: PERMISSION_DENIED ROLE_REQUIRED: /m);
+    // --json: the refusal is one JSON line too.
+    expect(JSON.parse(adminAsAlice.stderr)).toMatchObject({ code: "PERMISSION_DENIED", reason: "ROLE_REQUIRED" });
 
     const asOps = await berth(["sessions", "abandon", workspace!.sessionId, "--admin", "--json"], { ...env, BERTH_TOKEN: OPS });
     expect(asOps.code).toBe(0);

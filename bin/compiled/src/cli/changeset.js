@@ -1,0 +1,34 @@
+/** berth changeset transition — TransitionChangeset. */
+import { InvalidArgumentError } from "commander";
+import { ChangesetState, TransitionChangesetResponseSchema } from "@berth/client";
+import { cliFor } from "./client.js";
+import { formatTime, jsonLine, keyValues, print } from "./output.js";
+import { changesetName } from "./sessions.js";
+const STATE_NAMES = Object.entries(ChangesetState)
+    .filter((e) => typeof e[1] === "number" && e[1] !== ChangesetState.UNSPECIFIED)
+    .map(([name, value]) => [name.toLowerCase(), value]);
+/** "submitted", "SUBMITTED" or "CHANGESET_STATE_SUBMITTED" → ChangesetState.SUBMITTED. */
+export function parseChangesetState(raw) {
+    const name = raw.trim().toLowerCase().replace(/^changeset_state_/, "");
+    const found = STATE_NAMES.find(([n]) => n === name);
+    if (!found)
+        throw new InvalidArgumentError(`expected one of ${STATE_NAMES.map(([n]) => n).join(", ")}`);
+    return found[1];
+}
+export function registerChangeset(program) {
+    const changeset = program.command("changeset").description("changesets: the unit of work a workspace produces");
+    changeset
+        .command("transition")
+        .description("move a changeset to another state (TransitionChangeset): DRAFT→SUBMITTED→VERIFYING→APPROVED|REJECTED, APPROVED→MERGED, any non-terminal→CLOSED")
+        .argument("<changeset>", "the changeset id")
+        .argument("<state>", "the state to move to, e.g. submitted", parseChangesetState)
+        .option("--reason <text>", "why")
+        .action(async (changesetId, toState, opts, command) => {
+        const cli = cliFor(command);
+        const res = await cli.call("transitioning", () => cli.workspaces.transitionChangeset({ changesetId, toState, reason: opts.reason ?? "" }));
+        if (cli.json)
+            return print(jsonLine(TransitionChangesetResponseSchema, res));
+        const c = res.changeset;
+        print(keyValues([["changeset", c.id], ["repository", c.repoId], ["state", changesetName(c.state)], ["reason", c.reason], ["updated", formatTime(c.updatedAt)]]));
+    });
+}

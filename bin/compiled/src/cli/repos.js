@@ -1,0 +1,35 @@
+import { ListRepositoriesResponseSchema, RegisterRepositoryResponseSchema } from "@berth/client";
+import { cliFor } from "./client.js";
+import { formatTime, jsonLine, keyValues, print, table } from "./output.js";
+export function registerRepos(program) {
+    const repos = program.command("repos").description("repositories agents work on");
+    repos
+        .command("add")
+        .description("register a repository (RegisterRepository)")
+        .argument("<name>", "unique name, 1–200 characters")
+        .option("--source <path>", "absolute path of a git repository on the server's disk (admin role when auth is on)")
+        .option("--capture-exclude <pattern...>", "what a turn's capture leaves out besides .gitignore (gitignore syntax, from the repository root)")
+        .action(async (name, opts, command) => {
+        const cli = cliFor(command);
+        const res = await cli.call("registering", () => cli.workspaces.registerRepository({ name, sourcePath: opts.source ?? "", captureExclude: opts.captureExclude ?? [] }));
+        if (cli.json)
+            return print(jsonLine(RegisterRepositoryResponseSchema, res));
+        const r = res.repository;
+        const rows = [["id", r.id], ["name", r.name], ["source", r.sourcePath], ["created", formatTime(r.createdAt)]];
+        if (r.captureExclude.length > 0)
+            rows.push(["capture exclude", r.captureExclude.join(" ")]);
+        print(keyValues(rows));
+    });
+    repos
+        .command("ls")
+        .description("list repositories (ListRepositories)")
+        .action(async (_opts, command) => {
+        const cli = cliFor(command);
+        const res = await cli.call("listing repositories", () => cli.workspaces.listRepositories({}));
+        if (cli.json)
+            return print(jsonLine(ListRepositoriesResponseSchema, res));
+        if (res.repositories.length === 0)
+            return print("no repositories (berth repos add <name> registers one)");
+        print(table(["ID", "NAME", "SOURCE", "CREATED"], res.repositories.map((r) => [r.id, r.name, r.sourcePath || "-", formatTime(r.createdAt)])));
+    });
+}

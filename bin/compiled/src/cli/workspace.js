@@ -1,0 +1,76 @@
+/** berth workspace create|show|destroy — an agent opening and closing its workspace. */
+import { InvalidArgumentError } from "commander";
+import { CreateWorkspaceResponseSchema, DestroyWorkspaceResponseSchema, GetWorkspaceResponseSchema, WorkspaceMode } from "@berth/client";
+import { cliFor, resolveRepoIds } from "./client.js";
+import { jsonLine, print } from "./output.js";
+import { workspaceBlock } from "./sessions.js";
+function parseMode(raw) {
+    switch (raw.trim().toLowerCase().replace(/^workspace_mode_/, "")) {
+        case "ephemeral":
+            return WorkspaceMode.EPHEMERAL;
+        case "persistent":
+            return WorkspaceMode.PERSISTENT;
+        default:
+            throw new InvalidArgumentError("expected ephemeral or persistent");
+    }
+}
+function parseSeconds(raw) {
+    if (!/^\d+$/.test(raw.trim()))
+        throw new InvalidArgumentError("expected a number of seconds");
+    return Number(raw.trim());
+}
+export function registerWorkspace(program) {
+    const workspace = program.command("workspace").description("an agent's workspace: an overlay on a base commit, tied to a changeset");
+    workspace
+        .command("create")
+        .description("open a workspace for a new session (CreateWorkspace); an ephemeral one is stranded after its lease without heartbeats (berth heartbeat, berth attach)")
+        .requiredOption("--repo <repo>", "the repository (id or name)")
+        .option("--base <rev>", "the base commit (a commit id or ref; default: the repository's HEAD)")
+        .option("--mode <mode>", "ephemeral (stranded when it stops heartbeating) or persistent (lives until its TTL)", parseMode, WorkspaceMode.EPHEMERAL)
+        .option("--ttl <seconds>", "persistent only: lifetime (default 86400)", parseSeconds)
+        .option("--agent <id>", "the agent's identity (default: BERTH_AGENT; with auth on, the token's)")
+        .option("--name <agent-name>", "the agent's name in the repository (default: the next agent-N)")
+        .option("--intent <text>", "what the agent sets out to do")
+        .option("--changeset <id>", "join an existing changeset instead of starting a DRAFT one")
+        .option("--session <id>", "the session id (UUID; default: minted)")
+        .action(async (opts, command) => {
+        const cli = cliFor(command);
+        const [repoId] = await resolveRepoIds(cli, [opts.repo]);
+        const res = await cli.call("creating the workspace", () => cli.workspaces.createWorkspace({
+            repoId: repoId,
+            baseCommit: opts.base ?? "",
+            mode: opts.mode,
+            ...(opts.ttl !== undefined ? { ttlSeconds: opts.ttl } : {}),
+            agentId: opts.agent ?? process.env.BERTH_AGENT?.trim() ?? "",
+            agentName: opts.name ?? "",
+            intent: opts.intent ?? "",
+            changesetId: opts.changeset ?? "",
+            sessionId: opts.session ?? "",
+        }));
+        if (cli.json)
+            return print(jsonLine(CreateWorkspaceResponseSchema, res));
+        print(workspaceBlock(res.workspace));
+    });
+    workspace
+        .command("show")
+        .description("show a session's workspace (GetWorkspace); stranded and abandoned sessions too")
+        .argument("<session>", "the session id")
+        .action(async (sessionId, _opts, command) => {
+        const cli = cliFor(command);
+        const res = await cli.call("reading the workspace", () => cli.workspaces.getWorkspace({ sessionId }));
+        if (cli.json)
+            return print(jsonLine(GetWorkspaceResponseSchema, res));
+        print(workspaceBlock(res.workspace));
+    });
+    workspace
+        .command("destroy")
+        .description("destroy a session's workspace; the session ends (DestroyWorkspace)")
+        .argument("<session>", "the session id")
+        .action(async (sessionId, _opts, command) => {
+        const cli = cliFor(command);
+        const res = await cli.call("destroying the workspace", () => cli.workspaces.destroyWorkspace({ sessionId }));
+        if (cli.json)
+            return print(jsonLine(DestroyWorkspaceResponseSchema, res));
+        print(workspaceBlock(res.workspace));
+    });
+}
