@@ -176,7 +176,9 @@ class Subscription implements EventStream {
 
   /** Called by the hub for every event, in seq order. */
   offer(se: StoredEvent): void {
-    if (this.ended || !this.match(se.event)) return;
+    // A subscriber may ask to start after a seq the hub has not reached yet (another numbering
+    // pass ran ahead of the hub's): what it already has is never handed again.
+    if (this.ended || se.seq <= this.lastSeq || !this.match(se.event)) return;
     if (this.live && !this.blocked && this.head === this.queue.length) return this.hand(se);
     const n = this.queue.length - this.head;
     if (n >= this.maxEvents) return this.end(tooSlow(this.lastSeq, `${this.maxEvents} events`));

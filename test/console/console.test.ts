@@ -112,7 +112,8 @@ needs({ chromium: true })("the web console", () => {
     const alice = as("alice");
     await alice.writeFile({ sessionId: ws.sessionId, path: "src/app.ts", content: new TextEncoder().encode("export function main() {}\n") });
     await alice.deleteFile({ sessionId: ws.sessionId, path: "README.md", expectedHash: createHash("sha256").update("# demo\n").digest("hex") });
-    await alice.claimSymbols({ sessionId: ws.sessionId, symbols: [{ path: "src/other.ts", symbol: "helper" }] });
+    // A whole-file claim of a file not written yet (a reservation; a named symbol must exist).
+    await alice.claimSymbols({ sessionId: ws.sessionId, symbols: [{ path: "src/other.ts", symbol: "" }] });
     const turns = createGrpcClient(TurnService, berth.server.grpcAddress, { metadata: { authorization: `Bearer ${TOKENS.alice}` } });
     const turn = await turns.beginTurn({ sessionId: ws.sessionId });
     const page = await browser.open(`${berth.server.httpUrl}/#/session/${ws.sessionId}`, TOKENS.ops);
@@ -125,7 +126,7 @@ needs({ chromium: true })("the web console", () => {
     expect(await attr(page.locator('[data-testid="file-row"][data-path="README.md"]'), "data-deleted")).toBe("true");
     expect(await text(page.locator('[data-testid="file-row"][data-path="README.md"]'))).toContain("deleted");
     // The explicit claim, and those the write and the delete took.
-    await expect.poll(() => text(page.getByTestId("claims")), WAIT).toContain("helper");
+    await expect.poll(() => text(page.getByTestId("claims")), WAIT).toContain("src/other.ts");
     for (const p of ["src/other.ts", "src/app.ts", "README.md"]) expect(await text(page.getByTestId("claims"))).toContain(p);
     await expect.poll(() => page.getByTestId("turn-row").count(), WAIT).toBe(1);
     await expect.poll(() => text(page.getByTestId("turn-row")), WAIT).toContain("running");

@@ -193,6 +193,11 @@ describe("ListClaims pages", () => {
     const { workspace } = await berth.grpc.createWorkspace({ repoId, mode: WorkspaceMode.EPHEMERAL, agentId: "claude-1", baseCommit: "main" });
     const sessionId = workspace!.sessionId;
     const wanted = [["b.ts", "beta"], ["a.ts", "zeta"], ["a.ts", "alpha"], ["c.ts", "gamma"], ["a.ts", "mu"]] as const;
+    // Named symbols must exist in the workspace's files (SYMBOL_NOT_FOUND otherwise): write them first.
+    for (const file of ["a.ts", "b.ts", "c.ts"]) {
+      const fns = wanted.filter(([p]) => p === file).map(([, s]) => `export function ${s}(): number {\n  return 1;\n}\n`);
+      await berth.grpc.writeFile({ sessionId, path: file, content: new TextEncoder().encode(fns.join("\n")) });
+    }
     await berth.grpc.claimSymbols({ sessionId, symbols: wanted.map(([path, symbol]) => ({ path, symbol })) });
     const sorted = [...wanted].map(([p, s]) => `${p}#${s}`).sort();
     const whole = await berth.grpc.listClaims({ sessionId });
