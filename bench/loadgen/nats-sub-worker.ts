@@ -8,7 +8,7 @@
  * subscriptions × 500 events/s is 500,000 messages/s; the subscribers must not be the bound).
  */
 import { performance } from "node:perf_hooks";
-import hdr from "hdr-histogram-js";
+import { windowHistogram } from "./window.js";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 
 interface Spec {
@@ -96,17 +96,11 @@ process.on("message", (msg: In) => {
       (err: unknown) => process.send!({ type: "failed", error: String(err) }),
     );
   } else {
-    const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 });
-    let inWindow = 0;
-    for (let i = 0; i < n; i++) {
-      if (sent[i]! < msg.fromUs || sent[i]! > msg.toUs) continue;
-      inWindow++;
-      h.recordValue(Math.max(1, Math.round(recv[i]! - sent[i]!)));
-    }
+    const { inWindow, histogram } = windowHistogram(sent, recv, n, msg.fromUs, msg.toUs);
     const cpu = process.cpuUsage(lastCpu);
     lastCpu = process.cpuUsage();
     // A collect: report and forget, keep the subscriptions (bench/lib/events.ts Watchers.collect).
-    process.send!({ type: "result", received, inWindow, bytes, histogram: hdr.encodeIntoCompressedBase64(h), errors, errorKinds, streamsEnded: ended, cpuMs: (cpu.user + cpu.system) / 1000 });
+    process.send!({ type: "result", received, inWindow, bytes, histogram, errors, errorKinds, streamsEnded: ended, cpuMs: (cpu.user + cpu.system) / 1000 });
     n = 0;
     received = 0;
     bytes = 0;

@@ -11,7 +11,7 @@
  */
 import http2 from "node:http2";
 import { performance } from "node:perf_hooks";
-import hdr from "hdr-histogram-js";
+import { windowHistogram } from "./window.js";
 
 interface Spec {
   url: string;
@@ -122,16 +122,10 @@ process.on("message", (msg: In) => {
       (err: unknown) => process.send!({ type: "failed", error: String(err) }),
     );
   } else {
-    const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 });
-    let inWindow = 0;
-    for (let i = 0; i < n; i++) {
-      if (sent[i]! < msg.fromUs || sent[i]! > msg.toUs) continue;
-      inWindow++;
-      h.recordValue(Math.max(1, Math.round(recv[i]! - sent[i]!)));
-    }
+    const { inWindow, histogram } = windowHistogram(sent, recv, n, msg.fromUs, msg.toUs);
     const cpu = process.cpuUsage(lastCpu);
     lastCpu = process.cpuUsage();
-    process.send!({ type: "result", received, inWindow, bytes, histogram: hdr.encodeIntoCompressedBase64(h), errors, errorKinds, streamsEnded: ended, cpuMs: (cpu.user + cpu.system) / 1000 });
+    process.send!({ type: "result", received, inWindow, bytes, histogram, errors, errorKinds, streamsEnded: ended, cpuMs: (cpu.user + cpu.system) / 1000 });
     n = 0;
     received = 0;
     bytes = 0;

@@ -64,16 +64,7 @@ export function registerSessions(program: Command): void {
       );
     });
 
-  sessions
-    .command("show")
-    .description("show a session's workspace (GetWorkspace); stranded and abandoned sessions too")
-    .argument("<session>", "the session id")
-    .action(async (sessionId: string, _opts: unknown, command: Command) => {
-      const cli = cliFor(command);
-      const res = await cli.call("reading the workspace", () => cli.workspaces.getWorkspace({ sessionId }));
-      if (cli.json) return print(jsonLine(GetWorkspaceResponseSchema, res));
-      print(workspaceBlock(res.workspace!));
-    });
+  addShowCommand(sessions);
 
   sessions
     .command("strand")
@@ -116,6 +107,20 @@ export function registerSessions(program: Command): void {
       const cause = opts.admin ? AbandonCause.ADMIN : AbandonCause.EXPLICIT;
       const res = await cli.call("abandoning", () => cli.workspaces.abandonSession({ sessionId, reason: opts.reason ?? "", cause }));
       if (cli.json) return print(jsonLine(AbandonSessionResponseSchema, res));
+      print(workspaceBlock(res.workspace!));
+    });
+}
+
+/** `show <session>` (GetWorkspace), under `workspace` and, as before, under `sessions`. */
+export function addShowCommand(parent: Command): void {
+  parent
+    .command("show")
+    .description("show a session's workspace (GetWorkspace); stranded and abandoned sessions too")
+    .argument("<session>", "the session id")
+    .action(async (sessionId: string, _opts: unknown, command: Command) => {
+      const cli = cliFor(command);
+      const res = await cli.call("reading the workspace", () => cli.workspaces.getWorkspace({ sessionId }));
+      if (cli.json) return print(jsonLine(GetWorkspaceResponseSchema, res));
       print(workspaceBlock(res.workspace!));
     });
 }

@@ -1,9 +1,9 @@
 /** berth workspace create|show|destroy — an agent opening and closing its workspace. */
 import { InvalidArgumentError, type Command } from "commander";
-import { CreateWorkspaceResponseSchema, DestroyWorkspaceResponseSchema, GetWorkspaceResponseSchema, WorkspaceMode } from "@berth/client";
+import { CreateWorkspaceResponseSchema, DestroyWorkspaceResponseSchema, WorkspaceMode } from "@berth/client";
 import { cliFor, resolveRepoIds } from "./client.js";
 import { jsonLine, print } from "./output.js";
-import { workspaceBlock } from "./sessions.js";
+import { addShowCommand, workspaceBlock } from "./sessions.js";
 
 function parseMode(raw: string): WorkspaceMode {
   switch (raw.trim().toLowerCase().replace(/^workspace_mode_/, "")) {
@@ -68,16 +68,7 @@ export function registerWorkspace(program: Command): void {
       print(workspaceBlock(res.workspace!));
     });
 
-  workspace
-    .command("show")
-    .description("show a session's workspace (GetWorkspace); stranded and abandoned sessions too")
-    .argument("<session>", "the session id")
-    .action(async (sessionId: string, _opts: unknown, command: Command) => {
-      const cli = cliFor(command);
-      const res = await cli.call("reading the workspace", () => cli.workspaces.getWorkspace({ sessionId }));
-      if (cli.json) return print(jsonLine(GetWorkspaceResponseSchema, res));
-      print(workspaceBlock(res.workspace!));
-    });
+  addShowCommand(workspace);
 
   workspace
     .command("destroy")
@@ -90,3 +81,4 @@ export function registerWorkspace(program: Command): void {
       print(workspaceBlock(res.workspace!));
     });
 }
+

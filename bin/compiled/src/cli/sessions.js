@@ -52,17 +52,7 @@ export function registerSessions(program) {
             s.intent,
         ])));
     });
-    sessions
-        .command("show")
-        .description("show a session's workspace (GetWorkspace); stranded and abandoned sessions too")
-        .argument("<session>", "the session id")
-        .action(async (sessionId, _opts, command) => {
-        const cli = cliFor(command);
-        const res = await cli.call("reading the workspace", () => cli.workspaces.getWorkspace({ sessionId }));
-        if (cli.json)
-            return print(jsonLine(GetWorkspaceResponseSchema, res));
-        print(workspaceBlock(res.workspace));
-    });
+    addShowCommand(sessions);
     sessions
         .command("strand")
         .description("strand a session, keeping its work for a later resume (StrandSession)")
@@ -105,6 +95,20 @@ export function registerSessions(program) {
         const res = await cli.call("abandoning", () => cli.workspaces.abandonSession({ sessionId, reason: opts.reason ?? "", cause }));
         if (cli.json)
             return print(jsonLine(AbandonSessionResponseSchema, res));
+        print(workspaceBlock(res.workspace));
+    });
+}
+/** `show <session>` (GetWorkspace), under `workspace` and, as before, under `sessions`. */
+export function addShowCommand(parent) {
+    parent
+        .command("show")
+        .description("show a session's workspace (GetWorkspace); stranded and abandoned sessions too")
+        .argument("<session>", "the session id")
+        .action(async (sessionId, _opts, command) => {
+        const cli = cliFor(command);
+        const res = await cli.call("reading the workspace", () => cli.workspaces.getWorkspace({ sessionId }));
+        if (cli.json)
+            return print(jsonLine(GetWorkspaceResponseSchema, res));
         print(workspaceBlock(res.workspace));
     });
 }
