@@ -5,7 +5,7 @@
  * BERTH_TOKEN — never from a flag, where it would show in `ps`. The CLI is a client only: no
  * domain code here.
  */
-import { createBerthClient, type BerthClient, type Interceptor } from "@berth/client";
+import { createBerthClient, type BerthClient, type Interceptor, type Repository } from "@berth/client";
 import type { Command } from "commander";
 import { parseAddress } from "../config.js";
 import { CliExit, UsageError, reportError, withSpinner } from "./output.js";
@@ -87,10 +87,27 @@ export function cliFor(command: Command, interceptors: readonly Interceptor[] = 
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** Every page of a List RPC, in order: the CLI prints and searches whole lists. */
+export async function allPages<T>(page: (pageToken: string) => Promise<{ items: readonly T[]; nextPageToken: string }>): Promise<T[]> {
+  const all: T[] = [];
+  let token = "";
+  do {
+    const p = await page(token);
+    all.push(...p.items);
+    token = p.nextPageToken;
+  } while (token !== "");
+  return all;
+}
+
+/** Every repository the caller may see (ListRepositories, all pages). */
+export function allRepositories(cli: Cli): Promise<Repository[]> {
+  return allPages((pageToken) => cli.call("listing repositories", () => cli.workspaces.listRepositories({ pageToken })).then((r) => ({ items: r.repositories, nextPageToken: r.nextPageToken })));
+}
+
 /** A repository given by id or by name: names are looked up with ListRepositories. */
 export async function resolveRepoIds(cli: Cli, refs: readonly string[]): Promise<string[]> {
   if (refs.every((r) => UUID.test(r))) return [...refs];
-  const { repositories } = await cli.call("listing repositories", () => cli.workspaces.listRepositories({}));
+  const repositories = await allRepositories(cli);
   return refs.map((ref) => {
     if (UUID.test(ref)) return ref;
     const found = repositories.find((r) => r.name === ref);

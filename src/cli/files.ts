@@ -5,7 +5,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { DeleteFileResponseSchema, FileChange, FileSource, ListFilesResponseSchema, WriteFileResponseSchema, type FileEntry, type OtherModifier } from "@berth/client";
-import { cliFor } from "./client.js";
+import { allPages, cliFor } from "./client.js";
 import { enumName, jsonLine, keyValues, paint, print, table, UsageError } from "./output.js";
 
 async function readStdin(): Promise<Uint8Array> {
@@ -34,13 +34,9 @@ export function registerFiles(program: Command): void {
     .option("--prefix <prefix>", "only paths starting with this")
     .action(async (sessionId: string, opts: { prefix?: string }, command: Command) => {
       const cli = cliFor(command);
-      const entries: FileEntry[] = [];
-      let pageToken = "";
-      do {
-        const page = await cli.call("listing files", () => cli.workspaces.listFiles({ sessionId, prefix: opts.prefix ?? "", pageToken }));
-        entries.push(...page.entries);
-        pageToken = page.nextPageToken;
-      } while (pageToken !== "");
+      const entries: FileEntry[] = await allPages((pageToken) =>
+        cli.call("listing files", () => cli.workspaces.listFiles({ sessionId, prefix: opts.prefix ?? "", pageToken })).then((r) => ({ items: r.entries, nextPageToken: r.nextPageToken })),
+      );
       if (cli.json) return print(jsonLine(ListFilesResponseSchema, { $typeName: "berth.v1.ListFilesResponse", entries, nextPageToken: "" }));
       if (entries.length === 0) return print("no files");
       print(table(["PATH", "STATE", "OTHERS"], entries.map((e) => [e.path, entryState(e), e.modifiedByOther ? paint("yellow", "modified by another session") : ""])));

@@ -1,7 +1,8 @@
 /** berth repos add|ls — RegisterRepository, ListRepositories. */
 import type { Command } from "commander";
 import { ListRepositoriesResponseSchema, RegisterRepositoryResponseSchema } from "@berth/client";
-import { cliFor } from "./client.js";
+import { create } from "@bufbuild/protobuf";
+import { allRepositories, cliFor } from "./client.js";
 import { formatTime, jsonLine, keyValues, print, table } from "./output.js";
 
 export function registerRepos(program: Command): void {
@@ -28,9 +29,9 @@ export function registerRepos(program: Command): void {
     .description("list repositories (ListRepositories)")
     .action(async (_opts: unknown, command: Command) => {
       const cli = cliFor(command);
-      const res = await cli.call("listing repositories", () => cli.workspaces.listRepositories({}));
-      if (cli.json) return print(jsonLine(ListRepositoriesResponseSchema, res));
-      if (res.repositories.length === 0) return print("no repositories (berth repos add <name> registers one)");
-      print(table(["ID", "NAME", "SOURCE", "CREATED"], res.repositories.map((r) => [r.id, r.name, r.sourcePath || "-", formatTime(r.createdAt)])));
+      const repositories = await allRepositories(cli);
+      if (cli.json) return print(jsonLine(ListRepositoriesResponseSchema, create(ListRepositoriesResponseSchema, { repositories })));
+      if (repositories.length === 0) return print("no repositories (berth repos add <name> registers one)");
+      print(table(["ID", "NAME", "SOURCE", "CREATED"], repositories.map((r) => [r.id, r.name, r.sourcePath || "-", formatTime(r.createdAt)])));
     });
 }

@@ -1,7 +1,8 @@
 /** berth sessions ls|show|strand|resume|abandon — the session lifecycle from the command line. */
 import type { Command } from "commander";
 import { AbandonCause, AbandonSessionResponseSchema, ChangesetState, GetWorkspaceResponseSchema, LifecycleState, ListSessionsResponseSchema, ResumeSessionResponseSchema, StrandSessionResponseSchema, type Workspace, WorkspaceMode } from "@berth/client";
-import { cliFor, resolveRepoIds } from "./client.js";
+import { create } from "@bufbuild/protobuf";
+import { allPages, cliFor, resolveRepoIds } from "./client.js";
 import { enumName, formatTime, jsonLine, keyValues, paint, print, table, type Colour } from "./output.js";
 
 const LIFECYCLE_COLOUR: Record<string, Colour> = { ACTIVE: "green", STRANDED: "yellow", ABANDONED: "red", DESTROYED: "grey" };
@@ -45,7 +46,10 @@ export function registerSessions(program: Command): void {
     .action(async (opts: { repo: string }, command: Command) => {
       const cli = cliFor(command);
       const [repoId] = await resolveRepoIds(cli, [opts.repo]);
-      const res = await cli.call("listing sessions", () => cli.workspaces.listSessions({ repoId: repoId! }));
+      const sessions = await allPages((pageToken) =>
+        cli.call("listing sessions", () => cli.workspaces.listSessions({ repoId: repoId!, pageToken })).then((r) => ({ items: r.sessions, nextPageToken: r.nextPageToken })),
+      );
+      const res = create(ListSessionsResponseSchema, { sessions });
       if (cli.json) return print(jsonLine(ListSessionsResponseSchema, res));
       if (res.sessions.length === 0) return print("no live sessions");
       print(

@@ -87,6 +87,12 @@ describe("berth sessions", { timeout: 120_000 }, () => {
     const byName = await json<{ sessions: { sessionId: string; lifecycleState: string }[] }>("sessions", "ls", "--repo", "cli-sessions");
     expect(byName.sessions).toEqual([expect.objectContaining({ sessionId: s.sessionId, lifecycleState: "LIFECYCLE_STATE_ACTIVE" })]);
 
+    // Every page, not the first 100 (ListSessions' default page).
+    const crowd = await newSession("cli-crowd");
+    await Promise.all(Array.from({ length: 120 }, (_, i) => server.grpc.createWorkspace({ repoId: crowd.repoId, baseCommit: "abc123", mode: WorkspaceMode.PERSISTENT, agentId: `crowd-${i}` })));
+    const all = await json<{ sessions: unknown[] }>("sessions", "ls", "--repo", crowd.repoId);
+    expect(all.sessions).toHaveLength(121);
+
     const show = await run("sessions", "show", s.sessionId);
     expect(show.code).toBe(0);
     expect(show.stdout).toMatch(new RegExp(`^session\\s+${s.sessionId}$`, "m"));

@@ -68,11 +68,26 @@ export function cliFor(command, interceptors = []) {
     }
 }
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Every page of a List RPC, in order: the CLI prints and searches whole lists. */
+export async function allPages(page) {
+    const all = [];
+    let token = "";
+    do {
+        const p = await page(token);
+        all.push(...p.items);
+        token = p.nextPageToken;
+    } while (token !== "");
+    return all;
+}
+/** Every repository the caller may see (ListRepositories, all pages). */
+export function allRepositories(cli) {
+    return allPages((pageToken) => cli.call("listing repositories", () => cli.workspaces.listRepositories({ pageToken })).then((r) => ({ items: r.repositories, nextPageToken: r.nextPageToken })));
+}
 /** A repository given by id or by name: names are looked up with ListRepositories. */
 export async function resolveRepoIds(cli, refs) {
     if (refs.every((r) => UUID.test(r)))
         return [...refs];
-    const { repositories } = await cli.call("listing repositories", () => cli.workspaces.listRepositories({}));
+    const repositories = await allRepositories(cli);
     return refs.map((ref) => {
         if (UUID.test(ref))
             return ref;

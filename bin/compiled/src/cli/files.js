@@ -4,7 +4,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { DeleteFileResponseSchema, FileChange, FileSource, ListFilesResponseSchema, WriteFileResponseSchema } from "@berth/client";
-import { cliFor } from "./client.js";
+import { allPages, cliFor } from "./client.js";
 import { enumName, jsonLine, keyValues, paint, print, table, UsageError } from "./output.js";
 async function readStdin() {
     const chunks = [];
@@ -31,13 +31,7 @@ export function registerFiles(program) {
         .option("--prefix <prefix>", "only paths starting with this")
         .action(async (sessionId, opts, command) => {
         const cli = cliFor(command);
-        const entries = [];
-        let pageToken = "";
-        do {
-            const page = await cli.call("listing files", () => cli.workspaces.listFiles({ sessionId, prefix: opts.prefix ?? "", pageToken }));
-            entries.push(...page.entries);
-            pageToken = page.nextPageToken;
-        } while (pageToken !== "");
+        const entries = await allPages((pageToken) => cli.call("listing files", () => cli.workspaces.listFiles({ sessionId, prefix: opts.prefix ?? "", pageToken })).then((r) => ({ items: r.entries, nextPageToken: r.nextPageToken })));
         if (cli.json)
             return print(jsonLine(ListFilesResponseSchema, { $typeName: "berth.v1.ListFilesResponse", entries, nextPageToken: "" }));
         if (entries.length === 0)

@@ -1,5 +1,6 @@
 import { ListRepositoriesResponseSchema, RegisterRepositoryResponseSchema } from "@berth/client";
-import { cliFor } from "./client.js";
+import { create } from "@bufbuild/protobuf";
+import { allRepositories, cliFor } from "./client.js";
 import { formatTime, jsonLine, keyValues, print, table } from "./output.js";
 export function registerRepos(program) {
     const repos = program.command("repos").description("repositories agents work on");
@@ -25,11 +26,11 @@ export function registerRepos(program) {
         .description("list repositories (ListRepositories)")
         .action(async (_opts, command) => {
         const cli = cliFor(command);
-        const res = await cli.call("listing repositories", () => cli.workspaces.listRepositories({}));
+        const repositories = await allRepositories(cli);
         if (cli.json)
-            return print(jsonLine(ListRepositoriesResponseSchema, res));
-        if (res.repositories.length === 0)
+            return print(jsonLine(ListRepositoriesResponseSchema, create(ListRepositoriesResponseSchema, { repositories })));
+        if (repositories.length === 0)
             return print("no repositories (berth repos add <name> registers one)");
-        print(table(["ID", "NAME", "SOURCE", "CREATED"], res.repositories.map((r) => [r.id, r.name, r.sourcePath || "-", formatTime(r.createdAt)])));
+        print(table(["ID", "NAME", "SOURCE", "CREATED"], repositories.map((r) => [r.id, r.name, r.sourcePath || "-", formatTime(r.createdAt)])));
     });
 }

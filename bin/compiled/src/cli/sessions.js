@@ -1,5 +1,6 @@
 import { AbandonCause, AbandonSessionResponseSchema, ChangesetState, GetWorkspaceResponseSchema, LifecycleState, ListSessionsResponseSchema, ResumeSessionResponseSchema, StrandSessionResponseSchema, WorkspaceMode } from "@berth/client";
-import { cliFor, resolveRepoIds } from "./client.js";
+import { create } from "@bufbuild/protobuf";
+import { allPages, cliFor, resolveRepoIds } from "./client.js";
 import { enumName, formatTime, jsonLine, keyValues, paint, print, table } from "./output.js";
 const LIFECYCLE_COLOUR = { ACTIVE: "green", STRANDED: "yellow", ABANDONED: "red", DESTROYED: "grey" };
 export function lifecycleName(state) {
@@ -37,7 +38,8 @@ export function registerSessions(program) {
         .action(async (opts, command) => {
         const cli = cliFor(command);
         const [repoId] = await resolveRepoIds(cli, [opts.repo]);
-        const res = await cli.call("listing sessions", () => cli.workspaces.listSessions({ repoId: repoId }));
+        const sessions = await allPages((pageToken) => cli.call("listing sessions", () => cli.workspaces.listSessions({ repoId: repoId, pageToken })).then((r) => ({ items: r.sessions, nextPageToken: r.nextPageToken })));
+        const res = create(ListSessionsResponseSchema, { sessions });
         if (cli.json)
             return print(jsonLine(ListSessionsResponseSchema, res));
         if (res.sessions.length === 0)

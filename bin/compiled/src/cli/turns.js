@@ -2,7 +2,8 @@
 import { InvalidArgumentError } from "commander";
 import { BeginTurnResponseSchema, CancelTurnResponseSchema, EndTurnResponseSchema, EventSchema, GetPoolStatsResponseSchema, GetWorkspaceMapResponseSchema, ListTurnsResponseSchema, MapStatus, OnBusy, TurnOutcome, TurnState } from "@berth/client";
 import { eventLine } from "./events.js";
-import { cliFor } from "./client.js";
+import { create } from "@bufbuild/protobuf";
+import { allPages, cliFor } from "./client.js";
 import { CliExit, EXIT, enumName, formatTime, jsonLine, keyValues, paint, print, table } from "./output.js";
 const OUTCOMES = { completed: TurnOutcome.COMPLETED, "awaiting-approval": TurnOutcome.AWAITING_APPROVAL, failed: TurnOutcome.FAILED };
 function parseOutcome(raw) {
@@ -87,7 +88,8 @@ export function registerTurns(program) {
         .option("--session <id>", "only this session")
         .action(async (opts, command) => {
         const cli = cliFor(command);
-        const res = await cli.call("listing turns", () => cli.turns.listTurns({ sessionId: opts.session ?? "" }));
+        const turns = await allPages((pageToken) => cli.call("listing turns", () => cli.turns.listTurns({ sessionId: opts.session ?? "", pageToken })).then((r) => ({ items: r.turns, nextPageToken: r.nextPageToken })));
+        const res = create(ListTurnsResponseSchema, { turns });
         if (cli.json)
             return print(jsonLine(ListTurnsResponseSchema, res));
         if (res.turns.length === 0)
