@@ -13,7 +13,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ChangesetState, ConnectError, EventSchema, FileChange, TurnOutcome, type Event } from "@berth/client";
 import { cliFor, collect, resolveRepoIds } from "./client.js";
 import { codeName } from "../transport/status.js";
-import { enumName, jsonLine, paint, print, shortId, stderrColour, type Colour } from "./output.js";
+import { enumName, jsonLine, note, paint, print, shortId, type Colour } from "./output.js";
 
 const FAMILY_COLOUR: Record<string, Colour> = {
   session: "cyan",
@@ -177,7 +177,4 @@ export function registerEvents(program: Command): void {
     });
 }
 
-function note(text: string): void {
-  process.stderr.write(`${paint("yellow", "berth:", stderrColour)} ${text}\n`);
-}
 

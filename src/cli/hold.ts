@@ -7,13 +7,9 @@
 import type { Command } from "commander";
 import { ConnectError, EventSchema, WorkspaceSchema, type SessionHold } from "@berth/client";
 import { cliFor, type Cli } from "./client.js";
-import { jsonLine, print } from "./output.js";
+import { jsonLine, note, print } from "./output.js";
 import { eventLine } from "./events.js";
 import { codeName } from "../transport/status.js";
-
-function note(text: string): void {
-  process.stderr.write(`berth: ${text}\n`);
-}
 
 /** Holds until a signal (exit 0) or the hold ends by itself (the session stopped being active: exit 1). */
 async function holdUntilSignal(cli: Cli, hold: SessionHold, sessionId: string): Promise<void> {

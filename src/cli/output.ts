@@ -34,6 +34,11 @@ function colourEnabled(stream: NodeJS.WriteStream): boolean {
 export const stdoutColour = colourEnabled(process.stdout);
 export const stderrColour = colourEnabled(process.stderr);
 
+/** A notice on stderr (progress, reconnects), never mixed into the output a script reads. */
+export function note(text: string): void {
+  process.stderr.write(`${paint("yellow", "berth:", stderrColour)} ${text}\n`);
+}
+
 const CODES = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36, grey: 90, bold: 1, dim: 2 } as const;
 export type Colour = keyof typeof CODES;
 

@@ -6,7 +6,8 @@
  *
  * Batches form by themselves: what is submitted while `maxInFlight` flushes run waits for the
  * next one, so an idle system flushes at once (no timer, no added latency) and a loaded one
- * flushes in larger batches. Submissions of the same event-loop turn are gathered first.
+ * flushes in larger batches. Submissions of the same event-loop turn are gathered first, unless
+ * `gatherTurn` is false (a read that must not wait a turn: platform/coalesced-lookup.ts).
  */
 
 /** Writes `items` and answers each one's outcome, in the same order (one per item). */
@@ -17,6 +18,8 @@ export interface GroupCommitOptions {
   readonly maxBatch: number;
   /** How many flushes may run at once (each holds a connection of the pool while it runs). */
   readonly maxInFlight: number;
+  /** Wait for the rest of the event-loop turn before the first flush (default true). */
+  readonly gatherTurn?: boolean;
 }
 
 interface Pending<I, O> {
@@ -38,7 +41,8 @@ export class GroupCommit<I, O> {
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (!this.scheduled) {
+      if (this.options.gatherTurn === false) this.pump();
+      else if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => {
           this.scheduled = false;
@@ -52,11 +56,14 @@ export class GroupCommit<I, O> {
     while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.options.maxBatch);
       this.inFlight++;
-      void this.run(batch).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
+      void this.run(batch);
     }
+  }
+
+  /** A flush ended: what waited goes now, before its callers hear of theirs (none waits a turn for them). */
+  private next(): void {
+    this.inFlight--;
+    this.pump();
   }
 
   private async run(batch: readonly Pending<I, O>[]): Promise<void> {
@@ -65,9 +72,11 @@ export class GroupCommit<I, O> {
       outcomes = await this.flush(batch.map((p) => p.item));
       if (outcomes.length !== batch.length) throw new Error(`group commit: ${outcomes.length} outcomes for ${batch.length} items`);
     } catch (err) {
+      this.next();
       for (const p of batch) p.reject(err);
       return;
     }
+    this.next();
     batch.forEach((p, i) => {
       const o = outcomes[i]!;
       if (o.status === "fulfilled") p.resolve(o.value);

@@ -167,7 +167,8 @@ needs({ postgres: true, natsServer: true })("NATS relay (real nats-server)", () 
   }, 60_000);
 
   it("a relay process killed mid-batch loses nothing and duplicates nothing (cursor reconciled from the stream)", async () => {
-    for (let i = 0; i < 40; i++) await writeEvents(registry, Array.from({ length: 5 }, (_, j) => input(`session.k${i}_${j}`)));
+    // Enough events that the pipelined relay cannot publish them all before the kill lands.
+    for (let i = 0; i < 400; i++) await writeEvents(registry, Array.from({ length: 5 }, (_, j) => input(`session.k${i}_${j}`)));
     const child = spawn(process.execPath, ["--import", "tsx", "test/events/relay-child.ts"], {
       env: { ...process.env, CHILD_DATABASE_URL: database.url, CHILD_NATS_URL: nats.url, CHILD_STREAM: STREAM },
       stdio: ["ignore", "pipe", "inherit"],
@@ -178,7 +179,7 @@ needs({ postgres: true, natsServer: true })("NATS relay (real nats-server)", () 
     await until(() => published >= 50, 30_000, "the child relay to publish");
     child.kill("SIGKILL");
     await exited;
-    expect(published).toBeLessThan(200);
+    expect(published).toBeLessThan(2000);
     // It never saved its cursor: a naive restart would republish everything it had sent.
     expect(await readRelayCursor(database.opened.db, STREAM)).toBe(0n);
     const r = relay();

@@ -13,7 +13,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ChangesetState, ConnectError, EventSchema, FileChange, TurnOutcome } from "@berth/client";
 import { cliFor, collect, resolveRepoIds } from "./client.js";
 import { codeName } from "../transport/status.js";
-import { enumName, jsonLine, paint, print, shortId, stderrColour } from "./output.js";
+import { enumName, jsonLine, note, paint, print, shortId } from "./output.js";
 const FAMILY_COLOUR = {
     session: "cyan",
     changeset: "magenta",
@@ -161,7 +161,4 @@ export function registerEvents(program) {
             clearTimeout(idle);
         }
     });
-}
-function note(text) {
-    process.stderr.write(`${paint("yellow", "berth:", stderrColour)} ${text}\n`);
 }

@@ -1,11 +1,8 @@
 import { ConnectError, EventSchema, WorkspaceSchema } from "@berth/client";
 import { cliFor } from "./client.js";
-import { jsonLine, print } from "./output.js";
+import { jsonLine, note, print } from "./output.js";
 import { eventLine } from "./events.js";
 import { codeName } from "../transport/status.js";
-function note(text) {
-    process.stderr.write(`berth: ${text}\n`);
-}
 /** Holds until a signal (exit 0) or the hold ends by itself (the session stopped being active: exit 1). */
 async function holdUntilSignal(cli, hold, sessionId) {
     const stopped = new Promise((resolve) => {

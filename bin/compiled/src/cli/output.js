@@ -29,6 +29,10 @@ function colourEnabled(stream) {
 }
 export const stdoutColour = colourEnabled(process.stdout);
 export const stderrColour = colourEnabled(process.stderr);
+/** A notice on stderr (progress, reconnects), never mixed into the output a script reads. */
+export function note(text) {
+    process.stderr.write(`${paint("yellow", "berth:", stderrColour)} ${text}\n`);
+}
 const CODES = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36, grey: 90, bold: 1, dim: 2 };
 /** Paints text for stdout (plain when stdout is not a colour terminal). */
 export function paint(colour, text, enabled = stdoutColour) {
