@@ -281,7 +281,6 @@ export class FileWrites {
         const state = checkRow(ws, row, ask.ending);
         const d = await decision(trx);
         if (d.kind === "unchanged") return { unchanged: d.result };
-        await this.checkQuota(trx, ws, path, content, d.dropRow);
         const fileEvent: EventInput = {
           kind: content === null ? "file.deleted" : "file.written",
           ...this.eventBase(ws, now),
@@ -305,9 +304,12 @@ export class FileWrites {
           prepare(fileEvent),
           // A stranded session holds no claims (its strand released them): checked, not taken.
           !ask.ending,
+          this.quotaOn(),
         );
         // A stale belief first: claims blocked on a stale diff may not be the ones the fresh one wants.
         if (!out.believed || (!out.applied && out.blocked.length === 0)) throw new RowMoved(path);
+        // Over the quota: the statement's change is rolled back with the transaction.
+        if (out.usage) this.checkQuota(out.usage, ws, path, content, d.dropRow);
         if (out.blocked.length > 0) throw new SymbolLocked(path, out.blocked, d.wanted);
         if (out.inserted.length > 0) record({ kind: "claim.acquired", ...this.eventBase(ws, now), payload: { case: "claimChanged", value: { path, symbols: out.inserted } } });
         return { d, out, state };
@@ -357,12 +359,12 @@ export class FileWrites {
    * overrun by two writes deciding at once. A change that grows neither measure (a smaller
    * rewrite, a delete of an added file) always passes, so an overlay over a lowered limit can
    * still shrink. Rows count deletions of base files too (tombstones): they are stored paths.
+   * The write statement counts the overlay as it was before its change (overlay.repository.ts
+   * usageOf): one round trip fewer while the lock is held; a refusal rolls the change back.
    */
-  private async checkQuota(trx: Tx, ws: Workspace, path: string, content: Uint8Array | null, dropRow: boolean): Promise<void> {
+  private checkQuota(use: sqlRepo.OverlayUsage, ws: Workspace, path: string, content: Uint8Array | null, dropRow: boolean): void {
     const maxFiles = this.settings.maxOverlayFiles ?? 0;
     const maxBytes = this.settings.maxOverlayBytes ?? 0;
-    if (maxFiles <= 0 && maxBytes <= 0) return;
-    const use = await sqlRepo.overlayUsage(trx, ws.workspaceId, path);
     const files = use.files - use.pathFiles + (dropRow ? 0 : 1);
     const bytes = use.bytes - use.pathBytes + (content?.byteLength ?? 0);
     const over: { limit: string; max: number; now: number; after: number; unit: string }[] = [];
@@ -386,6 +388,10 @@ export class FileWrites {
       },
       over.map((o) => ({ subject: `workspace:${ws.workspaceId}`, description: `${o.now} of ${o.max} ${o.unit} used; this change would make ${o.after} (${o.limit})` })),
     );
+  }
+
+  private quotaOn(): boolean {
+    return (this.settings.maxOverlayFiles ?? 0) > 0 || (this.settings.maxOverlayBytes ?? 0) > 0;
   }
 
   private eventBase(ws: Workspace, at: number) {

@@ -97,19 +97,17 @@ export interface OverlayUsage {
 }
 
 /**
- * The overlay's size as committed (the quota check, run by a write under its workspace row lock,
- * which every overlay change of the workspace takes: nothing can change it until the write
- * commits). One index range scan of the workspace's rows; octet_length of a bytea reads its
- * stored length without fetching or decompressing the content.
+ * The overlay's size as committed, counted by the write statement itself (the quota check): the
+ * write runs under its workspace row lock, which every overlay change of the workspace takes, so
+ * its snapshot holds every change committed before it and nothing can change the overlay until it
+ * commits. One index range scan of the workspace's rows; octet_length of a bytea reads its stored
+ * length without fetching or decompressing the content.
  */
-export async function overlayUsage(db: Executor, workspaceId: string, path: string): Promise<OverlayUsage> {
-  const r = await sql<{ files: string | number; bytes: string | number; path_files: string | number; path_bytes: string | number }>`
-    SELECT count(*) AS files, coalesce(sum(octet_length(content)), 0) AS bytes,
+function usageOf(workspaceId: string, path: string): RawBuilder<unknown> {
+  return sql`SELECT count(*) AS files, coalesce(sum(octet_length(content)), 0) AS bytes,
            count(*) FILTER (WHERE path = ${path}) AS path_files,
            coalesce(sum(octet_length(content)) FILTER (WHERE path = ${path}), 0) AS path_bytes
-    FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid`.execute(db);
-  const row = r.rows[0]!;
-  return { files: Number(row.files), bytes: Number(row.bytes), pathFiles: Number(row.path_files), pathBytes: Number(row.path_bytes) };
+    FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid`;
 }
 
 export interface OverlayUpsert {
@@ -155,6 +153,8 @@ export interface WriteOutcome {
   readonly version: number | undefined;
   /** The row's symbols after the change (applied writes; null for a removed row). */
   readonly symbols: string[] | null;
+  /** The overlay before the change, as the statement saw it (asked for: `countUsage`). */
+  readonly usage: OverlayUsage | undefined;
 }
 
 /**
@@ -177,6 +177,8 @@ export async function writeWithClaims(
   event: Insertable<EventTable>,
   /** false: the claims are checked (blocked) but not inserted (a stranded session's capture). */
   take = true,
+  /** Also count the overlay's rows and bytes before the change (the quota check, decided by the caller). */
+  countUsage = false,
 ): Promise<WriteOutcome> {
   const { repoId, path, symbols, holder, at } = claim;
   const workspaceId = row.workspaceId;
@@ -201,13 +203,18 @@ export async function writeWithClaims(
           WHERE ${none}
           ON CONFLICT (workspace_id, path) DO NOTHING RETURNING symbols`;
   }
-  const r = await sql<Selectable<ClaimTable> & { k: string; believed: boolean | null; version: string | number | bigint | null; row_symbols: string[] | null }>`
+  type Count = string | number | null;
+  const usage = countUsage ? sql`(${usageOf(workspaceId, row.path)})` : sql`(SELECT NULL::int8 AS files, NULL::int8 AS bytes, NULL::int8 AS path_files, NULL::int8 AS path_bytes)`;
+  const r = await sql<
+    Selectable<ClaimTable> & { k: string; believed: boolean | null; version: string | number | bigint | null; row_symbols: string[] | null; files: Count; bytes: Count; path_files: Count; path_bytes: Count }
+  >`
     WITH wanted AS (SELECT DISTINCT s FROM jsonb_array_elements_text(${JSON.stringify(symbols)}::jsonb) AS t(s)),
     blocked AS (
       SELECT c.* FROM claims c
       WHERE ${symbols.length > 0} AND c.repo_id = ${repoId}::uuid AND c.path = ${path} AND c.workspace_id <> ${holder.workspaceId}::uuid
         AND (c.symbol IN (SELECT s FROM wanted) OR c.symbol = '' OR ${fileLevel})),
     cur AS (SELECT sha256 FROM overlay_files WHERE ${key}),
+    usage AS ${usage},
     ch AS (${change}),
     ins AS (
       INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at)
@@ -217,15 +224,16 @@ export async function writeWithClaims(
       RETURNING *),
     ver AS (UPDATE workspaces SET overlay_version = overlay_version + 1 WHERE id = ${workspaceId}::uuid AND ${applied} RETURNING overlay_version),
     ev AS (${insertEventsFrom(sql`SELECT * FROM (${eventValues([event])}) AS v WHERE ${applied}`)})
-    SELECT 'ins' AS k, ins.*, NULL::boolean AS believed, NULL::int8 AS version, NULL::text[] AS row_symbols FROM ins
-    UNION ALL SELECT 'blocked' AS k, blocked.*, NULL, NULL, NULL FROM blocked
-    UNION ALL SELECT 'state' AS k, c.*, ${isBelieved}, (SELECT overlay_version FROM ver), (SELECT symbols FROM ch)
-      FROM (SELECT 1) AS one LEFT JOIN claims c ON false`.execute(trx);
+    SELECT 'ins' AS k, ins.*, NULL::boolean AS believed, NULL::int8 AS version, NULL::text[] AS row_symbols,
+      NULL::int8 AS files, NULL::int8 AS bytes, NULL::int8 AS path_files, NULL::int8 AS path_bytes FROM ins
+    UNION ALL SELECT 'blocked' AS k, blocked.*, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM blocked
+    UNION ALL SELECT 'state' AS k, c.*, ${isBelieved}, (SELECT overlay_version FROM ver), (SELECT symbols FROM ch), usage.*
+      FROM usage LEFT JOIN claims c ON false`.execute(trx);
   const inserted: string[] = [];
   const blocked: ClaimRow[] = [];
   let state: (typeof r.rows)[number] | undefined;
   for (const x of r.rows) {
-    const { k, believed: _b, version: _v, row_symbols: _s, ...c } = x;
+    const { k, believed: _b, version: _v, row_symbols: _s, files: _f, bytes: _by, path_files: _pf, path_bytes: _pb, ...c } = x;
     if (k === "ins") inserted.push(c.symbol);
     else if (k === "blocked") blocked.push(c);
     else state = x;
@@ -238,6 +246,10 @@ export async function writeWithClaims(
     applied: version !== null,
     version: version === null ? undefined : versionOf(version),
     symbols: state?.row_symbols ?? null,
+    usage:
+      countUsage && state
+        ? { files: Number(state.files), bytes: Number(state.bytes), pathFiles: Number(state.path_files), pathBytes: Number(state.path_bytes) }
+        : undefined,
   };
 }
 

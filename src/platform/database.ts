@@ -7,6 +7,7 @@ import path from "node:path";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { hasCluster, seedFromTemplate } from "./pglite-template.js";
+import { preparePoolStatements } from "./prepared-statements.js";
 import type { Database } from "./schema.js";
 
 export type Db = Kysely<Database>;
@@ -40,6 +41,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenedData
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolMax ?? 16 });
     // An idle client that errors (server restart) must not crash the process; the next query reconnects.
     pool.on("error", () => {});
+    preparePoolStatements(pool);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return {
       db,
