@@ -270,6 +270,11 @@ export class EventHub {
   private sequenceWanted = false;
   /** A notification: rows are numbered; read. */
   private readWanted = false;
+  /**
+   * The head a pass of this reader numbered up to, which the read that follows it covers: a
+   * notification of that pass (or of an earlier one) arriving during the read wants nothing.
+   */
+  private covered = 0n;
   private readonly listener: CommitListener | undefined;
   private reading: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -339,7 +344,7 @@ export class EventHub {
   private notified(payload: string): void {
     if (!this.started || this.stopped) return;
     // Our own pass's notification, or one overtaken by a read: nothing new.
-    if (/^\d+$/.test(payload) && BigInt(payload) <= this.position) return;
+    if (/^\d+$/.test(payload) && BigInt(payload) <= (this.covered > this.position ? this.covered : this.position)) return;
     this.readWanted = true;
     this.wake();
   }
@@ -370,7 +375,7 @@ export class EventHub {
       this.readWanted = false;
       try {
         for (;;) {
-          if (sequence) await sequencePending(this.db, this.logger);
+          if (sequence) this.covered = await sequencePending(this.db, this.logger);
           const batch = await readEvents(this.db, this.position, this.batchSize);
           if (this.stopped) return;
           // position and fan-out change together, synchronously: a subscriber added between
@@ -391,6 +396,8 @@ export class EventHub {
         if (this.failing) this.logger.info("event hub: reading the outbox again");
         this.failing = false;
       } catch (err) {
+        // What the pass numbered was not read: a notification of it must wake the reader again.
+        this.covered = this.position;
         if (!this.failing) this.logger.warn({ err }, "event hub: reading the outbox failed; retrying on the next poll");
         this.failing = true;
         return;
