@@ -10,6 +10,7 @@
  * and, for context, Health/Check at the same concurrency; p50/p99 at concurrency 1.
  */
 import { readFileSync, rmSync } from "node:fs";
+import pg from "pg";
 import { describeLoad, runLoad } from "../loadgen/index.js";
 import { frame, HEALTH_CHECK_FRAME } from "../lib/bodies.js";
 import { createBenchDatabase } from "../lib/database.js";
@@ -36,6 +37,25 @@ const IN_FLIGHT = 16;
 const TARGET_P99_MS = 20;
 const TARGET_RATIO = 0.3;
 export const WRITE_FILE = `${SERVICE}/WriteFile`;
+
+/** CPU time (ms) of the PostgreSQL backends serving `dbUrl` now (0 for one that exited): what PostgreSQL spends on Berth's writes. */
+async function backendsOf(dbUrl: string): Promise<number[]> {
+  const c = new pg.Client({ connectionString: dbUrl });
+  await c.connect();
+  try {
+    const r = await c.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    return r.rows.map((x) => x.pid);
+  } finally {
+    await c.end();
+  }
+}
+function cpuMsOr0(pid: number): number {
+  try {
+    return cpuMs(pid);
+  } catch {
+    return 0; // exited (a pooled connection closed): its time is lost to the sum, never invented
+  }
+}
 
 /** CPU time (ms) of one thread (/proc/<pid>/task/<tid>/stat) or, without tid, the whole process: utime + stime, in clock ticks of 10 ms. */
 function cpuMs(pid: number, tid?: number): number {
@@ -87,13 +107,19 @@ export const scenario: Scenario = {
       // What each write costs Berth's main thread and the whole process (symbol workers included),
       // over whole write runs (the warm-up's writes estimated at the measured rate): a figure the
       // machine's other load hardly moves.
-      const cost = { main: 0, process: 0, writes: 0 };
+      const cost = { main: 0, process: 0, postgres: 0, writes: 0 };
       const measured = async <T extends { throughput: number }>(run: () => Promise<T>): Promise<T> => {
         const m0 = cpuMs(berth.pid, berth.pid);
         const p0 = cpuMs(berth.pid);
+        // The raw-insert baseline's connections live only while its own runs do: these backends are Berth's.
+        const backends = await backendsOf(db.url);
+        const b0 = backends.map(cpuMsOr0);
         const r = await run();
         cost.main += cpuMs(berth.pid, berth.pid) - m0;
         cost.process += cpuMs(berth.pid) - p0;
+        cost.postgres += backends.reduce((sum, pid, i) => sum + Math.max(0, cpuMsOr0(pid) - b0[i]!), 0);
+        // Connections the pool opened during the run spent all their time on it.
+        for (const pid of await backendsOf(db.url)) if (!backends.includes(pid)) cost.postgres += cpuMsOr0(pid);
         cost.writes += (r.throughput * (ctx.warmupMs + ctx.durationMs)) / 1000;
         return r;
       };
@@ -124,7 +150,7 @@ export const scenario: Scenario = {
             ratio: round(ratio),
             target: `ratio ≥ ${TARGET_RATIO}`,
             met: ratio >= TARGET_RATIO,
-            note: `p50 ${p50} ms; per round p99 ${s.runs.write!.map((r) => r.p99Ms).join(" / ")} ms; Health/Check at ${IN_FLIGHT} in flight, same rounds: ${Math.round(s.throughput.health!)} req/s (ratio ${round(s.ratio("write", "health"))}); Berth's CPU per write: main thread ${round(cost.main / cost.writes)} ms, process ${round(cost.process / cost.writes)} ms`,
+            note: `p50 ${p50} ms; per round p99 ${s.runs.write!.map((r) => r.p99Ms).join(" / ")} ms; Health/Check at ${IN_FLIGHT} in flight, same rounds: ${Math.round(s.throughput.health!)} req/s (ratio ${round(s.ratio("write", "health"))}); Berth's CPU per write: main thread ${round(cost.main / cost.writes)} ms, process ${round(cost.process / cost.writes)} ms; PostgreSQL's (Berth's backends) ${round(cost.postgres / cost.writes)} ms`,
           },
           {
             figure: `WriteFile 4 KiB TS, ${IN_FLIGHT} in flight: p99 (median of rounds)`,
