@@ -1,5 +1,5 @@
 /** Every SQL statement of the registry: plain functions taking the database or a transaction first. */
-import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
+import { CompiledQuery, sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
 import { insertEventsFrom } from "../platform/outbox.js";
 import type { ChangesetStateName, ChangesetTable, Database, EventTable, LifecycleName, RepositoryTable, WorkspaceTable } from "../platform/schema.js";
 
@@ -180,6 +180,49 @@ export async function findWorkspacesBySessions(db: Executor, sessionIds: readonl
     .where(sql<boolean>`w.session_id = any(${sessionIds}::uuid[])`)
     .execute();
   return new Map(rows.map((r) => [r.session_id, r]));
+}
+
+/**
+ * What a call needs of the row of a session this instance holds live to know the live object is
+ * still current (registry.ts, getWorkspace): which workspace holds the session, its lifecycle,
+ * the base a RebaseWorkspace moves, and its changeset's state. Nothing else of a live row moves
+ * under it, so the check reads only these, with no timestamp to parse (the changeset's
+ * updated_at as epoch ms, truncated as pg's and PGlite's Date parsing truncate it).
+ */
+export interface LiveCheckRow {
+  readonly session_id: string;
+  readonly id: string;
+  readonly lifecycle: LifecycleName;
+  readonly base_commit: string;
+  readonly changeset_id: string;
+  readonly cs_state: ChangesetStateName;
+  readonly cs_reason: string;
+  readonly cs_updated_ms: number;
+}
+
+/** Compiled once: the check runs for nearly every RPC, and its text never changes (a batch is one array parameter). */
+const LIVE_CHECK_SQL = `SELECT w.session_id, w.id, w.lifecycle, w.base_commit, w.changeset_id, c.state AS cs_state, c.reason AS cs_reason,
+  floor(extract(epoch FROM c.updated_at) * 1000)::float8 AS cs_updated_ms
+  FROM workspaces w JOIN changesets c ON c.id = w.changeset_id WHERE w.session_id = any($1::uuid[])`;
+
+/** The live checks of these sessions (those that have a row), by session id: one statement for many. */
+export async function checkLiveSessions(db: Executor, sessionIds: readonly string[]): Promise<Map<string, LiveCheckRow>> {
+  const { rows } = await db.executeQuery<LiveCheckRow>(CompiledQuery.raw(LIVE_CHECK_SQL, [sessionIds]));
+  return new Map(rows.map((r) => [r.session_id, r]));
+}
+
+/** The live check of a full row (a call that read the whole row checks its live object the same way). */
+export function liveCheckOf(row: WorkspaceRow): LiveCheckRow {
+  return {
+    session_id: row.session_id,
+    id: row.id,
+    lifecycle: row.lifecycle,
+    base_commit: row.base_commit,
+    changeset_id: row.changeset_id,
+    cs_state: row.cs_state,
+    cs_reason: row.cs_reason,
+    cs_updated_ms: row.cs_updated_at.getTime(),
+  };
 }
 
 export function findWorkspaceById(db: Executor, workspaceId: string): Promise<WorkspaceRow | undefined> {

@@ -91,6 +91,9 @@ export class WorkspaceRegistry {
   /** The per-call row reads of getWorkspace, merged: many RPCs in flight share one statement. */
   private readonly sessionRows = new CoalescedLookup<string, sqlRepo.WorkspaceRow>((ids) => sqlRepo.findWorkspacesBySessions(this.db, ids));
 
+  /** The same for sessions held live here: only what confirms the live object (registry.repository.ts, LiveCheckRow). */
+  private readonly liveChecks = new CoalescedLookup<string, sqlRepo.LiveCheckRow>((ids) => sqlRepo.checkLiveSessions(this.db, ids));
+
   constructor(private readonly deps: RegistryDeps) {
     this.newId = deps.newId ?? randomUUID;
     this.repositories = new Repositories(deps.uow.db, deps.clock, this.newId);
@@ -198,17 +201,15 @@ export class WorkspaceRegistry {
     // may have stranded, ended or moved this session a moment ago (its commit reaches this
     // instance's followers a few milliseconds later).
     // A malformed id keeps a statement of its own: its cast error is not the others' to share.
-    const row = isUuid(sessionId) ? await this.sessionRows.get(sessionId) : await sqlRepo.findWorkspaceBySession(this.db, sessionId);
-    const live = this.live.get(sessionId);
-    if (live) {
-      if (row?.lifecycle === "active" && row.id === live.workspaceId) {
-        this.refreshChangeset(changesetRowOf(row));
-        // A RebaseWorkspace (on any instance) moves the base in the row.
-        live.baseCommit = row.base_commit;
-        return live;
-      }
-      this.drop(sessionId);
+    const uuid = isUuid(sessionId);
+    if (uuid && this.live.has(sessionId)) {
+      // Held live: the narrow check decides; when it says the live object is stale, the full row is read.
+      const held = this.confirmLive(sessionId, await this.liveChecks.get(sessionId));
+      if (held) return held;
     }
+    const row = uuid ? await this.sessionRows.get(sessionId) : await sqlRepo.findWorkspaceBySession(this.db, sessionId);
+    const held = this.confirmLive(sessionId, row && sqlRepo.liveCheckOf(row));
+    if (held) return held;
     if (row) return this.workspaceFromRow(row);
     const redirect = await sqlRepo.findRedirect(this.db, sessionId);
     if (redirect) {
@@ -219,6 +220,24 @@ export class WorkspaceRegistry {
       });
     }
     throw notFound("SESSION_NOT_FOUND", `session ${sessionId} has no workspace`, { session_id: sessionId });
+  }
+
+  /**
+   * The live workspace of a session if `row`, read after the call began, says it is still the
+   * one: active in the same workspace (its base and changeset state brought up to date from the
+   * row). Otherwise a live object is dropped (ended, resumed or moved elsewhere meanwhile).
+   */
+  private confirmLive(sessionId: string, row: sqlRepo.LiveCheckRow | undefined): Workspace | undefined {
+    const live = this.live.get(sessionId);
+    if (!live) return undefined;
+    if (row?.lifecycle === "active" && row.id === live.workspaceId) {
+      this.changesets.noteChangesetState(row.changeset_id, row.cs_state, row.cs_reason, row.cs_updated_ms);
+      // A RebaseWorkspace (on any instance) moves the base in the row.
+      live.baseCommit = row.base_commit;
+      return live;
+    }
+    this.drop(sessionId);
+    return undefined;
   }
 
   /**

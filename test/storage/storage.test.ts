@@ -105,5 +105,24 @@ describe.each(DATABASE_KINDS)("storage on %s", (kind) => {
     const refused = await registry.transitionChangeset(a.changeset.id, "merged", "").catch((e: unknown) => e);
     expect((refused as BerthError).reason).toBe("INVALID_TRANSITION");
   });
-});
 
+  it("a live session's lookup follows what another writer committed: base, changeset state (at a microsecond updated_at), and its end", async () => {
+    const repo = await registry.registerRepository(`live-check-${kind}`, undefined);
+    const ws = await registry.createWorkspace({ repoId: repo.id, intent: "", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: "a", agentName: undefined, sessionId: undefined, changesetId: undefined });
+    const db = database.opened.db;
+    // Another instance's writes: not through this registry, so only the row read can tell.
+    await sql`UPDATE workspaces SET base_commit = 'rebased' WHERE id = ${ws.workspaceId}::uuid`.execute(db);
+    const movedAt = ws.changeset.updatedAt + 5;
+    await sql`UPDATE changesets SET state = 'submitted', reason = 'elsewhere', updated_at = ${new Date(movedAt)}::timestamptz + interval '999 microseconds' WHERE id = ${ws.changeset.id}::uuid`.execute(db);
+    const seen = await registry.getWorkspace(ws.sessionId);
+    expect(seen).toBe(ws);
+    expect(seen.baseCommit).toBe("rebased");
+    // Truncated to the millisecond, as a Date read of the full row would have it.
+    expect(seen.changeset).toMatchObject({ state: "submitted", reason: "elsewhere", updatedAt: movedAt });
+    await sql`UPDATE workspaces SET lifecycle = 'stranded', lifecycle_reason = 'elsewhere', stranded_at = now() WHERE id = ${ws.workspaceId}::uuid`.execute(db);
+    const ended = await registry.getWorkspace(ws.sessionId);
+    expect(ended).not.toBe(ws);
+    expect(ended).toMatchObject({ lifecycle: "stranded", lifecycleReason: "elsewhere", baseCommit: "rebased" });
+    expect(registry.liveWorkspace(ws.sessionId)).toBeUndefined();
+  });
+});
