@@ -10,12 +10,19 @@ const encodings = new WeakMap<Message, Buffer>();
 
 export function constantMessage<T extends DescMessage>(schema: T, init: MessageInitShape<T>): MessageShape<T> {
   const message = create(schema, init);
-  const u8 = toBinary(schema, message);
-  encodings.set(message, Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength));
+  keepEncoding(message, toBinary(schema, message));
   return Object.freeze(message) as MessageShape<T>;
 }
 
-/** The kept encoding of a constant message; undefined for any other. */
+/**
+ * Keeps `bytes` as the encoding of `message` (made by the caller, who must never change the
+ * message afterwards): what a response assembled from kept parts hands the gRPC bridge.
+ */
+export function keepEncoding(message: Message, u8: Uint8Array): void {
+  encodings.set(message, Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength));
+}
+
+/** The kept encoding of a message (constant or kept by keepEncoding); undefined for any other. */
 export function encodedOf(message: Message): Buffer | undefined {
   return encodings.get(message);
 }

@@ -24,6 +24,7 @@ import { claimListHandler } from "./claim-list-handler.js";
 import { changesetStateName, modeName } from "../platform/proto-enums.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { ownedSession } from "./session-access.js";
+import { getWorkspaceResponse } from "./workspace-encoding.js";
 import { AGENT_ID, AGENT_NAME, Check, LIMITS, REQUEST_ID } from "./validate.js";
 import { pageOf, readPage, type PageRule } from "./pagination.js";
 import { sessionKey, type SessionKey } from "../sessions/registry.js";
@@ -148,7 +149,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       // Any lifecycle state: a client reads a stranded workspace to decide whether to resume it.
       const ws = await ownedWorkspace(req.sessionId, ctx);
       if (ws.lifecycle === "active") registry.touch(ws);
-      return { workspace: workspaceToWire(ws) };
+      return getWorkspaceResponse(ws);
     },
 
     async destroyWorkspace(req, ctx) {
