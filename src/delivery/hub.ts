@@ -266,9 +266,9 @@ export class EventHub {
   private position = 0n;
   private started = false;
   private stopped = false;
-  /** A nudge or a poll: number committed rows, then read. */
+  /** A nudge (of a commit that left its rows unnumbered) or a poll: number committed rows, then read. */
   private sequenceWanted = false;
-  /** A notification: rows are numbered; read. */
+  /** A notification, or a nudge of a commit that numbered its rows: read. */
   private readWanted = false;
   /**
    * The head a pass of this reader numbered up to, which the read that follows it covers: a
@@ -328,10 +328,14 @@ export class EventHub {
     await Promise.all([this.listener?.stop(), this.reading?.catch(() => {})]);
   }
 
-  /** Wakes the reader (after a local commit that stored events). Cheap; coalesces. */
-  nudge(): void {
+  /**
+   * Wakes the reader (after a local commit that stored events). Cheap; coalesces. `numbered`:
+   * the commit numbered its events itself, so a read suffices (no sequencer pass on its path).
+   */
+  nudge(numbered = false): void {
     if (!this.started || this.stopped) return;
-    this.sequenceWanted = true;
+    if (numbered) this.readWanted = true;
+    else this.sequenceWanted = true;
     this.wake();
   }
 

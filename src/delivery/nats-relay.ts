@@ -194,6 +194,8 @@ export class NatsRelay {
   private loop: Promise<void> | undefined;
   private sleeping: { done: () => void; wakeOnNudge: boolean } | undefined;
   private nudged = false;
+  /** A nudge of a commit whose rows wait for a sequencer pass. */
+  private passWanted = false;
   private failures = 0;
   /** The cursor save in flight (one at a time), and whether another was asked for meanwhile. */
   private saving: Promise<void> | undefined;
@@ -231,9 +233,13 @@ export class NatsRelay {
     this.loop = this.run();
   }
 
-  /** New events were committed locally: publish them now rather than at the next poll. */
-  nudge(): void {
+  /**
+   * New events were committed locally: publish them now rather than at the next poll.
+   * `numbered`: the commit numbered them itself (no sequencer pass needed for them).
+   */
+  nudge(numbered = false): void {
     this.nudged = true;
+    if (!numbered) this.passWanted = true;
     if (this.sleeping?.wakeOnNudge) this.sleeping.done();
   }
 
@@ -275,9 +281,13 @@ export class NatsRelay {
         }
         await this.ensureConnected();
         if (this.stored === undefined) await this.loadCursor();
+        // Woken only by commits that numbered their own rows: a read suffices. Otherwise (a poll,
+        // a commit left to the sequencer, the loop after a batch) number first: the hub numbers
+        // committed rows too, but a relay running alone (its own process) must as well.
+        const pass = this.passWanted || !this.nudged;
         this.nudged = false;
-        // The hub numbers committed rows too; a relay running alone (its own process) must as well.
-        await sequencePending(this.o.db, this.o.logger);
+        this.passWanted = false;
+        if (pass) await sequencePending(this.o.db, this.o.logger);
         const batch = await readEvents(this.o.db, this.acked, this.o.batchSize);
         if (batch.length === 0) {
           await this.sleep(this.o.pollIntervalMs);

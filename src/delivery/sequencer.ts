@@ -16,28 +16,13 @@
 import { sql } from "kysely";
 import type { Logger } from "pino";
 import type { Db } from "../platform/database.js";
+import { notifyHead, notifying, SEQUENCER_LOCK_KEY, takeSeqs } from "../platform/outbox.js";
 import { toSeq } from "../platform/schema.js";
 
-/** Advisory lock key of the sequencer ("berth-sq"). */
-export const SEQUENCER_LOCK_KEY = 0x62657274682d7371n & 0x7fffffffffffffffn;
-
-/** The channel a numbering pass notifies, and every hub listens on; the payload is the head seq. */
-export const EVENTS_CHANNEL = "berth_events";
+// The key and the channel belong to the outbox's numbering rule (src/platform/outbox.ts).
+export { EVENTS_CHANNEL, SEQUENCER_LOCK_KEY } from "../platform/outbox.js";
 
 const PASS_LIMIT = 5000;
-
-/**
- * A full notification queue (SQLSTATE 54000, "too many notifications in the NOTIFY queue":
- * some listener stopped reading) makes the commit of a notifying transaction fail. Numbering
- * must not stop for it: the pass is redone without the notification (listeners then learn of
- * it by their poll), and notifying is retried after this long.
- */
-const NOTIFY_RETRY_MS = 10_000;
-let notifyFailedAt: number | undefined;
-
-function isNotifyQueueFull(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { code?: unknown }).code === "54000";
-}
 
 /** Per database: the pass running in this process, and the one queued behind it. */
 interface Flights {
@@ -81,20 +66,7 @@ export function sequencePending(db: Db, logger?: Logger): Promise<bigint> {
 
 async function numberAll(db: Db, logger?: Logger): Promise<bigint> {
   for (;;) {
-    const notify = notifyFailedAt === undefined || Date.now() - notifyFailedAt >= NOTIFY_RETRY_MS;
-    let result: { numbered: number; head: bigint };
-    try {
-      result = await pass(db, notify);
-      if (notify && notifyFailedAt !== undefined) {
-        notifyFailedAt = undefined;
-        logger?.info("sequencer: NOTIFY works again; other instances hear of commits at once");
-      }
-    } catch (err) {
-      if (!notify || !isNotifyQueueFull(err)) throw err;
-      notifyFailedAt = Date.now();
-      logger?.error({ err }, `sequencer: NOTIFY ${EVENTS_CHANNEL} failed (notification queue full: a listener is not reading); numbering without it, other instances fall back to their poll`);
-      result = await pass(db, false);
-    }
+    const result = await notifying((notify) => pass(db, notify), logger);
     if (result.numbered < PASS_LIMIT) return result.head;
   }
 }
@@ -102,23 +74,23 @@ async function numberAll(db: Db, logger?: Logger): Promise<bigint> {
 async function pass(db: Db, notify: boolean): Promise<{ numbered: number; head: bigint }> {
   return db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${sql.lit(SEQUENCER_LOCK_KEY.toString())}::bigint)`.execute(trx);
-    // A fresh snapshot after the lock: everything an earlier pass numbered is visible.
-    // The NOTIFY (when rows were numbered) is queued by this statement and sent at commit.
+    // A fresh snapshot after the lock: everything an earlier pass numbered is visible. With
+    // nothing to number the pass writes nothing (no xid, no WAL flush at its commit) and answers
+    // the head of its snapshot: a writer numbering its own rows may have committed higher ones
+    // since, which a reader of `seq > head` still gets.
     const r = await sql<{ numbered: string | number; head: string | number | bigint }>`
       WITH pending AS (
         SELECT staged, row_number() OVER (ORDER BY staged) AS rn
         FROM events WHERE seq IS NULL ORDER BY staged LIMIT ${PASS_LIMIT}
-      ), moved AS (
-        UPDATE outbox_head SET last_seq = last_seq + (SELECT count(*) FROM pending) WHERE id = 1
-        RETURNING last_seq, last_seq - (SELECT count(*) FROM pending) AS base
+      ), moved AS (${takeSeqs(sql`SELECT count(*) FROM pending`)}
       ), numbered AS (
         UPDATE events e SET seq = moved.base + pending.rn
         FROM pending, moved WHERE e.staged = pending.staged AND e.seq IS NULL
         RETURNING 1
       )
-      SELECT (SELECT count(*) FROM numbered) AS numbered, (SELECT last_seq FROM moved) AS head,
-        CASE WHEN ${sql.lit(notify)} AND (SELECT count(*) FROM numbered) > 0
-          THEN pg_notify(${sql.lit(EVENTS_CHANNEL)}, (SELECT last_seq FROM moved)::text) END AS notified`.execute(trx);
+      SELECT (SELECT count(*) FROM numbered) AS numbered,
+        COALESCE((SELECT head FROM moved), (SELECT last_seq FROM outbox_head WHERE id = 1)) AS head,
+        ${notifyHead(notify, sql`(SELECT head FROM moved)`)} AS notified`.execute(trx);
     const row = r.rows[0]!;
     return { numbered: Number(row.numbered), head: toSeq(row.head) };
   });

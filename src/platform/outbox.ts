@@ -14,6 +14,7 @@ import { randomUUID } from "node:crypto";
 import { create, toBinary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { sql, type Insertable, type RawBuilder } from "kysely";
+import type { Logger } from "pino";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
 import type { EventTable } from "./schema.js";
 
@@ -104,4 +105,96 @@ export function eventValues(rows: readonly Insertable<EventTable>[]): RawBuilder
 /** `INSERT INTO events VALUES …` of prepared rows (at least one). */
 export function insertEvents(rows: readonly Insertable<EventTable>[]): RawBuilder<unknown> {
   return insertEventsFrom(eventValues(rows));
+}
+
+// ---- Numbering -------------------------------------------------------------------------------
+//
+// One rule orders seq: numbers are taken from outbox_head's one row, whose row lock the taking
+// statement holds through its commit. So numbers are handed out in commit order, and a reader of
+// `seq > last` that sees a number already sees every smaller one (the holder of a smaller one
+// committed before the next holder could take its numbers). Two writers take numbers:
+// - a writer whose statement numbers its own rows (the group-committed CreateWorkspace batch:
+//   insertNumberedEventsFrom): no second write of its rows; it holds the row lock from the moment
+//   it takes its numbers, late in its statement, until its commit;
+// - the sequencer's pass (src/delivery/sequencer.ts), for every row inserted with seq NULL (every
+//   other writer): it takes numbers for committed rows after their commit, under its advisory
+//   lock (so passes do not number the same rows), and the same row lock.
+// Each sends NOTIFY EVENTS_CHANNEL with the new head from the statement that took the numbers.
+
+/** Advisory lock key of the sequencer's passes ("berth-sq"). */
+export const SEQUENCER_LOCK_KEY = 0x62657274682d7371n & 0x7fffffffffffffffn;
+
+/** The channel a numbering statement notifies, and every hub listens on; the payload is the head seq. */
+export const EVENTS_CHANNEL = "berth_events";
+
+/**
+ * Takes `count` numbers (a scalar SQL expression, evaluated before the row lock is taken:
+ * whatever it reads runs first): `UPDATE outbox_head … RETURNING base, head` for a CTE, where the
+ * numbers are base + 1 … base + count. No row (and no write) when count is 0.
+ */
+export function takeSeqs(count: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`UPDATE outbox_head SET last_seq = last_seq + (${count}) WHERE id = 1 AND (${count}) > 0
+    RETURNING last_seq - (${count}) AS base, last_seq AS head`;
+}
+
+/** A select-list expression sending NOTIFY EVENTS_CHANNEL with `head` (at commit) when `notify` and head is not NULL. */
+export function notifyHead(notify: boolean, head: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`CASE WHEN ${sql.lit(notify)} AND ${head} IS NOT NULL THEN pg_notify(${sql.lit(EVENTS_CHANNEL)}, (${head})::text) END`;
+}
+
+/**
+ * The tail of a statement that inserts events numbered by itself: append after the caller's
+ * CTEs (`WITH a AS (…), b AS (…), ${this}`). `source` is a SELECT yielding `ord` (the order of the
+ * numbers) then the columns of insertEventsFrom. Have it read the RETURNING of the statement's
+ * other data-modifying CTEs: they then run before the numbers are taken, so the head's row lock
+ * is held for the events' insert and the commit only.
+ *
+ * Causal order: a row that committed before this statement began must get a smaller number.
+ * When the statement's snapshot holds a row still unnumbered (another writer's, waiting for a
+ * pass), it numbers none of its own: they are inserted with seq NULL, and the pass numbers
+ * them after that row. The statement yields `head`: the highest number it took, NULL when it
+ * left its rows to the sequencer (or inserted none).
+ */
+export function insertNumberedEventsFrom(source: RawBuilder<unknown>, notify: boolean): RawBuilder<unknown> {
+  return sql`numbering_src AS (${source}),
+    numbering_open AS (SELECT NOT EXISTS (SELECT 1 FROM events WHERE seq IS NULL) AS open),
+    numbering_seqs AS (${takeSeqs(sql`SELECT count(*) FROM numbering_src WHERE (SELECT open FROM numbering_open)`)}),
+    numbering_rows AS (
+      INSERT INTO events (seq, ${COLUMNS})
+      SELECT numbering_seqs.base + row_number() OVER (ORDER BY s.ord), ${COLUMNS}
+      FROM (SELECT * FROM numbering_src) AS s(ord, ${COLUMNS}) LEFT JOIN numbering_seqs ON true
+    )
+    SELECT (SELECT head FROM numbering_seqs) AS head, ${notifyHead(notify, sql`(SELECT head FROM numbering_seqs)`)} AS notified`;
+}
+
+/**
+ * A full notification queue (SQLSTATE 54000, "too many notifications in the NOTIFY queue": some
+ * listener stopped reading) fails the commit of a notifying transaction. Numbering must not stop
+ * for it: `notifying` runs `attempt` again without the notification (listeners then learn of the
+ * rows by their poll), and tries notifying again after this long. `attempt` must have committed
+ * nothing when it fails (one statement, or one transaction).
+ */
+const NOTIFY_RETRY_MS = 10_000;
+let notifyFailedAt: number | undefined;
+
+function isNotifyQueueFull(err: unknown): boolean {
+  return typeof err === "object" && err !== null && (err as { code?: unknown }).code === "54000";
+}
+
+/** Runs a numbering statement or transaction with NOTIFY on, unless the queue was full lately (see NOTIFY_RETRY_MS). */
+export async function notifying<T>(attempt: (notify: boolean) => Promise<T>, logger?: Logger): Promise<T> {
+  const notify = notifyFailedAt === undefined || Date.now() - notifyFailedAt >= NOTIFY_RETRY_MS;
+  try {
+    const result = await attempt(notify);
+    if (notify && notifyFailedAt !== undefined) {
+      notifyFailedAt = undefined;
+      logger?.info("outbox: NOTIFY works again; other instances hear of commits at once");
+    }
+    return result;
+  } catch (err) {
+    if (!notify || !isNotifyQueueFull(err)) throw err;
+    notifyFailedAt = Date.now();
+    logger?.error({ err }, `outbox: NOTIFY ${EVENTS_CHANNEL} failed (notification queue full: a listener is not reading); numbering without it, other instances fall back to their poll`);
+    return attempt(false);
+  }
 }

@@ -17,7 +17,7 @@
 import type { Transaction } from "kysely";
 import type { Logger } from "pino";
 import type { Db } from "./database.js";
-import { insertEvents, prepareEvent, type CommittedEvent, type EventInput, type PreparedEvent } from "./outbox.js";
+import { insertEvents, notifying, prepareEvent, type CommittedEvent, type EventInput, type PreparedEvent } from "./outbox.js";
 import type { Database } from "./schema.js";
 
 export type Tx = Transaction<Database>;
@@ -62,8 +62,11 @@ export class UnitOfWork {
   constructor(
     readonly db: Db,
     private readonly logger: Logger,
-    /** Wakes event delivery (the hub's reader, the relay) after a commit that stored events. */
-    private readonly wake: () => void = () => {},
+    /**
+     * Wakes event delivery (the hub's reader, the relay) after a commit that stored events.
+     * `numbered`: the commit numbered its events itself (a read suffices, no sequencer pass).
+     */
+    private readonly wake: (numbered: boolean) => void = () => {},
   ) {}
 
   /** Runs `work` in one transaction; its recorded events are inserted last; then the after-commit path. */
@@ -110,6 +113,23 @@ export class UnitOfWork {
     const prepared = events.map(prepareEvent);
     const result = await this.retryingConflicts(() => statement(this.db, prepared.map((p) => p.row)));
     if (stored(result)) this.afterCommit(prepared, false);
+    return result;
+  }
+
+  /**
+   * A one-statement change whose statement numbers its own events (outbox.insertNumberedEventsFrom,
+   * told whether to NOTIFY: outbox.notifying). `numbered(result)` says whether it did (it leaves
+   * them to the sequencer behind another writer's unnumbered rows); delivery is told so.
+   */
+  async numberingStatement<T>(
+    events: readonly EventInput[],
+    statement: (db: Db, rows: PreparedEvent["row"][], notify: boolean) => Promise<T>,
+    numbered: (result: T) => boolean,
+  ): Promise<T> {
+    const prepared = events.map(prepareEvent);
+    const rows = prepared.map((p) => p.row);
+    const result = await notifying((notify) => this.retryingConflicts(() => statement(this.db, rows, notify)), this.logger);
+    this.afterCommit(prepared, false, numbered(result));
     return result;
   }
 
@@ -185,9 +205,9 @@ export class UnitOfWork {
     }));
   }
 
-  private afterCommit(prepared: readonly PreparedEvent[], storedByStatement: boolean): void {
+  private afterCommit(prepared: readonly PreparedEvent[], storedByStatement: boolean, numbered = false): void {
     if (prepared.length === 0 && !storedByStatement) return;
-    this.wake();
+    this.wake(numbered);
     for (const { event } of prepared) {
       if (this.feeding) this.rememberEcho(event.id);
       this.dispatch(event);

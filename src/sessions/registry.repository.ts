@@ -1,6 +1,6 @@
 /** Every SQL statement of the registry: plain functions taking the database or a transaction first. */
 import { CompiledQuery, sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
-import { insertEventsFrom } from "../platform/outbox.js";
+import { insertNumberedEventsFrom } from "../platform/outbox.js";
 import type { ChangesetStateName, ChangesetTable, Database, EventTable, LifecycleName, RepositoryTable, WorkspaceTable } from "../platform/schema.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -128,29 +128,42 @@ export interface AutoNamedCreate {
  * autocommit: one round trip, one WAL flush. The batch travels as one JSON parameter (the same on
  * pg and PGlite, one plan whatever its size). All or nothing, like any statement.
  */
-export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly AutoNamedCreate[]): Promise<void> {
-  const batch = JSON.stringify(creates.map(({ row, event }) => ({
+/**
+ * Inserts a batch of common creates in one statement, their session.created events numbered by
+ * the statement itself (outbox.insertNumberedEventsFrom: no second write of the rows). Returns
+ * whether it numbered them (false: left to the sequencer, behind another writer's rows).
+ */
+export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly AutoNamedCreate[], notify: boolean): Promise<boolean> {
+  const batch = JSON.stringify(creates.map(({ row, event }, ord) => ({
     ...row,
+    ord,
     e_id: event.id,
     e_kind: event.kind,
     e_occurred_at: event.occurred_at,
     e_reason: event.reason ?? "",
     e_payload: Buffer.from(event.payload).toString("base64"),
   })));
-  await sql`
+  // The events read the workspaces' RETURNING, which reads the changesets': both are inserted
+  // before the statement takes its numbers.
+  const r = await sql<{ head: unknown }>`
     WITH d AS (
       SELECT * FROM json_to_recordset(${batch}::json) AS d(
         id uuid, session_id uuid, repo_id uuid, agent_id text, agent_name text, changeset_id uuid, intent text, base_commit text, mode text,
         expires_at timestamptz, created_at timestamptz, last_active_at timestamptz, owner_instance uuid, create_request_id text,
-        e_id uuid, e_kind text, e_occurred_at timestamptz, e_reason text, e_payload text)
+        ord integer, e_id uuid, e_kind text, e_occurred_at timestamptz, e_reason text, e_payload text)
     ), cs AS (
       INSERT INTO changesets (id, repo_id, state, reason, created_at, updated_at)
       SELECT changeset_id, repo_id, 'draft', '', created_at, created_at FROM d
+      RETURNING id
     ), ws AS (
       INSERT INTO workspaces (id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance, create_request_id)
-      SELECT id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance, create_request_id FROM d
-    )
-    ${insertEventsFrom(sql`SELECT e_id, e_kind, repo_id, session_id, id, agent_id, changeset_id, e_occurred_at, e_reason, decode(e_payload, 'base64') FROM d`)}`.execute(db);
+      SELECT d.id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance, create_request_id
+      FROM d JOIN cs ON cs.id = d.changeset_id
+      RETURNING id
+    ), ${insertNumberedEventsFrom(sql`
+      SELECT d.ord, d.e_id, d.e_kind, d.repo_id, d.session_id, d.id, d.agent_id, d.changeset_id, d.e_occurred_at, d.e_reason, decode(d.e_payload, 'base64')
+      FROM d JOIN ws ON ws.id = d.id`, notify)}`.execute(db);
+  return r.rows[0]?.head != null;
 }
 
 export async function insertWorkspace(trx: Transaction<Database>, row: NewWorkspaceRow): Promise<void> {

@@ -67,7 +67,7 @@ export function autoNamedCreates(uow: UnitOfWork): AutoNamedCreates {
 
 /**
  * Writes a batch: its agent numbers first (one short statement per batch, registry.repository.ts
- * takeAgentNumbers), then every row in one statement. Within a repository, names follow the
+ * takeAgentNumbers), then every row in one statement, which numbers the batch's events too. Within a repository, names follow the
  * batch's order. When the insert fails (a taken session id), nothing of it was committed and its
  * numbers stay taken: each create then runs alone, so only the one at fault fails, and the
  * others get new numbers (docs/decisions.md: the gaps this leaves).
@@ -85,9 +85,10 @@ async function flushAutoNamed(uow: UnitOfWork, items: readonly AutoNamedInput[])
         before.set(it.row.repo_id, n);
         return { ...it.row, agent_name: `agent-${n}` };
       });
-      await uow.statement(
+      await uow.numberingStatement(
         items.map((it, i) => it.event(rows[i]!.agent_name)),
-        (db, events) => sqlRepo.insertAutoNamedWorkspaces(db, rows.map((row, i) => ({ row, event: events[i]! }))),
+        (db, events, notify) => sqlRepo.insertAutoNamedWorkspaces(db, rows.map((row, i) => ({ row, event: events[i]! })), notify),
+        (numbered) => numbered,
       );
       return rows.map((r) => ({ status: "fulfilled", value: r.agent_name }));
     }

@@ -128,9 +128,9 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     const instanceId = crypto.randomUUID();
     // Every state change goes through the unit of work; after each commit it wakes delivery and
     // hands the events to the in-process followers (registry, overlay, turns).
-    const uow = new UnitOfWork(database.db, logger, () => {
-      events.nudge();
-      relay?.nudge();
+    const uow = new UnitOfWork(database.db, logger, (numbered) => {
+      events.nudge(numbered);
+      relay?.nudge(numbered);
     });
     const registry = new WorkspaceRegistry({ uow, clock, logger, instanceId });
     // This instance's stable name: known once the gRPC port is bound (the default is host:port).

@@ -17,7 +17,7 @@ import { NATS_SERVER } from "../support/services.js";
 
 export const silent = pino({ level: "silent" });
 
-export function registryOn(db: Db, onEventsCommitted?: () => void, clock: Clock = systemClock): WorkspaceRegistry {
+export function registryOn(db: Db, onEventsCommitted?: (numbered: boolean) => void, clock: Clock = systemClock): WorkspaceRegistry {
   return new WorkspaceRegistry({ uow: new UnitOfWork(db, silent, onEventsCommitted), clock, logger: silent });
 }
 
