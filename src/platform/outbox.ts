@@ -114,7 +114,7 @@ export function insertEvents(rows: readonly Insertable<EventTable>[]): RawBuilde
 // `seq > last` that sees a number already sees every smaller one (the holder of a smaller one
 // committed before the next holder could take its numbers). Two writers take numbers:
 // - a writer whose statement numbers its own rows (the group-committed CreateWorkspace batch:
-//   insertNumberedEventsFrom): no second write of its rows; it holds the row lock from the moment
+//   numberedEvents): no second write of its rows; it holds the row lock from the moment
 //   it takes its numbers, late in its statement, until its commit;
 // - the sequencer's pass (src/delivery/sequencer.ts), for every row inserted with seq NULL (every
 //   other writer): it takes numbers for committed rows after their commit, under its advisory
@@ -143,19 +143,20 @@ export function notifyHead(notify: boolean, head: RawBuilder<unknown>): RawBuild
 }
 
 /**
- * The tail of a statement that inserts events numbered by itself: append after the caller's
- * CTEs (`WITH a AS (…), b AS (…), ${this}`). `source` is a SELECT yielding `ord` (the order of the
- * numbers) then the columns of insertEventsFrom. Have it read the RETURNING of the statement's
- * other data-modifying CTEs: they then run before the numbers are taken, so the head's row lock
- * is held for the events' insert and the commit only.
+ * CTEs that insert events numbered by their statement: append to the caller's
+ * (`WITH a AS (…), b AS (…), ${this} SELECT … FROM numbering_result`). `source` is a SELECT
+ * yielding `ord` (the order of the numbers) then the columns of insertEventsFrom. Have it read
+ * the RETURNING of the statement's other data-modifying CTEs: they then run before the numbers
+ * are taken, so the head's row lock is held for the events' insert and the commit only.
+ * `numbering_result` is one row: `head`, the highest number taken (NULL when the statement left
+ * its rows to the sequencer, or inserted none); reading it sends the NOTIFY.
  *
  * Causal order: a row that committed before this statement began must get a smaller number.
  * When the statement's snapshot holds a row still unnumbered (another writer's, waiting for a
  * pass), it numbers none of its own: they are inserted with seq NULL, and the pass numbers
- * them after that row. The statement yields `head`: the highest number it took, NULL when it
- * left its rows to the sequencer (or inserted none).
+ * them after that row.
  */
-export function insertNumberedEventsFrom(source: RawBuilder<unknown>, notify: boolean): RawBuilder<unknown> {
+export function numberedEvents(source: RawBuilder<unknown>, notify: boolean): RawBuilder<unknown> {
   return sql`numbering_src AS (${source}),
     numbering_open AS (SELECT NOT EXISTS (SELECT 1 FROM events WHERE seq IS NULL) AS open),
     numbering_seqs AS (${takeSeqs(sql`SELECT count(*) FROM numbering_src WHERE (SELECT open FROM numbering_open)`)}),
@@ -163,8 +164,10 @@ export function insertNumberedEventsFrom(source: RawBuilder<unknown>, notify: bo
       INSERT INTO events (seq, ${COLUMNS})
       SELECT numbering_seqs.base + row_number() OVER (ORDER BY s.ord), ${COLUMNS}
       FROM (SELECT * FROM numbering_src) AS s(ord, ${COLUMNS}) LEFT JOIN numbering_seqs ON true
-    )
-    SELECT (SELECT head FROM numbering_seqs) AS head, ${notifyHead(notify, sql`(SELECT head FROM numbering_seqs)`)} AS notified`;
+    ),
+    numbering_result AS MATERIALIZED (
+      SELECT (SELECT head FROM numbering_seqs) AS head, ${notifyHead(notify, sql`(SELECT head FROM numbering_seqs)`)} AS notified
+    )`;
 }
 
 /**

@@ -34,10 +34,12 @@ export interface Change {
   prepare(event: EventInput): PreparedEvent["row"];
   /**
    * Says that a statement of the change stored events itself (a set-based INSERT … SELECT,
-   * through outbox.insertEventsFrom): delivery is woken after commit; followers get those
-   * events through the feed.
+   * through outbox.insertEventsFrom or outbox.numberedEvents): delivery is woken after commit;
+   * followers get those events through the feed. `numbered`: the statement numbered them.
    */
-  storedEvents(): void;
+  storedEvents(numbered?: boolean): void;
+  /** Whether a statement numbering its own events (outbox.numberedEvents) sends the NOTIFY (outbox.notifying). */
+  readonly notify: boolean;
 }
 
 /** An in-process follower of committed changes. */
@@ -73,14 +75,17 @@ export class UnitOfWork {
   async run<T>(work: (change: Change) => Promise<T>): Promise<T> {
     let prepared: PreparedEvent[] = [];
     let embedded: PreparedEvent[] = [];
-    let storedByStatement = false;
-    const result = await this.retryingConflicts(() => this.db.transaction().execute(async (trx) => {
-      // A retried callback (none today) must not carry the events of an attempt that rolled back.
+    let storedNumbered = false;
+    let storedUnnumbered = false;
+    const result = await notifying((notify) => this.retryingConflicts(() => this.db.transaction().execute(async (trx) => {
+      // A retried callback must not carry the events of an attempt that rolled back.
       prepared = [];
       embedded = [];
-      storedByStatement = false;
+      storedNumbered = false;
+      storedUnnumbered = false;
       const r = await work({
         trx,
+        notify,
         record: (...events) => {
           for (const e of events) prepared.push(prepareEvent(e));
         },
@@ -89,14 +94,17 @@ export class UnitOfWork {
           embedded.push(p);
           return p.row;
         },
-        storedEvents: () => {
-          storedByStatement = true;
+        storedEvents: (numbered = false) => {
+          if (numbered) storedNumbered = true;
+          else storedUnnumbered = true;
         },
       });
       if (prepared.length > 0) await insertEvents(prepared.map((p) => p.row)).execute(trx);
       return r;
-    }));
-    this.afterCommit([...embedded, ...prepared], storedByStatement);
+    })), this.logger);
+    const all = [...embedded, ...prepared];
+    // Only rows the change's statements numbered themselves spare delivery a sequencer pass.
+    this.afterCommit(all, storedNumbered || storedUnnumbered, storedNumbered && !storedUnnumbered && all.length === 0);
     return result;
   }
 
@@ -117,7 +125,7 @@ export class UnitOfWork {
   }
 
   /**
-   * A one-statement change whose statement numbers its own events (outbox.insertNumberedEventsFrom,
+   * A one-statement change whose statement numbers its own events (outbox.numberedEvents,
    * told whether to NOTIFY: outbox.notifying). `numbered(result)` says whether it did (it leaves
    * them to the sequencer behind another writer's unnumbered rows); delivery is told so.
    */

@@ -1,6 +1,6 @@
 /** Every SQL statement of the registry: plain functions taking the database or a transaction first. */
 import { CompiledQuery, sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
-import { insertNumberedEventsFrom } from "../platform/outbox.js";
+import { numberedEvents } from "../platform/outbox.js";
 import type { ChangesetStateName, ChangesetTable, Database, EventTable, LifecycleName, RepositoryTable, WorkspaceTable } from "../platform/schema.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -130,7 +130,7 @@ export interface AutoNamedCreate {
  */
 /**
  * Inserts a batch of common creates in one statement, their session.created events numbered by
- * the statement itself (outbox.insertNumberedEventsFrom: no second write of the rows). Returns
+ * the statement itself (outbox.numberedEvents: no second write of the rows). Returns
  * whether it numbered them (false: left to the sequencer, behind another writer's rows).
  */
 export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly AutoNamedCreate[], notify: boolean): Promise<boolean> {
@@ -160,9 +160,10 @@ export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly 
       SELECT d.id, session_id, repo_id, agent_id, agent_name, changeset_id, intent, base_commit, mode, expires_at, created_at, last_active_at, owner_instance, create_request_id
       FROM d JOIN cs ON cs.id = d.changeset_id
       RETURNING id
-    ), ${insertNumberedEventsFrom(sql`
+    ), ${numberedEvents(sql`
       SELECT d.ord, d.e_id, d.e_kind, d.repo_id, d.session_id, d.id, d.agent_id, d.changeset_id, d.e_occurred_at, d.e_reason, decode(d.e_payload, 'base64')
-      FROM d JOIN ws ON ws.id = d.id`, notify)}`.execute(db);
+      FROM d JOIN ws ON ws.id = d.id`, notify)}
+    SELECT head FROM numbering_result`.execute(db);
   return r.rows[0]?.head != null;
 }
 

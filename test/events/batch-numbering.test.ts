@@ -1,6 +1,6 @@
 /**
  * A group-committed CreateWorkspace batch numbers its own session.created events in the
- * statement that inserts them (platform/outbox.ts insertNumberedEventsFrom), beside writers whose
+ * statement that inserts them (platform/outbox.ts numberedEvents), beside writers whose
  * rows the sequencer's passes number. The rules pinned here: a reader of `seq > last` never skips
  * or reorders an event whoever numbered it; an event committed before a batch began is numbered
  * below the batch's (causal order); the batch notifies listeners itself.
