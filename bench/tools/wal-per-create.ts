@@ -58,7 +58,8 @@ try {
   const creates0 = n;
   for (let i = 0; i < rounds; i++) await round();
   const creates = n - creates0;
-  const end = (await probe.query("SELECT pg_current_wal_insert_lsn() AS l")).rows[0].l as string;
+  // Flushed, not inserted: pg_walinspect reads only what is on disk (every commit above was flushed).
+  const end = (await probe.query("SELECT pg_current_wal_flush_lsn() AS l")).rows[0].l as string;
   const r = await probe.query(
     `WITH w AS (SELECT * FROM pg_get_wal_records_info($1, $2)),
        ours AS (SELECT * FROM w WHERE block_ref LIKE $3),

@@ -40,7 +40,8 @@ try {
   const unnumbered = async () => Number((await probe.query("SELECT count(*) AS n FROM events WHERE seq IS NULL")).rows[0].n);
   while ((await unnumbered()) > 0) await new Promise((r) => setTimeout(r, 20));
   const numbered = performance.now() - t0;
-  const end = (await probe.query("SELECT pg_current_wal_insert_lsn() AS l")).rows[0].l as string;
+  // Flushed, not inserted: pg_walinspect reads only what is on disk (every commit above was flushed).
+  const end = (await probe.query("SELECT pg_current_wal_flush_lsn() AS l")).rows[0].l as string;
   await s.stop();
   const r = await probe.query(
     `WITH w AS (SELECT * FROM pg_get_wal_records_info($1, $2)),

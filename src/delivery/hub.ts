@@ -8,8 +8,8 @@
  * NOTIFY a sequencer pass sends when it numbers rows: other instances' commits arrive in
  * milliseconds), and every pollIntervalMs (the safety net: a missed notification, a listener
  * reconnecting). Before reading on a nudge or a poll it numbers what has committed
- * (src/delivery/sequencer.ts), so a reader never skips an event; a notification says the rows
- * are numbered already.
+ * (src/delivery/sequencer.ts), so a reader never skips an event; a notification, or the nudge of
+ * a commit that numbered its own rows, says the rows are numbered already.
  *
  * Delivery is pushed: for each event the reader runs one loop over the subscribers, and each
  * matching one hands it synchronously to its sink (the gRPC call's write, for WatchEvents): no

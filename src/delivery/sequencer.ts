@@ -4,7 +4,9 @@
  * (`staged`), and commits. Readers read `seq > last`: a row committed later is numbered by a
  * later pass, above everything numbered before, so a reader never skips one. Causal order is
  * kept: a transaction that starts after another commits inserts after it, so its rows get
- * higher numbers. Any instance may run passes; the lock serialises them.
+ * higher numbers. Any instance may run passes; the lock serialises them. How numbers are taken
+ * (outbox_head's row lock held through the commit, the NOTIFY) is one rule in
+ * src/platform/outbox.ts, shared with the statements that number their own rows.
  *
  * A pass that numbers rows also sends `NOTIFY berth_events` (payload: the new head seq) from
  * the same statement. PostgreSQL delivers it at the pass's commit, to every instance's hub

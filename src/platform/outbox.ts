@@ -5,10 +5,12 @@
  * events inside a statement of their own (a data-modifying CTE, a set-based INSERT … SELECT)
  * embed `insertEventsFrom`, never a copy of the column list.
  *
- * Ordering: rows are inserted with seq NULL. A sequence assigned at insert would be wrong: a
- * reader could see seq 12 committed before seq 11 and skip 11 forever. Instead the sequencer
- * (src/delivery/sequencer.ts) numbers rows after they commit, so readers never skip; and unlike
- * a lock held from insert to commit, writers never wait for each other (their commits group).
+ * Ordering: a sequence assigned at insert would be wrong: a reader could see seq 12 committed
+ * before seq 11 and skip 11 forever. Most rows are inserted with seq NULL and the sequencer
+ * (src/delivery/sequencer.ts) numbers them after they commit, so readers never skip, and these
+ * writers never wait for each other (their commits group). A few statements that insert many
+ * events at once (a group-committed batch of creates, the reconcile) number them themselves,
+ * holding the numbering lock through their commit ("Numbering" below: the one rule for both).
  */
 import { randomUUID } from "node:crypto";
 import { create, toBinary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";

@@ -1,0 +1,73 @@
+/**
+ * Latency of a local CreateWorkspace's event to an in-process hub subscriber: `n` creates one
+ * after another through the registry, each timed from the call to its session.created reaching
+ * a watch() of the hub (the hub nudged by the unit of work, as in the server; no gRPC). Prints
+ * p50/p90/p99 of call → delivered and of create returned → delivered. BENCH_BERTH_ROOT measures a
+ * snapshot of Berth.
+ * Usage: npx tsx bench/tools/commit-to-hub.ts [n=300]
+ */
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import pg from "pg";
+import pino from "pino";
+
+const root = process.env.BENCH_BERTH_ROOT ?? path.resolve(import.meta.dirname, "../..");
+const ADMIN = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const n = Number(process.argv[2] ?? 300);
+const imp = (p: string) => import(path.join(root, p));
+const { openDatabase } = await imp("src/platform/database.ts");
+const { migrateToLatest } = await imp("src/platform/migrate.ts");
+const { UnitOfWork } = await imp("src/platform/unit-of-work.ts");
+const { WorkspaceRegistry } = await imp("src/sessions/registry.ts");
+const { EventHub } = await imp("src/delivery/hub.ts");
+
+const name = `berth_lat_${randomBytes(4).toString("hex")}`;
+const admin = new pg.Client({ connectionString: ADMIN });
+await admin.connect();
+await admin.query(`CREATE DATABASE ${name}`);
+const url = new URL(ADMIN);
+url.pathname = `/${name}`;
+const opened = await openDatabase({ url: url.toString() });
+const pct = (xs: number[], p: number) => xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(2);
+try {
+  await migrateToLatest(opened.db);
+  const silent = pino({ level: "silent" });
+  const hub = new EventHub({ db: opened.db, logger: silent, listenUrl: url.toString(), pollIntervalMs: 60_000 });
+  await hub.start();
+  const uow = new UnitOfWork(opened.db, silent, (numbered?: boolean) => hub.nudge(numbered));
+  const registry = new WorkspaceRegistry({ uow, clock: { now: () => Date.now() }, logger: silent });
+  await registry.load();
+  const repo = await registry.registerRepository("lat", undefined);
+  const arrived = new Map<string, number>();
+  const waiters = new Map<string, () => void>();
+  const stop = new AbortController();
+  const reading = (async () => {
+    for await (const e of hub.watch({}, stop.signal)) {
+      if (e.kind !== "session.created") continue;
+      arrived.set(e.sessionId, performance.now());
+      waiters.get(e.sessionId)?.();
+    }
+  })().catch(() => {});
+  const fromCall: number[] = [];
+  const fromReturn: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const ws = await registry.createWorkspace({ repoId: repo.id, intent: "", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: `a${i}`, agentName: undefined, sessionId: undefined, changesetId: undefined });
+    const t1 = performance.now();
+    if (!arrived.has(ws.sessionId)) await new Promise<void>((r) => waiters.set(ws.sessionId, r));
+    const t2 = arrived.get(ws.sessionId)!;
+    if (i >= 20) {
+      fromCall.push(t2 - t0);
+      fromReturn.push(t2 - t1);
+    }
+  }
+  console.log(`${fromCall.length} creates: call → delivered p50 ${pct(fromCall, 50)} p90 ${pct(fromCall, 90)} p99 ${pct(fromCall, 99)} ms; returned → delivered p50 ${pct(fromReturn, 50)} p90 ${pct(fromReturn, 90)} p99 ${pct(fromReturn, 99)} ms`);
+  stop.abort();
+  await hub.stop();
+  await reading;
+} finally {
+  await opened.close();
+  await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+  await admin.end();
+}
