@@ -2,12 +2,14 @@
  * Latency of a local CreateWorkspace's event to an in-process hub subscriber: `n` creates one
  * after another through the registry, each timed from the call to its session.created reaching
  * a watch() of the hub (the hub nudged by the unit of work, as in the server; no gRPC). Prints
- * p50/p90/p99 of call → delivered and of create returned → delivered. BENCH_BERTH_ROOT measures a
- * snapshot of Berth.
- * Usage: npx tsx bench/tools/commit-to-hub.ts [n=300]
+ * p50/p90/p99 of call → delivered and of create returned → delivered. With `beside`, the timed
+ * writes are instead events stored with seq NULL (as BeginTurn's, numbered by a pass) while 32
+ * loops of creates run beside them: what the batches' hold of the numbering lock costs the
+ * other writers. BENCH_BERTH_ROOT measures a snapshot of Berth.
+ * Usage: npx tsx bench/tools/commit-to-hub.ts [n=300] [beside] (n = 0 with beside: the creates alone, 5 s)
  */
 import path from "node:path";
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import pino from "pino";
@@ -15,6 +17,7 @@ import pino from "pino";
 const root = process.env.BENCH_BERTH_ROOT ?? path.resolve(import.meta.dirname, "../..");
 const ADMIN = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const n = Number(process.argv[2] ?? 300);
+const beside = process.argv[3] === "beside";
 const imp = (p: string) => import(path.join(root, p));
 const { openDatabase } = await imp("src/platform/database.ts");
 const { migrateToLatest } = await imp("src/platform/migrate.ts");
@@ -51,18 +54,37 @@ try {
   })().catch(() => {});
   const fromCall: number[] = [];
   const fromReturn: number[] = [];
+  const createInput = (agentId: string) => ({ repoId: repo.id, intent: "", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId, agentName: undefined, sessionId: undefined, changesetId: undefined });
+  let loading = beside;
+  let loaded = 0;
+  const load = Array.from({ length: beside ? 32 : 0 }, async (_, l) => {
+    for (let i = 0; loading; i++) {
+      await registry.createWorkspace(createInput(`load${l}-${i}`));
+      loaded++;
+    }
+  });
+  const started = performance.now();
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const ws = await registry.createWorkspace({ repoId: repo.id, intent: "", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: `a${i}`, agentName: undefined, sessionId: undefined, changesetId: undefined });
+    let sessionId: string;
+    if (beside) {
+      sessionId = randomUUID();
+      await uow.run(async ({ record }: { record: (e: unknown) => void }) => record({ kind: "session.created", repoId: repo.id, sessionId, occurredAt: Date.now(), reason: "" }));
+    } else sessionId = (await registry.createWorkspace(createInput(`a${i}`))).sessionId;
     const t1 = performance.now();
-    if (!arrived.has(ws.sessionId)) await new Promise<void>((r) => waiters.set(ws.sessionId, r));
-    const t2 = arrived.get(ws.sessionId)!;
+    if (!arrived.has(sessionId)) await new Promise<void>((r) => waiters.set(sessionId, r));
+    const t2 = arrived.get(sessionId)!;
     if (i >= 20) {
       fromCall.push(t2 - t0);
       fromReturn.push(t2 - t1);
     }
   }
-  console.log(`${fromCall.length} creates: call → delivered p50 ${pct(fromCall, 50)} p90 ${pct(fromCall, 90)} p99 ${pct(fromCall, 99)} ms; returned → delivered p50 ${pct(fromReturn, 50)} p90 ${pct(fromReturn, 90)} p99 ${pct(fromReturn, 99)} ms`);
+  // n = 0: creates alone for 5 s (their rate, beside nothing).
+  if (n === 0) await new Promise((r) => setTimeout(r, 5000));
+  loading = false;
+  await Promise.all(load);
+  if (beside) console.log(`beside ${loaded} creates (${Math.round((loaded * 1000) / (performance.now() - started))}/s)`);
+  if (n > 0) console.log(`${fromCall.length} ${beside ? "events stored for a pass" : "creates"}: call → delivered p50 ${pct(fromCall, 50)} p90 ${pct(fromCall, 90)} p99 ${pct(fromCall, 99)} ms; returned → delivered p50 ${pct(fromReturn, 50)} p90 ${pct(fromReturn, 90)} p99 ${pct(fromReturn, 99)} ms`);
   stop.abort();
   await hub.stop();
   await reading;
