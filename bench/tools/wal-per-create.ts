@@ -4,11 +4,13 @@
  * a commit (a sequencer pass, as the unit of work's wake asks), on a fresh PostgreSQL database;
  * then pg_walinspect counts the WAL records and bytes of the window that touch this database's
  * relations, plus the commit records of their transactions. Other databases of the cluster are
- * left out, so other workers' load does not count. BENCH_BERTH_ROOT measures a snapshot of Berth.
+ * left out, so other workers' load does not count. Also the CPU of this database's backends per
+ * create (/proc, 10 ms ticks). BENCH_BERTH_ROOT measures a snapshot of Berth.
  * Usage: npx tsx bench/tools/wal-per-create.ts [rounds=20]
  */
 import path from "node:path";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import pg from "pg";
 import pino from "pino";
 
@@ -55,9 +57,23 @@ try {
   await probe.query("SELECT pg_create_physical_replication_slot($1, true)", [slot]);
   await probe.query("CHECKPOINT"); // full-page images of the warm-up's pages are not in the window
   const start = (await probe.query("SELECT pg_current_wal_insert_lsn() AS l")).rows[0].l as string;
+  // PostgreSQL CPU of this database's backends (the pool's, the probe's): /proc utime + stime.
+  const backends = async () => (await probe.query("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")).rows.map((r) => r.pid as number);
+  const cpuMs = (pid: number) => {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+    } catch {
+      return 0;
+    }
+  };
+  const pids = await backends();
+  const cpu0 = pids.reduce((a, p) => a + cpuMs(p), 0);
   const creates0 = n;
   for (let i = 0; i < rounds; i++) await round();
   const creates = n - creates0;
+  if ((await backends()).some((p) => !pids.includes(p))) console.log("(a backend started during the window: its CPU is not counted)");
+  const cpu = pids.reduce((a, p) => a + cpuMs(p), 0) - cpu0;
   // Flushed, not inserted: pg_walinspect reads only what is on disk (every commit above was flushed).
   const end = (await probe.query("SELECT pg_current_wal_flush_lsn() AS l")).rows[0].l as string;
   const r = await probe.query(
@@ -72,7 +88,7 @@ try {
   );
   const x = r.rows[0];
   const per = (v: unknown) => (Number(v) / creates).toFixed(2);
-  console.log(`${creates} creates: ${per(Number(x.records) + Number(x.commits))} WAL records/create (${per(x.records)} on relations + ${per(x.commits)} commits), ${per(x.bytes)} bytes/create (FPI ${per(x.fpi)}), ${x.xacts} transactions writing`);
+  console.log(`${creates} creates: ${per(Number(x.records) + Number(x.commits))} WAL records/create (${per(x.records)} on relations + ${per(x.commits)} commits), ${per(x.bytes)} bytes/create (FPI ${per(x.fpi)}), ${x.xacts} transactions writing; PostgreSQL backends' CPU ${((cpu * 1000) / creates).toFixed(0)} µs/create`);
 } finally {
   await probe.query("SELECT pg_drop_replication_slot($1)", [slot]).catch(() => {});
   await probe.end().catch(() => {});
