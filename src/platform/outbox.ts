@@ -156,11 +156,11 @@ export function notifyHead(notify: boolean, head: RawBuilder<unknown>): RawBuild
  * Causal order: a row that committed before this statement began must get a smaller number.
  * When the statement's snapshot holds a row still unnumbered (another writer's, waiting for a
  * pass), it numbers none of its own: they are inserted with seq NULL, and the pass numbers
- * them after that row.
+ * them after that row. `number` false: the same statement leaves them to the sequencer.
  */
-export function numberedEvents(source: RawBuilder<unknown>, notify: boolean): RawBuilder<unknown> {
+export function numberedEvents(source: RawBuilder<unknown>, notify: boolean, number = true): RawBuilder<unknown> {
   return sql`numbering_src AS (${source}),
-    numbering_open AS (SELECT NOT EXISTS (SELECT 1 FROM events WHERE seq IS NULL) AS open),
+    numbering_open AS (SELECT ${sql.lit(number)} AND NOT EXISTS (SELECT 1 FROM events WHERE seq IS NULL) AS open),
     numbering_seqs AS (${takeSeqs(sql`SELECT count(*) FROM numbering_src WHERE (SELECT open FROM numbering_open)`)}),
     numbering_rows AS (
       INSERT INTO events (seq, ${COLUMNS})

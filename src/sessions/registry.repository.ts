@@ -131,9 +131,10 @@ export interface AutoNamedCreate {
 /**
  * Inserts a batch of common creates in one statement, their session.created events numbered by
  * the statement itself (outbox.numberedEvents: no second write of the rows). Returns
- * whether it numbered them (false: left to the sequencer, behind another writer's rows).
+ * whether it numbered them (false: left to the sequencer, when `number` is false or behind another
+ * writer's rows).
  */
-export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly AutoNamedCreate[], notify: boolean): Promise<boolean> {
+export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly AutoNamedCreate[], notify: boolean, number: boolean): Promise<boolean> {
   const batch = JSON.stringify(creates.map(({ row, event }, ord) => ({
     ...row,
     ord,
@@ -162,7 +163,7 @@ export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly 
       RETURNING id
     ), ${numberedEvents(sql`
       SELECT d.ord, d.e_id, d.e_kind, d.repo_id, d.session_id, d.id, d.agent_id, d.changeset_id, d.e_occurred_at, d.e_reason, decode(d.e_payload, 'base64')
-      FROM d JOIN ws ON ws.id = d.id`, notify)}
+      FROM d JOIN ws ON ws.id = d.id`, notify, number)}
     SELECT head FROM numbering_result`.execute(db);
   return r.rows[0]?.head != null;
 }
