@@ -19,6 +19,7 @@
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import ignore from "ignore";
+import { NAME_SEPARATOR, packMeta } from "./listing.mjs";
 
 /** Directory names that are never descended into, wherever they appear. */
 export const OPAQUE_COMPONENTS = Object.freeze([
@@ -310,10 +311,9 @@ export function walkTree(root, options) {
 
   // Flat, parallel arrays rather than a tree of objects: a 50,000-entry walk allocates little
   // beyond the Dirents and the names themselves.
-  // Kept entries, in breadth-first order:
+  // Kept entries, in breadth-first order (names raw: sanitised once, over the whole listing):
   /** @type {string[]} */ const entName = [];
-  /** @type {number[]} */ const entIsDir = [];
-  /** @type {number[]} */ const entSlot = []; // queue slot of a directory to descend, else -1
+  /** @type {number[]} */ const entKind = []; // queue slot of a directory to descend; NOT_DESCENDED; FILE
   // Directories to read (the queue), by slot; slot 0 is the root:
   /** @type {string[]} */ const qAbs = [realRoot];
   /** @type {string[]} */ const qRel = [""];
@@ -327,6 +327,7 @@ export function walkTree(root, options) {
   let unreadableGitignores = 0;
   let prunedOpaque = 0;
   let prunedMounts = 0;
+  let longName = false;
 
   for (let qi = 0; qi < qAbs.length; qi++) {
     const abs = /** @type {string} */ (qAbs[qi]);
@@ -361,8 +362,15 @@ export function walkTree(root, options) {
       continue;
     }
 
+    // One pass finds the .gitignore and whether the names are already in order (libuv's
+    // scandir sorts them on POSIX, so the sort below is usually skipped).
+    let sorted = true;
+    let prev = "";
     for (const d of dirents) {
-      if (d.name === ".gitignore" && !d.isDirectory()) {
+      const name = d.name;
+      if (name < prev) sorted = false;
+      prev = name;
+      if (name === ".gitignore" && !d.isDirectory()) {
         let text;
         try {
           text = readFileSync(abs + path.sep + ".gitignore", "utf8");
@@ -372,11 +380,10 @@ export function walkTree(root, options) {
           unreadableGitignores++;
         }
         if (text !== undefined) rules = rules.concat([{ base: rel, rules: compileGitignore(text) }]);
-        break;
       }
     }
+    if (!sorted) dirents.sort(byName);
 
-    dirents.sort(byName);
     const descend = depth + 1 < maxDepth;
     for (const d of dirents) {
       const name = d.name;
@@ -397,7 +404,7 @@ export function walkTree(root, options) {
       if (rules.length > 0 && isIgnored(rules, childRel, isDir)) continue;
       total++;
       const keep = entName.length < maxEntries;
-      let slot = -1;
+      let kind = isDir ? NOT_DESCENDED : FILE;
       if (isDir && descend) {
         const childAbs = abs + path.sep + name;
         if (isOpaqueComponent(name) || homeLibraries.has(childAbs)) {
@@ -405,7 +412,7 @@ export function walkTree(root, options) {
           prunedOpaque++;
         } else {
           // Over the entry limit a directory is still read, to count ("showing N of M").
-          slot = qAbs.length;
+          kind = qAbs.length;
           qAbs.push(childAbs);
           qRel.push(childRel);
           qDepth.push(depth + 1);
@@ -415,58 +422,77 @@ export function walkTree(root, options) {
         }
       }
       if (keep) {
-        entName.push(sanitizeName(name, maxNameLength));
-        entIsDir.push(isDir ? 1 : 0);
-        entSlot.push(slot);
+        if (name.length > maxNameLength) longName = true;
+        entName.push(name);
+        entKind.push(kind);
         kidCount[qi] = /** @type {number} */ (kidCount[qi]) + 1;
       }
     }
   }
 
-  // Tree order (depth first, siblings sorted), iteratively: a deep tree cannot overflow the
-  // stack. Every kept entry's parent was kept before it (breadth first), so nothing dangles.
-  /** @type {string[]} */
-  const paths = [];
-  const dirs = new Uint8Array(entName.length);
+  const listing = treeOrder(entName, entKind, kidStart, kidCount);
+  // One scan of the joined names (the separator is safe) instead of one regex call per name;
+  // only a listing with a control character or an over-long name pays for sanitising.
+  if (longName || UNSAFE_TEST.test(listing.names)) {
+    listing.names = listing.names
+      .split(NAME_SEPARATOR)
+      .map((n) => sanitizeName(n, maxNameLength))
+      .join(NAME_SEPARATOR);
+  }
+
+  return {
+    kind: "ok",
+    realRoot,
+    listing,
+    shown: listing.count,
+    total,
+    truncated: total > listing.count,
+    unreadable,
+    unreadableGitignores,
+    prunedOpaque,
+    prunedMounts,
+  };
+}
+
+/** An entry's kind, beside the queue slots (>= 0) of directories to descend. */
+const NOT_DESCENDED = -1;
+const FILE = -2;
+
+/**
+ * The kept entries in tree order (depth first, siblings sorted), iteratively: a deep tree
+ * cannot overflow the stack. Every kept entry's parent was kept before it (breadth first), so
+ * nothing dangles.
+ * @param {string[]} entName
+ * @param {number[]} entKind
+ * @param {number[]} kidStart
+ * @param {number[]} kidCount
+ */
+function treeOrder(entName, entKind, kidStart, kidCount) {
+  const count = entName.length;
+  const meta = new Uint32Array(count);
+  /** @type {string[]} */ const names = []; // not new Array(count): past ~100,000 that is a slow, dictionary array
   /** @type {number[]} */ const stackPos = [/** @type {number} */ (kidStart[0])];
   /** @type {number[]} */ const stackEnd = [/** @type {number} */ (kidStart[0]) + /** @type {number} */ (kidCount[0])];
-  /** @type {string[]} */ const stackPrefix = [""];
+  let out = 0;
   while (stackPos.length > 0) {
     const top = stackPos.length - 1;
     const pos = /** @type {number} */ (stackPos[top]);
     if (pos >= /** @type {number} */ (stackEnd[top])) {
       stackPos.pop();
       stackEnd.pop();
-      stackPrefix.pop();
       continue;
     }
     stackPos[top] = pos + 1;
-    const prefix = /** @type {string} */ (stackPrefix[top]);
-    const p = prefix === "" ? /** @type {string} */ (entName[pos]) : prefix + "/" + entName[pos];
-    dirs[paths.length] = /** @type {number} */ (entIsDir[pos]);
-    paths.push(p);
-    const slot = /** @type {number} */ (entSlot[pos]);
-    if (slot !== -1 && /** @type {number} */ (kidCount[slot]) > 0) {
-      const ks = /** @type {number} */ (kidStart[slot]);
+    const kind = /** @type {number} */ (entKind[pos]);
+    names.push(/** @type {string} */ (entName[pos]));
+    meta[out++] = packMeta(top, kind !== FILE);
+    if (kind >= 0 && /** @type {number} */ (kidCount[kind]) > 0) {
+      const ks = /** @type {number} */ (kidStart[kind]);
       stackPos.push(ks);
-      stackEnd.push(ks + /** @type {number} */ (kidCount[slot]));
-      stackPrefix.push(p);
+      stackEnd.push(ks + /** @type {number} */ (kidCount[kind]));
     }
   }
-
-  return {
-    kind: "ok",
-    realRoot,
-    paths,
-    dirs,
-    shown: paths.length,
-    total,
-    truncated: total > paths.length,
-    unreadable,
-    unreadableGitignores,
-    prunedOpaque,
-    prunedMounts,
-  };
+  return { count, names: names.join(NAME_SEPARATOR), meta };
 }
 
 /** @type {readonly RuleSet[]} */
