@@ -19,7 +19,7 @@ import {
   type Walker,
   type WorkerWalker,
 } from "../../src/turns/map/index.js";
-import { packMeta } from "../../src/turns/map/listing.mjs";
+import { FILE, NOT_DESCENDED } from "../../src/turns/map/listing.mjs";
 
 // ---------------------------------------------------------------------------------------
 // helpers
@@ -65,7 +65,8 @@ function mapOf(...names: string[]): WalkResult {
   const listing = {
     count: names.length,
     names: names.map((n) => n.replace(/\/$/, "")).join("/"),
-    meta: Uint32Array.from(names, (n) => packMeta(0, n.endsWith("/"))),
+    kinds: Int32Array.from(names, (n) => (n.endsWith("/") ? NOT_DESCENDED : FILE)),
+    kids: Uint32Array.of(names.length),
   };
   return { kind: "ok", listing, total: names.length };
 }

@@ -1,12 +1,14 @@
 /** Types of listing.mjs (plain JS so the worker thread can load it without a TS loader). */
 
-/** A walk's kept entries, packed (see listing.mjs). */
+/** A walk's kept entries, packed, breadth first (see listing.mjs). */
 export interface Listing {
   readonly count: number;
-  /** Sanitised names in tree order, joined by "/". */
+  /** Sanitised names, breadth first, joined by "/". */
   readonly names: string;
-  /** Per entry: (level << 1) | isDir; level 0 is a child of the root. */
-  readonly meta: Uint32Array;
+  /** Per entry: the queue slot of a directory the walk read (>= 0), NOT_DESCENDED or FILE. */
+  readonly kinds: Int32Array;
+  /** Per queue slot (0: the root): how many of its children were kept. */
+  readonly kids: Uint32Array;
 }
 
 export interface ListedEntry {
@@ -15,5 +17,6 @@ export interface ListedEntry {
 }
 
 export declare const NAME_SEPARATOR: string;
-export declare function packMeta(level: number, isDir: boolean): number;
+export declare const NOT_DESCENDED: number;
+export declare const FILE: number;
 export declare function listingEntries(listing: Listing): ListedEntry[];

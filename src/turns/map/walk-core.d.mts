@@ -19,7 +19,7 @@ export type WalkOutcome =
   | {
       readonly kind: "ok";
       readonly realRoot: string;
-      /** Kept entries in tree order, names sanitised (no control characters), packed (listing.mjs). */
+      /** Kept entries, names sanitised (no control characters), packed (listing.mjs). */
       readonly listing: Listing;
       readonly shown: number;
       /** Entries found within the depth limit, after gitignore rules. */

@@ -19,7 +19,7 @@
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import ignore from "ignore";
-import { NAME_SEPARATOR, packMeta } from "./listing.mjs";
+import { FILE, NAME_SEPARATOR, NOT_DESCENDED } from "./listing.mjs";
 
 /** Directory names that are never descended into, wherever they appear. */
 export const OPAQUE_COMPONENTS = Object.freeze([
@@ -263,7 +263,8 @@ function escapeGlob(p) {
 
 /**
  * Walks `root` synchronously, breadth first (so a truncated map keeps the top of the tree),
- * and returns the kept entries in tree order (siblings sorted by name). Must only run on a
+ * and returns the kept entries packed (listing.mjs; listingEntries gives them in tree order,
+ * siblings sorted by name). Must only run on a
  * dedicated thread: every call here can block for as long as the filesystem likes.
  *
  * @param {string} root
@@ -309,18 +310,18 @@ export function walkTree(root, options) {
 
   const rootDev = rootStat.dev;
 
-  // Flat, parallel arrays rather than a tree of objects: a 50,000-entry walk allocates little
-  // beyond the Dirents and the names themselves.
-  // Kept entries, in breadth-first order (names raw: sanitised once, over the whole listing):
-  /** @type {string[]} */ const entName = [];
-  /** @type {number[]} */ const entKind = []; // queue slot of a directory to descend; NOT_DESCENDED; FILE
+  // Flat, parallel arrays rather than a tree of objects, in the listing's shape (listing.mjs).
+  // Kept entries, breadth first: each directory's names joined as soon as it is read (raw:
+  // sanitised once, over the whole listing), and each entry's kind.
+  /** @type {string[]} */ const chunks = [];
+  /** @type {number[]} */ const entKind = [];
+  let kept = 0;
   // Directories to read (the queue), by slot; slot 0 is the root:
   /** @type {string[]} */ const qAbs = [realRoot];
   /** @type {string[]} */ const qRel = [""];
   /** @type {number[]} */ const qDepth = [0];
   /** @type {(readonly RuleSet[])[]} */ const qRules = [EMPTY_RULES];
-  /** @type {number[]} */ const kidStart = [0]; // first kept child (entry index) of a slot
-  /** @type {number[]} */ const kidCount = [0];
+  /** @type {number[]} */ const kidCount = [0]; // kept children of a slot
 
   let total = 0;
   let unreadable = 0;
@@ -335,7 +336,6 @@ export function walkTree(root, options) {
     const depth = /** @type {number} */ (qDepth[qi]);
     let rules = /** @type {readonly RuleSet[]} */ (qRules[qi]);
     qRules[qi] = EMPTY_RULES;
-    kidStart[qi] = entName.length;
     kidCount[qi] = 0;
 
     if (depth > 0) {
@@ -385,6 +385,7 @@ export function walkTree(root, options) {
     if (!sorted) dirents.sort(byName);
 
     const descend = depth + 1 < maxDepth;
+    /** @type {string[]} */ const keptNames = [];
     for (const d of dirents) {
       const name = d.name;
       if (name === ".git") continue;
@@ -403,8 +404,8 @@ export function walkTree(root, options) {
       const childRel = rules.length > 0 || isDir ? (rel === "" ? name : rel + "/" + name) : "";
       if (rules.length > 0 && isIgnored(rules, childRel, isDir)) continue;
       total++;
-      const keep = entName.length < maxEntries;
-      let kind = isDir ? NOT_DESCENDED : FILE;
+      const keep = kept < maxEntries;
+      let kind = isDir ? NOT_DESCENDED : FILE; // or the queue slot of a directory to read
       if (isDir && descend) {
         const childAbs = abs + path.sep + name;
         if (isOpaqueComponent(name) || homeLibraries.has(childAbs)) {
@@ -423,22 +424,25 @@ export function walkTree(root, options) {
       }
       if (keep) {
         if (name.length > maxNameLength) longName = true;
-        entName.push(name);
+        keptNames.push(name);
         entKind.push(kind);
-        kidCount[qi] = /** @type {number} */ (kidCount[qi]) + 1;
+        kept++;
       }
     }
+    kidCount[qi] = keptNames.length;
+    if (keptNames.length > 0) chunks.push(keptNames.join(NAME_SEPARATOR));
   }
 
-  const listing = treeOrder(entName, entKind, kidStart, kidCount);
+  let names = chunks.join(NAME_SEPARATOR);
   // One scan of the joined names (the separator is safe) instead of one regex call per name;
   // only a listing with a control character or an over-long name pays for sanitising.
-  if (longName || UNSAFE_TEST.test(listing.names)) {
-    listing.names = listing.names
+  if (longName || UNSAFE_TEST.test(names)) {
+    names = names
       .split(NAME_SEPARATOR)
       .map((n) => sanitizeName(n, maxNameLength))
       .join(NAME_SEPARATOR);
   }
+  const listing = { count: kept, names, kinds: Int32Array.from(entKind), kids: Uint32Array.from(kidCount) };
 
   return {
     kind: "ok",
@@ -452,47 +456,6 @@ export function walkTree(root, options) {
     prunedOpaque,
     prunedMounts,
   };
-}
-
-/** An entry's kind, beside the queue slots (>= 0) of directories to descend. */
-const NOT_DESCENDED = -1;
-const FILE = -2;
-
-/**
- * The kept entries in tree order (depth first, siblings sorted), iteratively: a deep tree
- * cannot overflow the stack. Every kept entry's parent was kept before it (breadth first), so
- * nothing dangles.
- * @param {string[]} entName
- * @param {number[]} entKind
- * @param {number[]} kidStart
- * @param {number[]} kidCount
- */
-function treeOrder(entName, entKind, kidStart, kidCount) {
-  const count = entName.length;
-  const meta = new Uint32Array(count);
-  /** @type {string[]} */ const names = []; // not new Array(count): past ~100,000 that is a slow, dictionary array
-  /** @type {number[]} */ const stackPos = [/** @type {number} */ (kidStart[0])];
-  /** @type {number[]} */ const stackEnd = [/** @type {number} */ (kidStart[0]) + /** @type {number} */ (kidCount[0])];
-  let out = 0;
-  while (stackPos.length > 0) {
-    const top = stackPos.length - 1;
-    const pos = /** @type {number} */ (stackPos[top]);
-    if (pos >= /** @type {number} */ (stackEnd[top])) {
-      stackPos.pop();
-      stackEnd.pop();
-      continue;
-    }
-    stackPos[top] = pos + 1;
-    const kind = /** @type {number} */ (entKind[pos]);
-    names.push(/** @type {string} */ (entName[pos]));
-    meta[out++] = packMeta(top, kind !== FILE);
-    if (kind >= 0 && /** @type {number} */ (kidCount[kind]) > 0) {
-      const ks = /** @type {number} */ (kidStart[kind]);
-      stackPos.push(ks);
-      stackEnd.push(ks + /** @type {number} */ (kidCount[kind]));
-    }
-  }
-  return { count, names: names.join(NAME_SEPARATOR), meta };
 }
 
 /** @type {readonly RuleSet[]} */
