@@ -8,6 +8,7 @@ import {
   compileGitignore,
   createWorkerWalker,
   isIgnored,
+  listingEntries,
   readMapConfig,
   sanitizeName,
   skipReason,
@@ -18,6 +19,7 @@ import {
   type Walker,
   type WorkerWalker,
 } from "../../src/turns/map/index.js";
+import { FILE, NOT_DESCENDED } from "../../src/turns/map/listing.mjs";
 
 // ---------------------------------------------------------------------------------------
 // helpers
@@ -58,8 +60,21 @@ function controlledWalker() {
   return { walker, calls };
 }
 
+/** A walk's result listing top-level entries ("name/" for a directory). */
 function mapOf(...names: string[]): WalkResult {
-  return { kind: "ok", entries: names.map((n) => ({ path: n, isDir: n.endsWith("/") })), total: names.length };
+  const listing = {
+    count: names.length,
+    names: names.map((n) => n.replace(/\/$/, "")).join("/"),
+    kinds: Int32Array.from(names, (n) => (n.endsWith("/") ? NOT_DESCENDED : FILE)),
+    kids: Uint32Array.of(names.length),
+  };
+  return { kind: "ok", listing, total: names.length };
+}
+
+/** The entries of a real walk's result, as "path" or "path/" for a directory. */
+function walked(result: WalkResult): string[] {
+  if (result.kind !== "ok") throw new Error(`no listing: ${JSON.stringify(result)}`);
+  return listingEntries(result.listing).map((e) => e.path + (e.isDir ? "/" : ""));
 }
 
 async function timed<T>(p: Promise<T>): Promise<{ value: T; ms: number }> {
@@ -402,9 +417,8 @@ describe("workspace map: pruning mid-walk (real directories)", () => {
   it.skipIf(!REQUIRE_SERVICES && (!devStat || devStat.dev === devStat.shm))("never crosses a mount point (/dev/shm under /dev, where it is one)", async () => {
     const result = await walker("/dev", { maxDepth: 2, maxEntries: 10_000, home: "/nonexistent-home-for-tests" });
     expect(result.kind).toBe("ok");
-    if (result.kind !== "ok") return;
-    expect(result.entries.some((e) => e.path === "shm" && e.isDir)).toBe(true);
-    expect(result.entries.filter((e) => e.path.startsWith("shm/"))).toEqual([]);
+    expect(walked(result)).toContain("shm/");
+    expect(walked(result).filter((p) => p.startsWith("shm/") && p !== "shm/")).toEqual([]);
   });
 });
 
@@ -517,6 +531,22 @@ describe("workspace map: contents", () => {
     expect(sanitizeName("a\u202Eb\u2028c\r")).toBe("a\\u202eb\\u2028c\\r");
   });
 
+  it("a long or unsafe directory name alone is sanitised, and the paths under it use the sanitised name", async () => {
+    const long = "d".repeat(150);
+    const dir = freshDir({ [`${long}/inner.txt`]: "", "sub/x\u0085y/z.txt": "" });
+    const { service } = realService();
+    const shortened = "d".repeat(99) + "…";
+    expect(paths(await service.getMap(dir))).toEqual([`${shortened}/`, `${shortened}/inner.txt`, "sub/", "sub/x\\x85y/", "sub/x\\x85y/z.txt"]);
+  });
+
+  it("siblings are in JavaScript string order even where the filesystem lists them otherwise", async () => {
+    // libuv lists a directory in UTF-8 byte order: U+FF01 (EF BC 81) before U+1F600 (F0 9F 98 80).
+    // In UTF-16 code units U+1F600 (D83D DE00) comes first, as from-paths.ts sorts.
+    const dir = freshDir({ "\uFF01": "", "\u{1F600}": "", a: "" });
+    const { service } = realService();
+    expect(paths(await service.getMap(dir))).toEqual(["a", "\u{1F600}", "\uFF01"]);
+  });
+
   it("escapes exactly the C0 and C1 controls, DEL, U+2028/U+2029 and the bidi overrides and isolates", () => {
     const unsafe = (cp: number) =>
       cp <= 0x1f || (cp >= 0x7f && cp <= 0x9f) || cp === 0x2028 || cp === 0x2029 || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
@@ -547,7 +577,7 @@ describe("workspace map: contents", () => {
     expect(result.kind).toBe("ok");
     if (result.kind !== "ok") return;
     expect(result.total).toBe(1010);
-    expect(result.entries.map((e) => e.path + (e.isDir ? "/" : ""))).toEqual(expected);
+    expect(walked(result)).toEqual(expected);
     // The worker answered and was kept for the next walk.
     await walker(dir, { maxDepth: 1 });
     expect(walker.stats().spawned).toBeLessThanOrEqual(before + 1);
@@ -650,7 +680,7 @@ describe("workspace map: gitignore semantics", () => {
     const result = await walker(dir, { maxDepth: 10, maxEntries: 1000, home: "/nonexistent-home-for-tests" });
     expect(result.kind).toBe("ok");
     if (result.kind !== "ok") return;
-    expect(result.entries.map((e) => e.path + (e.isDir ? "/" : ""))).toEqual([".gitignore", "src/", "src/cache"]);
+    expect(walked(result)).toEqual([".gitignore", "src/", "src/cache"]);
     expect(result.total).toBe(3);
   });
 
@@ -716,7 +746,7 @@ describe("workspace map: gitignore semantics", () => {
     const outcome = walkTree(dir, { maxDepth: 10, maxEntries: 1000, home: "/nonexistent-home-for-tests" });
     expect(outcome.kind).toBe("ok");
     if (outcome.kind !== "ok") return;
-    expect(outcome.paths).toEqual(["a.log", "sub", "sub/.gitignore", "sub/b.log"]);
+    expect(listingEntries(outcome.listing).map((e) => e.path)).toEqual(["a.log", "sub", "sub/.gitignore", "sub/b.log"]);
     expect(outcome.unreadableGitignores).toBe(1);
     expect(outcome.unreadable).toBe(0);
   });

@@ -25,6 +25,7 @@
  */
 import { homedir } from "node:os";
 import { MAP_VARIABLES, readMapConfig, validateMapConfig, type MapConfig } from "./config.js";
+import { listingEntries } from "./listing.mjs";
 import { renderMap } from "./render.js";
 import type { Clock, MapLogger, MapResult, SkipReason, WalkResult, Walker, WorkspaceMap } from "./types.js";
 import { skipReason } from "./walk-core.mjs";
@@ -173,15 +174,16 @@ export class WorkspaceMapService {
     const now = this.clock.now();
     let out: Settled;
     if (result.kind === "ok") {
-      const total = Math.max(result.total, result.entries.length);
+      const entries = listingEntries(result.listing);
+      const total = Math.max(result.total, entries.length);
       const map: WorkspaceMap = Object.freeze({
         root,
-        entries: result.entries,
-        shown: result.entries.length,
+        entries,
+        shown: entries.length,
         total,
-        truncated: total > result.entries.length,
+        truncated: total > entries.length,
         maxDepth: this.config.maxDepth,
-        text: renderMap(result.entries, { total, maxDepth: this.config.maxDepth }),
+        text: renderMap(entries, { total, maxDepth: this.config.maxDepth }),
         builtAt: now,
       });
       out = { status: "ok", map };

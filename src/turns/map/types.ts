@@ -1,12 +1,10 @@
+import type { ListedEntry, Listing } from "./listing.mjs";
 import type { SkipReason, WalkOptions } from "./walk-core.mjs";
 
-export type { SkipReason, WalkOptions };
+export type { Listing, SkipReason, WalkOptions };
 
 /** One entry of the map: a "/"-separated path relative to the root, sanitised. */
-export interface MapEntry {
-  readonly path: string;
-  readonly isDir: boolean;
-}
+export type MapEntry = ListedEntry;
 
 export interface WorkspaceMap {
   /** The root as given by the caller (never canonicalised on the request path). */
@@ -38,9 +36,12 @@ export type MapResult =
   /** No map: the walk itself failed (root missing, not a directory, unreadable). */
   | { readonly status: "failed"; readonly code: string; readonly message: string };
 
-/** What a walk returns, on the main thread. */
+/**
+ * What a walk returns, on the main thread. The kept entries stay packed as the worker sent
+ * them (listing.mjs); listingEntries makes them objects when the map is built.
+ */
 export type WalkResult =
-  | { readonly kind: "ok"; readonly entries: readonly MapEntry[]; readonly total: number }
+  | { readonly kind: "ok"; readonly listing: Listing; readonly total: number }
   | { readonly kind: "skipped"; readonly reason: SkipReason }
   | { readonly kind: "error"; readonly code: string; readonly message: string };
 

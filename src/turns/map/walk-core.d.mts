@@ -1,5 +1,6 @@
 /** Types of walk-core.mjs (plain JS so the worker thread can load it without a TS loader). */
 import type { Ignore } from "ignore";
+import type { Listing } from "./listing.d.mts";
 
 export type SkipReason = "home_directory" | "filesystem_root" | "opaque_tree";
 
@@ -18,10 +19,8 @@ export type WalkOutcome =
   | {
       readonly kind: "ok";
       readonly realRoot: string;
-      /** Kept entries in tree order, "/"-separated and sanitised (no control characters). */
-      readonly paths: string[];
-      /** 1 where the entry at the same index of paths is a directory. */
-      readonly dirs: Uint8Array;
+      /** Kept entries, names sanitised (no control characters), packed (listing.mjs). */
+      readonly listing: Listing;
       readonly shown: number;
       /** Entries found within the depth limit, after gitignore rules. */
       readonly total: number;

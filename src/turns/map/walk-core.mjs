@@ -19,6 +19,7 @@
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import ignore from "ignore";
+import { FILE, NAME_SEPARATOR, NOT_DESCENDED } from "./listing.mjs";
 
 /** Directory names that are never descended into, wherever they appear. */
 export const OPAQUE_COMPONENTS = Object.freeze([
@@ -262,7 +263,8 @@ function escapeGlob(p) {
 
 /**
  * Walks `root` synchronously, breadth first (so a truncated map keeps the top of the tree),
- * and returns the kept entries in tree order (siblings sorted by name). Must only run on a
+ * and returns the kept entries packed (listing.mjs; listingEntries gives them in tree order,
+ * siblings sorted by name). Must only run on a
  * dedicated thread: every call here can block for as long as the filesystem likes.
  *
  * @param {string} root
@@ -308,25 +310,25 @@ export function walkTree(root, options) {
 
   const rootDev = rootStat.dev;
 
-  // Flat, parallel arrays rather than a tree of objects: a 50,000-entry walk allocates little
-  // beyond the Dirents and the names themselves.
-  // Kept entries, in breadth-first order:
-  /** @type {string[]} */ const entName = [];
-  /** @type {number[]} */ const entIsDir = [];
-  /** @type {number[]} */ const entSlot = []; // queue slot of a directory to descend, else -1
+  // Flat, parallel arrays rather than a tree of objects, in the listing's shape (listing.mjs).
+  // Kept entries, breadth first: each directory's names joined as soon as it is read (raw:
+  // sanitised once, over the whole listing), and each entry's kind.
+  /** @type {string[]} */ const chunks = [];
+  /** @type {number[]} */ const entKind = [];
+  let kept = 0;
   // Directories to read (the queue), by slot; slot 0 is the root:
   /** @type {string[]} */ const qAbs = [realRoot];
   /** @type {string[]} */ const qRel = [""];
   /** @type {number[]} */ const qDepth = [0];
   /** @type {(readonly RuleSet[])[]} */ const qRules = [EMPTY_RULES];
-  /** @type {number[]} */ const kidStart = [0]; // first kept child (entry index) of a slot
-  /** @type {number[]} */ const kidCount = [0];
+  /** @type {number[]} */ const kidCount = [0]; // kept children of a slot
 
   let total = 0;
   let unreadable = 0;
   let unreadableGitignores = 0;
   let prunedOpaque = 0;
   let prunedMounts = 0;
+  let longName = false;
 
   for (let qi = 0; qi < qAbs.length; qi++) {
     const abs = /** @type {string} */ (qAbs[qi]);
@@ -334,7 +336,6 @@ export function walkTree(root, options) {
     const depth = /** @type {number} */ (qDepth[qi]);
     let rules = /** @type {readonly RuleSet[]} */ (qRules[qi]);
     qRules[qi] = EMPTY_RULES;
-    kidStart[qi] = entName.length;
     kidCount[qi] = 0;
 
     if (depth > 0) {
@@ -361,8 +362,15 @@ export function walkTree(root, options) {
       continue;
     }
 
+    // One pass finds the .gitignore and whether the names are already in order (libuv's
+    // scandir sorts them on POSIX, so the sort below is usually skipped).
+    let sorted = true;
+    let prev = "";
     for (const d of dirents) {
-      if (d.name === ".gitignore" && !d.isDirectory()) {
+      const name = d.name;
+      if (name < prev) sorted = false;
+      prev = name;
+      if (name === ".gitignore" && !d.isDirectory()) {
         let text;
         try {
           text = readFileSync(abs + path.sep + ".gitignore", "utf8");
@@ -372,12 +380,12 @@ export function walkTree(root, options) {
           unreadableGitignores++;
         }
         if (text !== undefined) rules = rules.concat([{ base: rel, rules: compileGitignore(text) }]);
-        break;
       }
     }
+    if (!sorted) dirents.sort(byName);
 
-    dirents.sort(byName);
     const descend = depth + 1 < maxDepth;
+    /** @type {string[]} */ const keptNames = [];
     for (const d of dirents) {
       const name = d.name;
       if (name === ".git") continue;
@@ -396,8 +404,8 @@ export function walkTree(root, options) {
       const childRel = rules.length > 0 || isDir ? (rel === "" ? name : rel + "/" + name) : "";
       if (rules.length > 0 && isIgnored(rules, childRel, isDir)) continue;
       total++;
-      const keep = entName.length < maxEntries;
-      let slot = -1;
+      const keep = kept < maxEntries;
+      let kind = isDir ? NOT_DESCENDED : FILE; // or the queue slot of a directory to read
       if (isDir && descend) {
         const childAbs = abs + path.sep + name;
         if (isOpaqueComponent(name) || homeLibraries.has(childAbs)) {
@@ -405,7 +413,7 @@ export function walkTree(root, options) {
           prunedOpaque++;
         } else {
           // Over the entry limit a directory is still read, to count ("showing N of M").
-          slot = qAbs.length;
+          kind = qAbs.length;
           qAbs.push(childAbs);
           qRel.push(childRel);
           qDepth.push(depth + 1);
@@ -415,53 +423,34 @@ export function walkTree(root, options) {
         }
       }
       if (keep) {
-        entName.push(sanitizeName(name, maxNameLength));
-        entIsDir.push(isDir ? 1 : 0);
-        entSlot.push(slot);
-        kidCount[qi] = /** @type {number} */ (kidCount[qi]) + 1;
+        if (name.length > maxNameLength) longName = true;
+        keptNames.push(name);
+        entKind.push(kind);
+        kept++;
       }
     }
+    kidCount[qi] = keptNames.length;
+    if (keptNames.length > 0) chunks.push(keptNames.join(NAME_SEPARATOR));
   }
 
-  // Tree order (depth first, siblings sorted), iteratively: a deep tree cannot overflow the
-  // stack. Every kept entry's parent was kept before it (breadth first), so nothing dangles.
-  /** @type {string[]} */
-  const paths = [];
-  const dirs = new Uint8Array(entName.length);
-  /** @type {number[]} */ const stackPos = [/** @type {number} */ (kidStart[0])];
-  /** @type {number[]} */ const stackEnd = [/** @type {number} */ (kidStart[0]) + /** @type {number} */ (kidCount[0])];
-  /** @type {string[]} */ const stackPrefix = [""];
-  while (stackPos.length > 0) {
-    const top = stackPos.length - 1;
-    const pos = /** @type {number} */ (stackPos[top]);
-    if (pos >= /** @type {number} */ (stackEnd[top])) {
-      stackPos.pop();
-      stackEnd.pop();
-      stackPrefix.pop();
-      continue;
-    }
-    stackPos[top] = pos + 1;
-    const prefix = /** @type {string} */ (stackPrefix[top]);
-    const p = prefix === "" ? /** @type {string} */ (entName[pos]) : prefix + "/" + entName[pos];
-    dirs[paths.length] = /** @type {number} */ (entIsDir[pos]);
-    paths.push(p);
-    const slot = /** @type {number} */ (entSlot[pos]);
-    if (slot !== -1 && /** @type {number} */ (kidCount[slot]) > 0) {
-      const ks = /** @type {number} */ (kidStart[slot]);
-      stackPos.push(ks);
-      stackEnd.push(ks + /** @type {number} */ (kidCount[slot]));
-      stackPrefix.push(p);
-    }
+  let names = chunks.join(NAME_SEPARATOR);
+  // One scan of the joined names (the separator is safe) instead of one regex call per name;
+  // only a listing with a control character or an over-long name pays for sanitising.
+  if (longName || UNSAFE_TEST.test(names)) {
+    names = names
+      .split(NAME_SEPARATOR)
+      .map((n) => sanitizeName(n, maxNameLength))
+      .join(NAME_SEPARATOR);
   }
+  const listing = { count: kept, names, kinds: Int32Array.from(entKind), kids: Uint32Array.from(kidCount) };
 
   return {
     kind: "ok",
     realRoot,
-    paths,
-    dirs,
-    shown: paths.length,
+    listing,
+    shown: listing.count,
     total,
-    truncated: total > paths.length,
+    truncated: total > listing.count,
     unreadable,
     unreadableGitignores,
     prunedOpaque,

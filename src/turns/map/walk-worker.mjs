@@ -6,7 +6,7 @@
  * dns.lookup of the process: four wedged reads there stall the whole service).
  *
  * Protocol: the parent posts { id, root, options }; the worker answers { id, outcome }, with
- * the entries' directory flags transferred rather than copied. One walk at a time: the walk
+ * the listing's arrays transferred rather than copied (listing.mjs). One walk at a time: the walk
  * is synchronous, so a second message would queue behind it anyway — the parent never sends
  * one before the answer.
  */
@@ -23,12 +23,6 @@ port.on("message", (/** @type {{ id: number, root: string, options: import("./wa
   } catch (err) {
     outcome = { kind: "error", code: "EWALK", message: err instanceof Error ? err.message : String(err) };
   }
-  if (outcome.kind === "ok") {
-    // Names are sanitised (no newlines), so one joined string clones far faster than an
-    // array of 50,000 strings.
-    const { paths, ...rest } = outcome;
-    port.postMessage({ id: msg.id, outcome: { ...rest, paths: paths.join("\n") } }, [outcome.dirs.buffer]);
-  } else {
-    port.postMessage({ id: msg.id, outcome });
-  }
+  // The listing's names are one string (one copy); its arrays are moved, not copied.
+  port.postMessage({ id: msg.id, outcome }, outcome.kind === "ok" ? [outcome.listing.kinds.buffer, outcome.listing.kids.buffer] : []);
 });

@@ -20,7 +20,7 @@
  */
 import { Worker } from "node:worker_threads";
 import type { WalkOptions, WalkOutcome } from "./walk-core.mjs";
-import type { MapEntry, WalkResult, Walker } from "./types.js";
+import type { WalkResult, Walker } from "./types.js";
 
 export interface WorkerWalkerOptions {
   /** Idle workers kept for reuse (default 1). */
@@ -38,8 +38,6 @@ export interface WorkerWalker extends Walker {
   close(): Promise<void>;
   stats(): { busy: number; idle: number; spawned: number };
 }
-
-type WireOutcome = Exclude<WalkOutcome, { kind: "ok" }> | (Omit<Extract<WalkOutcome, { kind: "ok" }>, "paths"> & { paths: string });
 
 interface IdleWorker {
   worker: Worker;
@@ -106,7 +104,7 @@ export function createWorkerWalker(options: WorkerWalkerOptions = {}): WorkerWal
         worker.off("error", onError);
         worker.off("exit", onExit);
       };
-      const onMessage = (msg: { id: number; outcome: WireOutcome }): void => {
+      const onMessage = (msg: { id: number; outcome: WalkOutcome }): void => {
         if (msg.id !== id) return;
         cleanup();
         release(worker);
@@ -151,10 +149,7 @@ export function createWorkerWalker(options: WorkerWalkerOptions = {}): WorkerWal
   });
 }
 
-function fromWire(outcome: WireOutcome): WalkResult {
+function fromWire(outcome: WalkOutcome): WalkResult {
   if (outcome.kind !== "ok") return outcome;
-  const paths = outcome.shown === 0 ? [] : outcome.paths.split("\n");
-  const entries: MapEntry[] = new Array(paths.length);
-  for (let i = 0; i < paths.length; i++) entries[i] = { path: paths[i]!, isDir: outcome.dirs[i] === 1 };
-  return { kind: "ok", entries, total: outcome.total };
+  return { kind: "ok", listing: outcome.listing, total: outcome.total };
 }
