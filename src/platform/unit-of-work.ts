@@ -34,12 +34,10 @@ export interface Change {
   prepare(event: EventInput): PreparedEvent["row"];
   /**
    * Says that a statement of the change stored events itself (a set-based INSERT … SELECT,
-   * through outbox.insertEventsFrom or outbox.numberedEvents): delivery is woken after commit;
-   * followers get those events through the feed. `numbered`: the statement numbered them.
+   * through outbox.insertEventsFrom, seq NULL): delivery is woken after commit; followers get
+   * those events through the feed.
    */
-  storedEvents(numbered?: boolean): void;
-  /** Whether a statement numbering its own events (outbox.numberedEvents) sends the NOTIFY (outbox.notifying). */
-  readonly notify: boolean;
+  storedEvents(): void;
 }
 
 /** An in-process follower of committed changes. */
@@ -75,17 +73,14 @@ export class UnitOfWork {
   async run<T>(work: (change: Change) => Promise<T>): Promise<T> {
     let prepared: PreparedEvent[] = [];
     let embedded: PreparedEvent[] = [];
-    let storedNumbered = false;
-    let storedUnnumbered = false;
-    const result = await notifying((notify) => this.retryingConflicts(() => this.db.transaction().execute(async (trx) => {
+    let storedByStatement = false;
+    const result = await this.retryingConflicts(() => this.db.transaction().execute(async (trx) => {
       // A retried callback must not carry the events of an attempt that rolled back.
       prepared = [];
       embedded = [];
-      storedNumbered = false;
-      storedUnnumbered = false;
+      storedByStatement = false;
       const r = await work({
         trx,
-        notify,
         record: (...events) => {
           for (const e of events) prepared.push(prepareEvent(e));
         },
@@ -94,17 +89,14 @@ export class UnitOfWork {
           embedded.push(p);
           return p.row;
         },
-        storedEvents: (numbered = false) => {
-          if (numbered) storedNumbered = true;
-          else storedUnnumbered = true;
+        storedEvents: () => {
+          storedByStatement = true;
         },
       });
       if (prepared.length > 0) await insertEvents(prepared.map((p) => p.row)).execute(trx);
       return r;
-    })), this.logger);
-    const all = [...embedded, ...prepared];
-    // Only rows the change's statements numbered themselves spare delivery a sequencer pass.
-    this.afterCommit(all, storedNumbered || storedUnnumbered, storedNumbered && !storedUnnumbered && all.length === 0);
+    }));
+    this.afterCommit([...embedded, ...prepared], storedByStatement);
     return result;
   }
 

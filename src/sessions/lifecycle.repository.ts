@@ -7,7 +7,7 @@
  * migrations/0002_lifecycle.ts) are typed in src/platform/schema.ts.
  */
 import { sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from "kysely";
-import { numberedEvents } from "../platform/outbox.js";
+import { insertEventsFrom } from "../platform/outbox.js";
 import { TERMINAL_STATES } from "./changeset-states.js";
 import type { ChangesetStateName, Database, WorkspaceTable } from "../platform/schema.js";
 import type { ChangesetRow } from "./registry.repository.js";
@@ -294,46 +294,37 @@ export interface SetEvent {
   readonly payload: Uint8Array;
 }
 
-/** The workspaces a set-based UPDATE changed, and whether its statement numbered their events. */
-export interface SetChange {
-  readonly ids: string[];
-  readonly numbered: boolean;
-}
-
 /**
  * Runs `update` (an UPDATE … RETURNING the LifecycleRow columns) and stores one event per
- * changed row in the same statement, numbered by it (outbox.numberedEvents: no second write of
- * 100,000 rows by sequencer passes); no row travels to Node and back, so 100,000 rows take one
- * round trip. From the numbering on, the transaction holds the outbox head's row lock: every
- * other numbering waits for its commit, so a set-based change is the last statement that writes
- * much in its transaction.
+ * changed row in the same statement: no row travels to Node and back, so 100,000 rows take one
+ * round trip. Returns the ids of the changed workspaces.
  */
-async function updateWithEvents(trx: Transaction<Database>, update: RawBuilder<unknown>, ev: SetEvent, notify: boolean): Promise<SetChange> {
-  const r = await sql<{ id: string; head: unknown }>`
+async function updateWithEvents(trx: Transaction<Database>, update: RawBuilder<unknown>, ev: SetEvent): Promise<string[]> {
+  const r = await sql<{ id: string }>`
     WITH changed AS (${update}),
-    ${numberedEvents(sql`
-      SELECT id, gen_random_uuid(), ${ev.kind}::text, repo_id, session_id, id, agent_id, changeset_id, ${ev.at}::timestamptz, ${ev.reason}::text, ${ev.payload}::bytea
-      FROM changed`, notify)}
-    SELECT c.id, n.head FROM changed c CROSS JOIN numbering_result n`.execute(trx);
-  return { ids: r.rows.map((row) => row.id), numbered: r.rows.length > 0 && r.rows[0]!.head != null };
+    stored AS (${insertEventsFrom(sql`
+      SELECT gen_random_uuid(), ${ev.kind}, repo_id, session_id, id, agent_id, changeset_id, ${ev.at}, ${ev.reason}, ${ev.payload}
+      FROM changed ORDER BY id`)})
+    SELECT id FROM changed`.execute(trx);
+  return r.rows.map((row) => row.id);
 }
 
 /** Strands every orphaned active workspace whose changeset is not terminal, with its session.stranded event. */
-export function strandOrphans(trx: Transaction<Database>, scope: OrphanScope, ev: SetEvent, notify: boolean): Promise<SetChange> {
+export function strandOrphans(trx: Transaction<Database>, scope: OrphanScope, ev: SetEvent): Promise<string[]> {
   return updateWithEvents(trx, sql`
     UPDATE workspaces AS w SET lifecycle = 'stranded', stranded_at = ${ev.at}, lifecycle_reason = ${ev.reason}
     FROM ${lockedInOrder(sql`workspaces w JOIN changesets c ON c.id = w.changeset_id`, sql`c.state NOT IN ${TERMINAL} AND w.lifecycle = 'active' AND ${orphaned(scope)}`)} AS l
     WHERE w.id = l.id AND w.lifecycle = 'active'
-    RETURNING ${RETURNING}`, ev, notify);
+    RETURNING ${RETURNING}`, ev);
 }
 
 /** Destroys every orphaned active ephemeral workspace whose changeset is terminal, with its session.destroyed event. */
-export function destroyOrphans(trx: Transaction<Database>, scope: OrphanScope, ev: SetEvent, notify: boolean): Promise<SetChange> {
+export function destroyOrphans(trx: Transaction<Database>, scope: OrphanScope, ev: SetEvent): Promise<string[]> {
   return updateWithEvents(trx, sql`
     UPDATE workspaces AS w SET lifecycle = 'destroyed', lifecycle_reason = ${ev.reason}, ended_at = ${ev.at}
     FROM ${lockedInOrder(sql`workspaces w JOIN changesets c ON c.id = w.changeset_id`, sql`c.state IN ${TERMINAL} AND w.mode = 'ephemeral' AND w.lifecycle = 'active' AND ${orphaned(scope)}`)} AS l
     WHERE w.id = l.id AND w.lifecycle = 'active'
-    RETURNING ${RETURNING}`, ev, notify);
+    RETURNING ${RETURNING}`, ev);
 }
 
 /** Takes over every orphaned active persistent workspace whose changeset is terminal (it lives until expires_at). */

@@ -72,7 +72,7 @@ export class Reconciler {
    * instance stopped or silent for 3 heartbeats by the database's clock) is: stranded (reason startup_reconcile) when its
    * changeset is not terminal; destroyed when ephemeral and terminal; adopted (owner = us) when
    * persistent and terminal, as it lives until its expires_at. Set-based: three UPDATEs, events
-   * inserted and numbered by the same statements, all in one transaction.
+   * inserted in batches, all in one transaction.
    */
   async startup(instanceName?: string): Promise<ReconcileReport> {
     if (instanceName !== undefined) this.instanceName = instanceName;
@@ -99,30 +99,26 @@ export class Reconciler {
     const reason = atStartup ? "startup_reconcile" : "owner_lost";
     const at = new Date(now);
     const out = await this.uow.run(async (change) => {
-      const { trx, notify } = change;
+      const { trx } = change;
       await repo.roomForSetStatements(trx);
-      // Each UPDATE stores and numbers its rows' events in the same statement (set-based: 100,000
-      // rows, one round trip). Numbering holds the outbox head's row lock until the commit (every
-      // instance's numbering waits meanwhile); the strand, the bulk, comes first, so that two
-      // instances reconciling the same orphans meet on its rows (locked in id order) before either
-      // holds the head.
+      // Each UPDATE stores its rows' events in the same statement (set-based: 100,000 rows, one round trip).
       const stranded = await repo.strandOrphans(trx, scope, {
         kind: "session.stranded",
         at,
         reason,
         payload: encodePayload({ case: "sessionStranded", value: { strandedAt: timestampFromMs(now) } }),
-      }, notify);
+      });
       const destroyed = await repo.destroyOrphans(trx, scope, {
         kind: "session.destroyed",
         at,
         reason: "owner_lost",
         payload: encodePayload({ case: "sessionEnded", value: { cause: "owner_lost" } }),
-      }, notify);
-      for (const c of [stranded, destroyed]) if (c.ids.length > 0) change.storedEvents(c.numbered);
-      await this.transitions.exited(change, stranded.ids, "stranded", reason, now);
-      await this.transitions.exited(change, destroyed.ids, "destroyed", "owner_lost", now);
+      });
+      if (stranded.length + destroyed.length > 0) change.storedEvents();
+      await this.transitions.exited(change, stranded, "stranded", reason, now);
+      await this.transitions.exited(change, destroyed, "destroyed", "owner_lost", now);
       const adopted = await repo.adoptOrphans(trx, scope);
-      return { stranded: stranded.ids.length, destroyed: destroyed.ids.length, adopted };
+      return { stranded: stranded.length, destroyed: destroyed.length, adopted };
     });
     if (!atStartup) {
       // Adopted at a tick: take them into memory (at startup registry.load() does).
