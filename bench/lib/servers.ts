@@ -15,6 +15,10 @@ export const HEALTH_CHECK = "/grpc.health.v1.Health/Check";
 /** The checkout whose server is measured (default this one): BENCH_BERTH_ROOT points at a snapshot while src/ is mid-edit. */
 export const BERTH_ROOT = process.env.BENCH_BERTH_ROOT ? path.resolve(process.env.BENCH_BERTH_ROOT) : ROOT;
 
+/** A module of the measured checkout (BERTH_ROOT), for in-process tools that run Berth's code without a server. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a snapshot's module has no types here
+export const berthModule = (file: string): Promise<any> => import(path.join(BERTH_ROOT, file));
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = net.createServer();

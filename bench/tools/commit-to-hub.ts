@@ -8,30 +8,23 @@
  * other writers. BENCH_BERTH_ROOT measures a snapshot of Berth.
  * Usage: npx tsx bench/tools/commit-to-hub.ts [n=300] [beside] (n = 0 with beside: the creates alone, 5 s)
  */
-import path from "node:path";
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import pg from "pg";
+import { createBenchDatabase } from "../lib/database.js";
+import { berthModule } from "../lib/servers.js";
 import pino from "pino";
 
-const root = process.env.BENCH_BERTH_ROOT ?? path.resolve(import.meta.dirname, "../..");
-const ADMIN = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const n = Number(process.argv[2] ?? 300);
 const beside = process.argv[3] === "beside";
-const imp = (p: string) => import(path.join(root, p));
-const { openDatabase } = await imp("src/platform/database.ts");
-const { migrateToLatest } = await imp("src/platform/migrate.ts");
-const { UnitOfWork } = await imp("src/platform/unit-of-work.ts");
-const { WorkspaceRegistry } = await imp("src/sessions/registry.ts");
-const { EventHub } = await imp("src/delivery/hub.ts");
+const { openDatabase } = await berthModule("src/platform/database.ts");
+const { migrateToLatest } = await berthModule("src/platform/migrate.ts");
+const { UnitOfWork } = await berthModule("src/platform/unit-of-work.ts");
+const { WorkspaceRegistry } = await berthModule("src/sessions/registry.ts");
+const { EventHub } = await berthModule("src/delivery/hub.ts");
 
-const name = `berth_lat_${randomBytes(4).toString("hex")}`;
-const admin = new pg.Client({ connectionString: ADMIN });
-await admin.connect();
-await admin.query(`CREATE DATABASE ${name}`);
-const url = new URL(ADMIN);
-url.pathname = `/${name}`;
-const opened = await openDatabase({ url: url.toString() });
+const scratch = await createBenchDatabase();
+const url = new URL(scratch.url);
+const opened = await openDatabase({ url: scratch.url });
 const pct = (xs: number[], p: number) => xs.slice().sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(2);
 try {
   await migrateToLatest(opened.db);
@@ -90,6 +83,5 @@ try {
   await reading;
 } finally {
   await opened.close();
-  await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
-  await admin.end();
+  await scratch.drop();
 }

@@ -8,29 +8,22 @@
  * create (/proc, 10 ms ticks). BENCH_BERTH_ROOT measures a snapshot of Berth.
  * Usage: npx tsx bench/tools/wal-per-create.ts [rounds=20]
  */
-import path from "node:path";
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import pg from "pg";
+import { createBenchDatabase } from "../lib/database.js";
+import { berthModule } from "../lib/servers.js";
 import pino from "pino";
 
-const root = process.env.BENCH_BERTH_ROOT ?? path.resolve(import.meta.dirname, "../..");
-const ADMIN = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const rounds = Number(process.argv[2] ?? 20);
-const imp = (p: string) => import(path.join(root, p));
-const { openDatabase } = await imp("src/platform/database.ts");
-const { migrateToLatest } = await imp("src/platform/migrate.ts");
-const { UnitOfWork } = await imp("src/platform/unit-of-work.ts");
-const { WorkspaceRegistry } = await imp("src/sessions/registry.ts");
-const { sequencePending } = await imp("src/delivery/sequencer.ts");
+const { openDatabase } = await berthModule("src/platform/database.ts");
+const { migrateToLatest } = await berthModule("src/platform/migrate.ts");
+const { UnitOfWork } = await berthModule("src/platform/unit-of-work.ts");
+const { WorkspaceRegistry } = await berthModule("src/sessions/registry.ts");
+const { sequencePending } = await berthModule("src/delivery/sequencer.ts");
 
-const name = `berth_wal_${randomBytes(4).toString("hex")}`;
-const admin = new pg.Client({ connectionString: ADMIN });
-await admin.connect();
-await admin.query(`CREATE DATABASE ${name}`);
-const url = new URL(ADMIN);
-url.pathname = `/${name}`;
-const opened = await openDatabase({ url: url.toString() });
+const scratch = await createBenchDatabase();
+const url = new URL(scratch.url);
+const opened = await openDatabase({ url: scratch.url });
 const slot = `berth_wal_${process.pid}`;
 const probe = new pg.Client({ connectionString: url.toString() });
 try {
@@ -93,6 +86,5 @@ try {
   await probe.query("SELECT pg_drop_replication_slot($1)", [slot]).catch(() => {});
   await probe.end().catch(() => {});
   await opened.close();
-  await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
-  await admin.end();
+  await scratch.drop();
 }

@@ -8,9 +8,9 @@
  * Ordering: a sequence assigned at insert would be wrong: a reader could see seq 12 committed
  * before seq 11 and skip 11 forever. Most rows are inserted with seq NULL and the sequencer
  * (src/delivery/sequencer.ts) numbers them after they commit, so readers never skip, and these
- * writers never wait for each other (their commits group). A few statements that insert many
- * events at once (a group-committed batch of creates, the reconcile) number them themselves,
- * holding the numbering lock through their commit ("Numbering" below: the one rule for both).
+ * writers never wait for each other (their commits group). A group-committed batch of creates
+ * alone in flight numbers its events itself, holding the numbering lock through its commit
+ * ("Numbering" below: the one rule for both).
  */
 import { randomUUID } from "node:crypto";
 import { create, toBinary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
