@@ -2,6 +2,7 @@
 import { create } from "@bufbuild/protobuf";
 import { WatchEventsResponseSchema, type WorkspaceService, type WatchEventsResponse } from "../../gen/berth/v1/workspace_service_pb.js";
 import type { Principal } from "../auth/principal.js";
+import { BerthError } from "../platform/errors.js";
 import type { Event } from "../delivery/event-store.js";
 import { kindPatternViolations } from "../delivery/filter.js";
 import type { EventSink, EventStream } from "../delivery/hub.js";
@@ -47,6 +48,8 @@ class WatchSink implements EventSink {
   /** A grant lookup the stream waits for. */
   private lookup: Promise<void> | undefined = undefined;
   private failure: { error: unknown } | undefined = undefined;
+  /** The caller has gone: a lookup that returns later writes nothing. */
+  private gone = false;
 
   constructor(
     private readonly out: MessageSink<WatchEventsResponse>,
@@ -64,7 +67,7 @@ class WatchSink implements EventSink {
         this.lookup = v.then(
           (ok) => {
             this.lookup = undefined;
-            if (ok) this.write(event);
+            if (ok && !this.gone) this.write(event);
             if (!this.full) this.stream?.resume();
           },
           (err: unknown) => {
@@ -92,8 +95,11 @@ class WatchSink implements EventSink {
 
   end(error?: unknown): void {
     const e = error ?? this.failure?.error;
-    // An event waiting for its grant lookup was handed over (last_seq counts it): it is written first.
-    if (this.lookup !== undefined) void this.lookup.then(() => this.settle(e ?? this.failure?.error));
+    // The caller has gone (cancelled, past its deadline, closed): nothing more is written, and its
+    // call ends now, not when a pending grant lookup returns.
+    this.gone = error === undefined || (error instanceof BerthError && error.kind === "cancelled");
+    // Otherwise an event waiting for its grant lookup was handed over (last_seq counts it): it is written first.
+    if (this.lookup !== undefined && !this.gone) void this.lookup.then(() => this.settle(e ?? this.failure?.error));
     else this.settle(e);
   }
 }

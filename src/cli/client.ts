@@ -5,7 +5,7 @@
  * BERTH_TOKEN — never from a flag, where it would show in `ps`. The CLI is a client only: no
  * domain code here.
  */
-import { createBerthClient, type BerthClient, type Interceptor, type Repository } from "@berth/client";
+import { createBerthClient, type BerthClient, type Repository } from "@berth/client";
 import type { Command } from "commander";
 import { parseAddress } from "../config.js";
 import { CliExit, UsageError, reportError, withSpinner } from "./output.js";
@@ -54,11 +54,11 @@ export function serverUrlFrom(option: string | undefined, env: NodeJS.ProcessEnv
   return raw.replace(/\/+$/, "");
 }
 
-export function connect(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env, interceptors: readonly Interceptor[] = []): Cli {
+export function connect(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Cli {
   const serverUrl = serverUrlFrom(options.server, env);
   const token = env.BERTH_TOKEN?.trim();
   const json = options.json === true;
-  const client = createBerthClient({ baseUrl: serverUrl, protocol: "connect", ...(token ? { token } : {}), interceptors });
+  const client = createBerthClient({ baseUrl: serverUrl, protocol: "connect", ...(token ? { token } : {}) });
   const fail = (err: unknown) => new CliExit(reportError(err, serverUrl, json));
   return {
     ...client,
@@ -76,10 +76,10 @@ export function connect(options: GlobalOptions, env: NodeJS.ProcessEnv = process
 }
 
 /** The client for a subcommand's action, from its global options. */
-export function cliFor(command: Command, interceptors: readonly Interceptor[] = []): Cli {
+export function cliFor(command: Command): Cli {
   const options = command.optsWithGlobals<GlobalOptions>();
   try {
-    return connect(options, process.env, interceptors);
+    return connect(options, process.env);
   } catch (err) {
     throw new CliExit(reportError(err, "", options.json === true));
   }

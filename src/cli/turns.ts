@@ -90,7 +90,7 @@ export function registerTurns(program: Command): void {
 
   turns
     .command("ls")
-    .description("list the turns of a session, or every running turn of the server (ListTurns)")
+    .description("list the turns of a session, or the running turns of the instance the call reaches (ListTurns; behind a load balancer, one instance)")
     .option("--session <id>", "only this session")
     .action(async (opts: { session?: string }, command: Command) => {
       const cli = cliFor(command);

@@ -23,6 +23,8 @@
  *
  * Event objects are shared by all subscribers: treat them as immutable.
  */
+import { setImmediate as yieldToIo } from "node:timers/promises";
+import type { PullSource } from "../platform/pull-queue.js";
 import type { Logger } from "pino";
 import { BerthError } from "../platform/errors.js";
 import type { Db } from "../platform/database.js";
@@ -73,9 +75,6 @@ const DEFAULT_POLL_MS = 2000;
  */
 const DELIVERIES_PER_TURN = 512;
 
-function yieldToIo(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 function cancelled(): BerthError {
   return new BerthError("cancelled", "CANCELLED", "the call was cancelled");
@@ -115,12 +114,12 @@ export interface EventSink {
 }
 
 /** A subscription as its consumer holds it. */
-export interface EventStream {
-  /** The sink can take events again: it is handed what was buffered, until it refuses. */
-  resume(): void;
-  /** The consumer has gone: unsubscribes; the sink's end() is called without an error. */
-  close(): void;
-}
+/**
+ * A subscription as its sink sees it: resume() (the sink can take events again: it is handed
+ * what was buffered, until it refuses) and close() (the consumer has gone: unsubscribes; the
+ * sink's end() is called without an error). The pull queue's source, so a queue can front it.
+ */
+export type EventStream = PullSource;
 
 /** What a subscription needs of its hub. */
 interface SubscriptionOwner {

@@ -38,6 +38,11 @@ export class GroupCommit<I, O> {
     private readonly options: GroupCommitOptions,
   ) {}
 
+  /** Flushes running now (a flush may ask whether it runs alone). */
+  get flushesInFlight(): number {
+    return this.inFlight;
+  }
+
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });

@@ -54,7 +54,8 @@ const names = new StatementNames();
 
 type QueryFn = (...args: unknown[]) => unknown;
 
-function isResultTypeChanged(err: unknown): boolean {
+/** PostgreSQL refused a prepared statement whose result columns changed (SQLSTATE 0A000): nothing was done, safe to run again. */
+export function isStalePreparedStatement(err: unknown): boolean {
   return typeof err === "object" && err !== null && (err as { code?: unknown }).code === "0A000" && /cached plan must not change result type/.test(String((err as { message?: unknown }).message));
 }
 
@@ -66,29 +67,45 @@ interface PreparedRegistry {
 /**
  * Makes every connection of `pool` run hot parameterised statements as named prepared
  * statements. Kysely calls `client.query(text, values)` and awaits the promise; that form is
- * the one rewritten, every other form passes through untouched.
+ * the one rewritten, every other form passes through untouched. A connection whose pg
+ * internals lack the record of prepared names (a future pg) runs everything unnamed: a name
+ * could not be forgotten after a schema change.
  */
 export function preparePoolStatements(pool: pg.Pool): void {
   pool.on("connect", (client: pg.PoolClient) => {
+    const parsed = (client as unknown as { connection?: PreparedRegistry }).connection?.parsedStatements;
+    if (parsed === undefined) return;
     const query = client.query.bind(client) as QueryFn;
-    const connection = (client as unknown as { connection?: PreparedRegistry }).connection;
+    /** Names whose statement changed shape and could not be deallocated yet (inside an aborted transaction). */
+    const stale = new Set<string>();
+    const forget = async (name: string): Promise<void> => {
+      await query(`DEALLOCATE ${name}`);
+      stale.delete(name);
+      delete parsed[name];
+    };
+    const named = async (name: string, text: string, values: unknown[]): Promise<unknown> => {
+      if (stale.has(name)) await forget(name);
+      try {
+        return await query({ name, text, values });
+      } catch (err) {
+        if (!isStalePreparedStatement(err)) throw err;
+        // Inside a transaction the error aborted it, DEALLOCATE fails too and the error is the
+        // caller's (unit-of-work runs such a transaction again): the name is replaced before its
+        // next use on this connection, so the connection never keeps failing for it.
+        stale.add(name);
+        try {
+          await forget(name);
+        } catch {
+          throw err;
+        }
+        return query(text, values);
+      }
+    };
     (client as unknown as { query: QueryFn }).query = (...args: unknown[]) => {
       const [text, values] = args;
       if (args.length !== 2 || typeof text !== "string" || !Array.isArray(values) || values.length === 0) return query(...args);
       const name = names.nameOf(text);
-      if (name === undefined) return query(text, values);
-      return (query({ name, text, values }) as Promise<unknown>).catch(async (err: unknown) => {
-        if (!isResultTypeChanged(err)) throw err;
-        // Inside a transaction the error aborted it: DEALLOCATE fails too, and the original error
-        // is the caller's (the statement stays known on both sides, to be replaced next time).
-        try {
-          await query(`DEALLOCATE ${name}`);
-        } catch {
-          throw err;
-        }
-        if (connection?.parsedStatements) delete connection.parsedStatements[name];
-        return query(text, values);
-      });
+      return name === undefined ? query(text, values) : named(name, text, values);
     };
   });
 }

@@ -64,6 +64,8 @@ export class PullQueue<T> implements AsyncIterableIterator<T> {
     }
     this.item = undefined;
     this.has = false;
+    // A next() waiting for an item ends now (a cancelled Connect stream), not never.
+    this.wake();
     return { done: true, value: undefined };
   }
 

@@ -18,6 +18,7 @@ import type { Transaction } from "kysely";
 import type { Logger } from "pino";
 import type { Db } from "./database.js";
 import { insertEvents, notifying, prepareEvent, type CommittedEvent, type EventInput, type PreparedEvent } from "./outbox.js";
+import { isStalePreparedStatement } from "./prepared-statements.js";
 import type { Database } from "./schema.js";
 
 export type Tx = Transaction<Database>;
@@ -137,7 +138,9 @@ export class UnitOfWork {
    * Runs a transaction (or statement) again when PostgreSQL aborted it for a deadlock or a
    * serialization conflict: nothing of it was committed, and the change is re-decided on the
    * new state. Multi-row writers lock in a fixed order (sessions/lifecycle.repository.ts), so this
-   * is the safety net, not the rule.
+   * is the safety net, not the rule. Also when a prepared statement's result changed shape under
+   * it (another instance's migration; platform/prepared-statements.ts replaces it before its
+   * next use).
    */
   private async retryingConflicts<T>(attempt: () => Promise<T>): Promise<T> {
     for (let n = 1; ; n++) {
@@ -145,7 +148,7 @@ export class UnitOfWork {
         return await attempt();
       } catch (err) {
         const code = (err as { code?: unknown } | null)?.code;
-        if (n >= CONFLICT_ATTEMPTS || (code !== "40P01" && code !== "40001")) throw err;
+        if (n >= CONFLICT_ATTEMPTS || (code !== "40P01" && code !== "40001" && !isStalePreparedStatement(err))) throw err;
         this.logger.warn({ err, attempt: n }, "transaction aborted by a conflict (deadlock or serialization); running it again");
       }
     }

@@ -123,12 +123,6 @@ export interface AutoNamedCreate {
 }
 
 /**
- * The common CreateWorkspace — a new DRAFT changeset, a workspace and its session.created — for a
- * batch of concurrent creates (sessions/workspace-creation.ts gathers them) as ONE statement in
- * autocommit: one round trip, one WAL flush. The batch travels as one JSON parameter (the same on
- * pg and PGlite, one plan whatever its size). All or nothing, like any statement.
- */
-/**
  * Inserts a batch of common creates in one statement, their session.created events numbered by
  * the statement itself (outbox.numberedEvents: no second write of the rows). Returns
  * whether it numbered them (false: left to the sequencer, when `number` is false or behind another

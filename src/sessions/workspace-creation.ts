@@ -62,16 +62,8 @@ export type AutoNamedCreates = GroupCommit<AutoNamedInput, string | undefined>;
 const AUTO_NAMED_BATCH = { maxBatch: 64, maxInFlight: 4 } as const;
 
 export function autoNamedCreates(uow: UnitOfWork): AutoNamedCreates {
-  let flushing = 0;
-  const alone = (): boolean => flushing === 1;
-  return new GroupCommit(async (items) => {
-    flushing++;
-    try {
-      return await flushAutoNamed(uow, items, alone);
-    } finally {
-      flushing--;
-    }
-  }, AUTO_NAMED_BATCH);
+  const commit: AutoNamedCreates = new GroupCommit((items) => flushAutoNamed(uow, items, () => commit.flushesInFlight === 1), AUTO_NAMED_BATCH);
+  return commit;
 }
 
 /**
@@ -109,7 +101,8 @@ async function flushAutoNamed(uow: UnitOfWork, items: readonly AutoNamedInput[],
     if (items.length === 1) return [{ status: "rejected", reason: err }];
   }
   // A repository of the batch does not exist, or one create failed the insert: each alone.
-  return Promise.all(items.map(async (it) => (await flushAutoNamed(uow, [it], alone))[0]!));
+  // Run side by side, these creates leave numbering to the pass (they would wait for each other's flush).
+  return Promise.all(items.map(async (it) => (await flushAutoNamed(uow, [it], () => false))[0]!));
 }
 
 /** Writes a new workspace of `repo` (with its changeset and session.created) and returns it; the caller admits it. */

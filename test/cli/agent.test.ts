@@ -94,6 +94,12 @@ describe("berth workspace and berth file", { timeout: 120_000 }, () => {
     expect(piped.stdout).toMatch(/^bytes\s+256$/m);
     const cat = await withStdin(["file", "cat", ws.sessionId, "data.bin"], Buffer.alloc(0));
     expect(Buffer.from(cat.stdout, "latin1").equals(binary)).toBe(true);
+    // Larger than a pipe's buffer: the CLI exits only once stdout has taken all of it.
+    const large = Buffer.alloc(300 * 1024, "0123456789abcdef");
+    expect((await withStdin(["file", "write", ws.sessionId, "large.txt"], large)).code).toBe(0);
+    const catLarge = await withStdin(["file", "cat", ws.sessionId, "large.txt"], Buffer.alloc(0));
+    expect(catLarge.code, catLarge.stderr).toBe(0);
+    expect(Buffer.from(catLarge.stdout, "latin1").length).toBe(large.length);
 
     const local = path.join(mkdtempSync(path.join(tmpdir(), "berth-cli-file-")), "hello.ts");
     writeFileSync(local, "export function hello() { return 1; }\n");

@@ -83,7 +83,11 @@ describe("the README's berth command tour", () => {
       if (command.includes("berth turn begin")) vars["e3b1…"] = field(r.stdout, "turn");
       if (command.includes("berth sessions resume")) vars["9a0c…"] = field(r.stdout, "new session");
       if (command.includes("berth who-touched")) expect(r.stdout).toMatch(/modified by agent-1/);
-      if (command.includes("berth claim")) expect(r.stdout).toMatch(/refused: agent-1 holds it/);
+      if (command.includes("berth claim")) {
+        // Refused for the reason the tour says (the echo after || would follow any failure).
+        expect(r.stdout).toMatch(/refused: agent-1 holds it/);
+        expect(r.stderr).toMatch(/SYMBOL_LOCKED/);
+      }
       if (command.includes("berth file cat")) expect(r.stdout).toBe("hello\n");
       if (command.includes("berth sessions strand")) {
         // The attach held the ephemeral session until it was stranded under it, and then said so.

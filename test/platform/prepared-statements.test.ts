@@ -46,4 +46,21 @@ needs({ postgres: true })("named prepared statements on pg", () => {
     // And the statement is prepared again on the new shape.
     for (let i = 0; i < 4; i++) expect((await read()).rows).toEqual([{ id: 1, a: "x", b: 7 }]);
   });
+
+  needs({ postgres: true }).it("inside a transaction, the changed statement fails that transaction only: the next one on the connection answers", async () => {
+    await sql`CREATE TABLE grows_tx (id int PRIMARY KEY, a text)`.execute(one.db);
+    await sql`INSERT INTO grows_tx VALUES (1, 'x')`.execute(one.db);
+    const read = (db: typeof one.db) => sql<Record<string, unknown>>`SELECT * FROM grows_tx WHERE id = ${1}`.execute(db);
+    for (let i = 0; i < 5; i++) expect((await read(one.db)).rows).toEqual([{ id: 1, a: "x" }]);
+    const other = await database.reopen();
+    try {
+      await sql`ALTER TABLE grows_tx ADD COLUMN b int DEFAULT 7`.execute(other.db);
+    } finally {
+      await other.close();
+    }
+    // The error aborts the transaction it ran in (the unit of work runs such a transaction again).
+    await expect(one.db.transaction().execute((trx) => read(trx))).rejects.toMatchObject({ code: "0A000" });
+    expect((await one.db.transaction().execute((trx) => read(trx))).rows).toEqual([{ id: 1, a: "x", b: 7 }]);
+    expect((await read(one.db)).rows).toEqual([{ id: 1, a: "x", b: 7 }]);
+  });
 });

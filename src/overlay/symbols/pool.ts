@@ -172,14 +172,17 @@ export class SymbolPool implements SymbolDiffer {
       if (slot.queue.length > 0) this.arm(slot);
       head.resolve(a.changes);
     });
-    // An uncaught error is followed by the exit event: the exit handles both.
-    worker.on("error", () => {});
-    worker.on("exit", () => {
+    // An uncaught error is followed by the exit event: the exit reports both, with the error's message.
+    let failure: string | undefined;
+    worker.on("error", (err: Error) => {
+      failure = err.message;
+    });
+    worker.on("exit", (code: number) => {
       if (slot.worker !== worker) return;
       // The oldest request is the one the worker was running: the only one that can have killed it.
       const running = slot.queue[0];
       if (running) running.deaths++;
-      this.lost(slot, "the symbol worker exited", (p) => p.deaths < 2);
+      this.lost(slot, `the symbol worker exited (code ${code}${failure === undefined ? "" : `: ${failure}`})`, (p) => p.deaths < 2);
     });
     return worker;
   }

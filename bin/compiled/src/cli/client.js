@@ -36,11 +36,11 @@ export function serverUrlFrom(option, env = process.env) {
     }
     return raw.replace(/\/+$/, "");
 }
-export function connect(options, env = process.env, interceptors = []) {
+export function connect(options, env = process.env) {
     const serverUrl = serverUrlFrom(options.server, env);
     const token = env.BERTH_TOKEN?.trim();
     const json = options.json === true;
-    const client = createBerthClient({ baseUrl: serverUrl, protocol: "connect", ...(token ? { token } : {}), interceptors });
+    const client = createBerthClient({ baseUrl: serverUrl, protocol: "connect", ...(token ? { token } : {}) });
     const fail = (err) => new CliExit(reportError(err, serverUrl, json));
     return {
         ...client,
@@ -58,10 +58,10 @@ export function connect(options, env = process.env, interceptors = []) {
     };
 }
 /** The client for a subcommand's action, from its global options. */
-export function cliFor(command, interceptors = []) {
+export function cliFor(command) {
     const options = command.optsWithGlobals();
     try {
-        return connect(options, process.env, interceptors);
+        return connect(options, process.env);
     }
     catch (err) {
         throw new CliExit(reportError(err, "", options.json === true));

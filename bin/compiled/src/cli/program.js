@@ -34,26 +34,35 @@ export function createProgram(server, argv = process.argv) {
     registerClientCommands(program);
     return program;
 }
+/**
+ * Exits once stdout and stderr have handed everything to the OS: a write to a pipe is
+ * asynchronous, and process.exit drops what is still queued (`berth file cat … | sha256sum`
+ * would see the first 64 KiB). Write callbacks run in order, so the empty writes' run last.
+ */
+function exitFlushed(code) {
+    process.exitCode = code;
+    process.stdout.write("", () => process.stderr.write("", () => process.exit(code)));
+}
 /** Parses and runs; exits with the command's code (0, or those of EXIT). */
 export function runProgram(program, argv = process.argv) {
     program.parseAsync(argv).then(
     // Keep-alive sockets and timers of a finished call must not hold the process open.
-    () => process.exit(process.exitCode ?? 0), (err) => {
+    () => exitFlushed(Number(process.exitCode ?? 0)), (err) => {
         if (err instanceof CliExit)
-            process.exit(err.exitCode);
+            return exitFlushed(err.exitCode);
         if (err instanceof CommanderError) {
             // commander has printed the message (or the help); --help and --version are not errors.
-            process.exit(err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help" ? 0 : EXIT.usage);
+            return exitFlushed(err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help" ? 0 : EXIT.usage);
         }
         // serve and migrate run the server's own copies of these classes (loaded through tsx from the
         // compiled entry point), so they are told by name and shape, not by instanceof.
         if (err instanceof Error && err.name === "ConfigError") {
             console.error(`berth: configuration error: ${err.message}`);
-            process.exit(2);
+            return exitFlushed(2);
         }
         // A refusal the domain explains carries its machine-readable reason, for scripts and logs.
         const reason = err instanceof Error && err.name === "BerthError" ? ` (${String(err.reason)})` : "";
         console.error(`berth: ${err instanceof Error ? err.message : String(err)}${reason}`);
-        process.exit(1);
+        return exitFlushed(1);
     });
 }
