@@ -7,6 +7,7 @@ import path from "node:path";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { hasCluster, seedFromTemplate } from "./pglite-template.js";
+import { availableParallelism } from "node:os";
 import { preparePoolStatements } from "./prepared-statements.js";
 import type { Database } from "./schema.js";
 
@@ -24,6 +25,13 @@ export interface OpenedDatabase {
   readonly url: string | undefined;
   /** PGlite: this open created the data directory from migrations/template/ (no initdb). */
   readonly seededFromTemplate?: boolean;
+  /**
+   * How many large set-based transactions are worth running at once (the startup reconcile's
+   * shares): PGlite runs one statement at a time; PostgreSQL one per backend, each on a core, so
+   * one per core of this host (the usual co-located guess: the server's own cores are not
+   * visible from here), at most 4 so that the pool keeps connections for everything else.
+   */
+  readonly setParallelism: number;
   close(): Promise<void>;
 }
 
@@ -46,6 +54,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenedData
     return {
       db,
       kind: "postgres",
+      setParallelism: Math.max(1, Math.min(4, availableParallelism(), (options.poolMax ?? 16) >> 2)),
       location: options.url.replace(/:[^:@/]*@/, ":***@"),
       url: options.url,
       close: () => db.destroy(),
@@ -67,6 +76,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenedData
   return {
     db,
     kind: "pglite",
+    setParallelism: 1,
     location: dataDir ?? "memory",
     seededFromTemplate: seeded,
     url: undefined,

@@ -26,6 +26,11 @@ export interface LifecycleSettings {
   readonly instanceHeartbeatMs?: number;
   /** Workspaces handled per slice of a tick before yielding to the event loop (default 250). */
   readonly chunkSize?: number;
+  /**
+   * Transactions the startup reconcile runs at once, each over a disjoint share of the orphans
+   * (default 1; src/transport/build.ts gives PostgreSQL one per core, at most 4).
+   */
+  readonly reconcileSlices?: number;
 }
 
 export const DEFAULT_SETTINGS: LifecycleSettings = {

@@ -266,6 +266,12 @@ export interface OrphanScope {
   readonly includeUnowned: boolean;
   /** An instance whose heartbeat_at is older than now() - this (database time), or that stopped, is dead. */
   readonly staleAfterMs: number;
+  /**
+   * This statement's share of the orphans, when several transactions reconcile at once: the rows
+   * whose id's last byte (random in a v4 uuid) is `index` modulo `count`. Shares are disjoint, so
+   * concurrent slices never wait for each other's row locks.
+   */
+  readonly slice?: { readonly index: number; readonly count: number };
 }
 
 /** SQL condition on `w`: the active workspace's owner is not a live instance (and is not us). */
@@ -274,7 +280,10 @@ function orphaned(scope: OrphanScope): RawBuilder<unknown> {
   const live = scope.previousName === undefined ? fresh : sql`${fresh} AND i.name <> ${scope.previousName}`;
   const owned = sql`w.owner_instance IS NOT NULL AND w.owner_instance <> ${scope.instanceId}::uuid
       AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = w.owner_instance AND ${live})`;
-  return scope.includeUnowned ? sql`(w.owner_instance IS NULL OR (${owned}))` : sql`(${owned})`;
+  const whose = scope.includeUnowned ? sql`(w.owner_instance IS NULL OR (${owned}))` : sql`(${owned})`;
+  const slice = scope.slice;
+  if (slice === undefined || slice.count <= 1) return whose;
+  return sql`${whose} AND get_byte(uuid_send(w.id), 15) % ${sql.lit(slice.count)} = ${sql.lit(slice.index)}`;
 }
 
 /**

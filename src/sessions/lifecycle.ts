@@ -56,6 +56,7 @@ export class LifecycleManager {
       activityFlushMs: activityFlushFor(deps.settings.leaseMs),
       instanceHeartbeatMs: 5000,
       chunkSize: 250,
+      reconcileSlices: 1,
       ...deps.settings,
     };
     const ctx: LifecycleContext = { registry: deps.registry, clock: deps.clock, logger: deps.logger, settings: this.settings };

@@ -71,8 +71,8 @@ export class Reconciler {
    * whose owner is not a live instance (NULL, a previous incarnation of this instance's name, an
    * instance stopped or silent for 3 heartbeats by the database's clock) is: stranded (reason startup_reconcile) when its
    * changeset is not terminal; destroyed when ephemeral and terminal; adopted (owner = us) when
-   * persistent and terminal, as it lives until its expires_at. Set-based: three UPDATEs, events
-   * inserted in batches, all in one transaction.
+   * persistent and terminal, as it lives until its expires_at. Set-based: three UPDATEs, each
+   * storing its rows' events, in one transaction per share (reconcileOrphans).
    */
   async startup(instanceName?: string): Promise<ReconcileReport> {
     if (instanceName !== undefined) this.instanceName = instanceName;
@@ -84,7 +84,14 @@ export class Reconciler {
     return report;
   }
 
-  /** Strands/destroys/adopts the orphans (see startup); at a tick only those of dead instances. */
+  /**
+   * Strands/destroys/adopts the orphans (see startup); at a tick only those of dead instances.
+   * At startup the orphans are split into `reconcileSlices` disjoint shares, each reconciled in a
+   * transaction of its own on its own connection: PostgreSQL runs one statement on one core, and
+   * 100,000 non-HOT updates with their events are CPU-bound there. Each share is whole (rows,
+   * events, claims released); a share that fails fails the start, and the next start finds its
+   * rows still orphaned.
+   */
   async reconcileOrphans(atStartup: boolean): Promise<ReconcileReport> {
     const id = this.registry.instanceId!;
     const started = performance.now();
@@ -96,9 +103,34 @@ export class Reconciler {
       // Judged in SQL against the database's clock: no application clock on either side.
       staleAfterMs: 3 * this.settings.instanceHeartbeatMs,
     };
+    const count = atStartup ? Math.max(1, Math.floor(this.settings.reconcileSlices)) : 1;
+    const settled = await Promise.allSettled(
+      Array.from({ length: count }, (_, index) => this.reconcileShare(count === 1 ? scope : { ...scope, slice: { index, count } }, atStartup, now)),
+    );
+    const failed = settled.flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
+    if (failed.length === 1) throw failed[0];
+    if (failed.length > 1) throw new AggregateError(failed, `${failed.length} of ${count} reconcile shares failed`);
+    const shares = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const out = {
+      stranded: shares.reduce((n, s) => n + s.stranded, 0),
+      destroyed: shares.reduce((n, s) => n + s.destroyed, 0),
+      adopted: shares.flatMap((s) => s.adopted),
+    };
+    if (!atStartup) {
+      // Adopted at a tick: take them into memory (at startup registry.load() does).
+      for (const wid of out.adopted) {
+        const row = await regRepo.findWorkspaceById(this.db, wid);
+        if (row?.lifecycle === "active") this.registry.admit(this.registry.workspaceFromRow(row));
+      }
+    }
+    return { stranded: out.stranded, destroyed: out.destroyed, adopted: out.adopted.length, ms: Math.round(performance.now() - started) };
+  }
+
+  /** One transaction: the share's orphans stranded, destroyed or adopted, with their events and exit hooks. */
+  private reconcileShare(scope: repo.OrphanScope, atStartup: boolean, now: number): Promise<{ stranded: number; destroyed: number; adopted: string[] }> {
     const reason = atStartup ? "startup_reconcile" : "owner_lost";
     const at = new Date(now);
-    const out = await this.uow.run(async (change) => {
+    return this.uow.run(async (change) => {
       const { trx } = change;
       await repo.roomForSetStatements(trx);
       // Each UPDATE stores its rows' events in the same statement (set-based: 100,000 rows, one round trip).
@@ -120,13 +152,5 @@ export class Reconciler {
       const adopted = await repo.adoptOrphans(trx, scope);
       return { stranded: stranded.length, destroyed: destroyed.length, adopted };
     });
-    if (!atStartup) {
-      // Adopted at a tick: take them into memory (at startup registry.load() does).
-      for (const wid of out.adopted) {
-        const row = await regRepo.findWorkspaceById(this.db, wid);
-        if (row?.lifecycle === "active") this.registry.admit(this.registry.workspaceFromRow(row));
-      }
-    }
-    return { stranded: out.stranded, destroyed: out.destroyed, adopted: out.adopted.length, ms: Math.round(performance.now() - started) };
   }
 }

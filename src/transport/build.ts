@@ -149,6 +149,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
         idleTtlSeconds: config.idleTtlSeconds,
         maxTtlSeconds: config.maxTtlSeconds,
         strandedTtlSeconds: config.strandedTtlSeconds,
+        reconcileSlices: database.setParallelism,
       },
     });
     // The overlay: caches made on first use; the modifiers index follows every instance's events.

@@ -437,6 +437,25 @@ describe(`lifecycle on ${PRIMARY_KIND}`, () => {
       expect(next.registry.liveWorkspace(closedPersistent.sessionId)).toBeDefined();
     });
 
+    it("a startup reconcile split into 4 shares handles every orphan exactly once, each with one event", async () => {
+      const drafts = await Promise.all(Array.from({ length: 24 }, () => h.create()));
+      const closed = await Promise.all(Array.from({ length: 8 }, (_, i) => h.create({ mode: i % 2 === 0 ? "ephemeral" : "persistent" })));
+      for (const ws of closed) await h.registry.transitionChangeset(ws.changeset.id, "closed", "");
+      // The shares are cut by the id's last byte: these ids fall into more than one of them.
+      expect(new Set(drafts.map((ws) => parseInt(ws.workspaceId.slice(-2), 16) % 4)).size).toBeGreaterThan(1);
+      const next = await harness(h.db, { clock: h.clock, repoId: h.repoId, settings: { reconcileSlices: 4 } });
+      expect(next.logs.find((l) => l.msg === "startup reconcile")).toMatchObject({ stranded: 24, destroyed: 4, adopted: 4 });
+      const ids = [...drafts, ...closed].map((ws) => ws.workspaceId);
+      const events = await sql<{ workspace_id: string; kind: string; n: string }>`
+        SELECT workspace_id, kind, count(*) AS n FROM events
+        WHERE workspace_id = ANY(${`{${ids.join(",")}}`}::uuid[]) AND kind IN ('session.stranded', 'session.destroyed')
+        GROUP BY workspace_id, kind`.execute(h.db);
+      expect(events.rows.filter((r) => r.kind === "session.stranded").map((r) => r.workspace_id).sort()).toEqual(drafts.map((ws) => ws.workspaceId).sort());
+      expect(events.rows.filter((r) => r.kind === "session.destroyed")).toHaveLength(4);
+      expect(events.rows.every((r) => Number(r.n) === 1)).toBe(true);
+      for (const ws of drafts) expect(await workspaceRow(h.db, ws.workspaceId)).toMatchObject({ lifecycle: "stranded", lifecycle_reason: "startup_reconcile" });
+    });
+
     it("multi-instance: a live instance's workspaces are left alone until its heartbeat goes stale (by the database's clock)", async () => {
       const mine = await h.create();
       const other = await harness(h.db, { clock: h.clock, repoId: h.repoId, instanceName: "other-host:50051" });
