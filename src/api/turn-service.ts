@@ -1,12 +1,11 @@
 /** berth.v1.TurnService: the wire in front of the turn scheduler (src/turns/, docs/turns.md). */
 import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { MapStatus, OnBusy, TurnService, TurnState, type TurnSchema, type WorkspaceMapSchema } from "../../gen/berth/v1/turn_service_pb.js";
+import { BeginTurnResponseSchema, GetWorkspaceMapResponseSchema, OnBusy, TurnService, TurnState, type TurnSchema } from "../../gen/berth/v1/turn_service_pb.js";
 import { TurnOutcome } from "../../gen/berth/v1/types_pb.js";
 import { BerthError } from "../platform/errors.js";
 import type { EventHub } from "../delivery/hub.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
-import type { MapResult } from "../turns/map/index.js";
 import { outcomeEnum, outcomeName } from "../platform/proto-enums.js";
 import { compareTurnKeys, TurnRaceLost, turnKey, type Placement, type StoredTurnKey, type Turn, type TurnKey, type TurnScheduler } from "../turns/scheduler.js";
 import type { TurnStateName } from "../turns/store.js";
@@ -16,6 +15,7 @@ import { eventForCaller, mayUseRepository, repositoryVisibility, requireRole, sh
 import { isForwarded, serveOrForward, type TurnForwarder } from "./turn-routing.js";
 import { addPoolStats, type PoolStats } from "../turns/pool.js";
 import { Check } from "./validate.js";
+import { responseWithMap } from "./map-encoding.js";
 import { pageOf, readPage, type PageRule } from "./pagination.js";
 
 const TURNS_PAGE: PageRule = { list: "turns", defaultSize: 100, maxSize: 1000 };
@@ -56,31 +56,6 @@ export function turnToWire(t: Turn, paths: boolean): MessageInitShape<typeof Tur
     startedAt: timestampFromMs(t.startedAt),
     ...(t.endedAt !== null && t.state !== "running" ? { endedAt: timestampFromMs(t.endedAt) } : {}),
   };
-}
-
-export function mapToWire(r: MapResult): MessageInitShape<typeof WorkspaceMapSchema> {
-  switch (r.status) {
-    case "ok":
-    case "stale": {
-      const m = r.map;
-      return {
-        status: r.status === "ok" ? MapStatus.OK : MapStatus.STALE,
-        text: m.text,
-        entries: m.entries.map((e) => ({ path: e.path, isDir: e.isDir })),
-        shown: m.shown,
-        total: m.total,
-        reason: r.status === "stale" ? r.why : "",
-      };
-    }
-    case "over_budget":
-      return { status: MapStatus.OVER_BUDGET, reason: "the walk did not finish within BERTH_MAP_BUDGET_MS" };
-    case "skipped":
-      return { status: MapStatus.SKIPPED, reason: r.reason };
-    case "cancelled":
-      return { status: MapStatus.CANCELLED, reason: "the turn was cancelled" };
-    case "failed":
-      return { status: MapStatus.FAILED, reason: `${r.code}: ${r.message}` };
-  }
 }
 
 export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof TurnService> {
@@ -139,13 +114,13 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
         if (ws.lifecycle === "active") registry.touch(ws);
         ctx.logFields.turnId = r.turn.id;
         ctx.logFields.warm = r.turn.warm;
-        return {
+        const fields = {
           turnId: r.turn.id,
           environmentPath: showsServerPaths(ctx.principal) ? r.turn.environmentPath : "",
           warm: r.turn.warm,
-          workspaceMap: mapToWire(r.map),
           supersededTurnId: r.supersededTurnId,
         };
+        return responseWithMap(BeginTurnResponseSchema, fields, "workspaceMap", r.map);
       };
       let place = await turns.ownership.ofSession(ws);
       for (let attempt = 0; ; attempt++) {
@@ -268,7 +243,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const ws = await ownedSession(registry, ctx, sessionId!, "active");
       return routed(methods.getWorkspaceMap, ctx, req, (fresh) => turns.ownership.ofSession(ws, { fresh }), async () => {
         const map = await deps.turns.workspaceMap(ws, ctx.signal);
-        return { workspaceMap: mapToWire(map) };
+        return responseWithMap(GetWorkspaceMapResponseSchema, {}, "workspaceMap", map);
       });
     },
   };
