@@ -18,7 +18,7 @@ import { LifecycleManager, defaultInstanceName } from "../sessions/lifecycle.js"
 import { OverlayService } from "../overlay/overlay-service.js";
 import { Landing } from "../overlay/landing.js";
 import { EventHub } from "../delivery/hub.js";
-import { NatsRelay, leaderLockFor } from "../delivery/nats-relay.js";
+import type { NatsRelay } from "../delivery/nats-relay.js";
 import { EventPruner } from "../delivery/pruner.js";
 import { registration } from "../api/handler.js";
 import { workspaceHandlers } from "../api/workspace-service.js";
@@ -35,7 +35,7 @@ import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { HealthState } from "./health.js";
 import { BerthMetrics } from "../observability/metrics/metrics.js";
 import { startMetricsServer, type MetricsServer } from "../observability/metrics/http.js";
-import { SpanExport } from "../observability/tracing/span-export.js";
+import type { SpanExport } from "../observability/tracing/span-export.js";
 import { RpcTracer, observers } from "../observability/tracing/rpc-tracer.js";
 import { startTransports } from "./transports.js";
 import { GrpcForwarder, forwarderCredentials } from "./forwarder.js";
@@ -179,8 +179,10 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       settings: { root: config.envRoot, idleTtlMs: config.envIdleTtlMs, approvalTtlMs: config.envApprovalTtlMs, poolMax: config.envPoolMax, spares: config.envSpares, maxFileBytes: config.maxFileBytes, shutdownGraceMs: config.shutdownGraceMs, ...turnSettings },
       instances: Object.assign(identity, { staleAfterMs: lifecycle.staleAfterMs }),
     });
+    // The OTLP exporter and the NATS client are loaded only when configured: their modules are a
+    // few hundred ms of a start that uses neither (npm start's default).
     const spanExporter = config.otlp
-      ? new SpanExport({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceName: config.otlp.serviceName, serviceInstanceId: instanceId, logger })
+      ? new (await import("../observability/tracing/span-export.js")).SpanExport({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceName: config.otlp.serviceName, serviceInstanceId: instanceId, logger })
       : undefined;
     if (spanExporter) closers.push(() => spanExporter.shutdown());
     // Turn RPCs reaching this instance for a session whose environment another holds go there.
@@ -245,6 +247,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     metrics.start();
 
     if (config.natsUrl) {
+      const { NatsRelay, leaderLockFor } = await import("../delivery/nats-relay.js");
       relay = new NatsRelay({
         db: database.db,
         logger,
