@@ -25,6 +25,8 @@ export interface OpenedDatabase {
   readonly url: string | undefined;
   /** PGlite: this open created the data directory from migrations/template/ (no initdb). */
   readonly seededFromTemplate?: boolean;
+  /** PGlite: this open created the data directory with initdb, and why the template was not used. */
+  readonly initdbBecause?: string;
   /**
    * How many large set-based transactions are worth running at once (the startup reconcile's
    * shares): PGlite runs one statement at a time; PostgreSQL one per backend, each on a core, so
@@ -64,11 +66,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenedData
   const { PGliteDialect } = await import("kysely-pglite-dialect");
   let dataDir: string | undefined;
   let seeded = false;
+  let initdbBecause: string | undefined;
   if (options.dataDir !== "memory://") {
     dataDir = path.join(options.dataDir, "pgdata");
     await mkdir(options.dataDir, { recursive: true });
     // A first start copies the migrated template rather than running PGlite's initdb (seconds, not tens).
-    if (!(await hasCluster(dataDir))) seeded = await seedFromTemplate(dataDir);
+    if (!(await hasCluster(dataDir))) {
+      const seed = await seedFromTemplate(dataDir);
+      seeded = seed.seeded;
+      if (!seed.seeded) initdbBecause = seed.why;
+    }
     await mkdir(dataDir, { recursive: true });
   }
   const client = await PGlite.create(dataDir);
@@ -79,6 +86,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenedData
     setParallelism: 1,
     location: dataDir ?? "memory",
     seededFromTemplate: seeded,
+    ...(initdbBecause === undefined ? {} : { initdbBecause }),
     url: undefined,
     close: async () => {
       await db.destroy();

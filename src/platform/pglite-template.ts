@@ -40,9 +40,9 @@ export async function currentManifest(): Promise<TemplateManifest> {
 }
 
 /** The committed manifest; undefined when there is none (or it is unreadable). */
-export async function committedManifest(): Promise<TemplateManifest | undefined> {
+export async function committedManifest(dir: URL = TEMPLATE_DIR): Promise<TemplateManifest | undefined> {
   try {
-    return JSON.parse(await readFile(MANIFEST_FILE, "utf8")) as TemplateManifest;
+    return JSON.parse(await readFile(new URL("manifest.json", dir), "utf8")) as TemplateManifest;
   } catch {
     return undefined;
   }
@@ -52,34 +52,39 @@ export function sameManifest(a: TemplateManifest | undefined, b: TemplateManifes
   return a !== undefined && a.pglite === b.pglite && a.migrations === b.migrations;
 }
 
-/** The template's tarball (gzip) when it matches this code; undefined otherwise. */
-async function freshTemplate(): Promise<Buffer | undefined> {
-  const [committed, current] = await Promise.all([committedManifest(), currentManifest()]);
-  if (!sameManifest(committed, current)) return undefined;
+/** The template's tarball (gzip) when it matches this code; otherwise why not, for the log. */
+async function freshTemplate(dir: URL): Promise<{ tarball: Buffer } | { why: string }> {
+  const [committed, current] = await Promise.all([committedManifest(dir), currentManifest()]);
+  if (committed === undefined) return { why: `no readable ${new URL("manifest.json", dir).pathname}` };
+  if (!sameManifest(committed, current)) {
+    return { why: `the template was made for PGlite ${committed.pglite} and migrations ${committed.migrations.slice(0, 12)}, this code has ${current.pglite} and ${current.migrations.slice(0, 12)}` };
+  }
+  const file = new URL("pgdata.tar.gz", dir);
   try {
-    return await readFile(TEMPLATE_FILE);
-  } catch {
-    return undefined;
+    return { tarball: await readFile(file) };
+  } catch (err) {
+    return { why: `${file.pathname} unreadable: ${(err as Error).message}` };
   }
 }
 
 /**
  * Makes `dataDir` (absent or empty) a copy of the template, when there is a fresh one; says
- * whether it did. Extracted beside it and renamed into place, so that a start interrupted
- * half-way leaves no half a cluster for the next one to resume (it seeds again).
+ * whether it did, or why not (the start then runs PGlite's initdb, which is slow). Extracted
+ * beside it and renamed into place, so that a start interrupted half-way leaves no half a
+ * cluster for the next one to resume (it seeds again).
  */
-export async function seedFromTemplate(dataDir: string): Promise<boolean> {
-  const template = await freshTemplate();
-  if (template === undefined) return false;
+export async function seedFromTemplate(dataDir: string, templateDir: URL = TEMPLATE_DIR): Promise<{ seeded: true } | { seeded: false; why: string }> {
+  const template = await freshTemplate(templateDir);
+  if (!("tarball" in template)) return { seeded: false, why: template.why };
   const staging = `${dataDir}.seed-${randomBytes(4).toString("hex")}`;
   try {
     await mkdir(staging, { recursive: true });
-    await extractTar(gunzipSync(template), staging);
+    await extractTar(gunzipSync(template.tarball), staging);
     await rmdir(dataDir).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== "ENOENT") throw err; // ENOTEMPTY: not ours to replace
     });
     await rename(staging, dataDir);
-    return true;
+    return { seeded: true };
   } finally {
     await rm(staging, { recursive: true, force: true });
   }

@@ -114,6 +114,9 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
   const closers: (() => Promise<void>)[] = [];
   try {
     logger.info({ database: database.kind, location: database.location, ...(database.seededFromTemplate ? { seededFromTemplate: true } : {}) }, "database opened");
+    if (database.initdbBecause !== undefined) {
+      logger.warn({ location: database.location, why: database.initdbBecause }, "new embedded database made by PGlite's initdb, not from the migrated template (a slow first start); `npm run -s pglite:template` remakes the template");
+    }
     await migrateToLatest(database.db, (name) => logger.info({ migration: name }, "migration applied"));
     const metrics = new BerthMetrics({ db: database.db, logger, relayStream: config.natsUrl ? config.natsStream : undefined });
     closers.push(() => metrics.stop());

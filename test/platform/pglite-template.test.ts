@@ -3,13 +3,14 @@
  * made from the migrations as they are now, and a first start on an empty data directory is
  * that copy (no initdb), already migrated.
  */
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { pathToFileURL } from "node:url";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openDatabase, type OpenedDatabase } from "../../src/platform/database.js";
 import { migrationStatus } from "../../src/platform/migrate.js";
-import { committedManifest, currentManifest } from "../../src/platform/pglite-template.js";
+import { committedManifest, currentManifest, seedFromTemplate, TEMPLATE_FILE } from "../../src/platform/pglite-template.js";
 import { extractTar } from "../../src/platform/tar.js";
 
 function tarHeader(name: string, type: string, size = 0): Buffer {
@@ -45,6 +46,24 @@ describe("the PGlite template", () => {
     expect(opened.seededFromTemplate).toBe(false);
     expect((await migrationStatus(opened.db)).every((m) => m.applied)).toBe(true);
   }, 120_000);
+
+  it("a template made for other migrations or another PGlite, or none, seeds nothing and says why", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "berth-stale-template-"));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    const templateDir = pathToFileURL(`${path.join(dir, "template")}/`);
+    const dataDir = path.join(dir, "pgdata");
+    expect(await seedFromTemplate(dataDir, templateDir)).toEqual({ seeded: false, why: expect.stringMatching(/^no readable .*manifest\.json$/) });
+    const current = await currentManifest();
+    await rm(path.join(dir, "template"), { recursive: true, force: true });
+    await mkdir(path.join(dir, "template"));
+    await copyFile(TEMPLATE_FILE, path.join(dir, "template", "pgdata.tar.gz"));
+    await writeFile(path.join(dir, "template", "manifest.json"), JSON.stringify({ ...current, migrations: "0".repeat(64) }));
+    const stale = await seedFromTemplate(dataDir, templateDir);
+    expect(stale).toEqual({ seeded: false, why: expect.stringContaining(`migrations 000000000000, this code has ${current.pglite} and ${current.migrations.slice(0, 12)}`) });
+    await writeFile(path.join(dir, "template", "manifest.json"), JSON.stringify(current));
+    expect(await seedFromTemplate(dataDir, templateDir)).toEqual({ seeded: true });
+    expect(await readdir(dataDir)).toContain("PG_VERSION");
+  });
 
   it("refuses a tar entry that would leave the directory, and a link", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "berth-tar-"));
