@@ -56,6 +56,11 @@ export interface EventHubOptions extends SubscriberOptions {
   readonly listener?: Pick<CommitListenerOptions, "backoffInitialMs" | "backoffMaxMs" | "connectTimeoutMs" | "pingIntervalMs" | "pingTimeoutMs">;
   /** Rows per outbox read (default 500); also the WatchEvents replay page size. */
   readonly batchSize?: number;
+  /**
+   * Told the head of every notification heard (any instance's pass numbered rows up to it), own
+   * passes included: the NATS relay publishes other instances' events then, not at its poll.
+   */
+  readonly onNotified?: (head: bigint) => void;
 }
 
 export interface StreamRequest {
@@ -275,6 +280,7 @@ export class EventHub {
    */
   private covered = 0n;
   private readonly listener: CommitListener | undefined;
+  private readonly onNotified: ((head: bigint) => void) | undefined;
   private reading: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private failing = false;
@@ -288,6 +294,7 @@ export class EventHub {
     this.batchSize = options.batchSize ?? 500;
     this.maxEvents = options.maxBufferedEvents ?? DEFAULT_MAX_EVENTS;
     this.maxBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BYTES;
+    this.onNotified = options.onNotified;
     if (options.listenUrl) {
       this.listener = new CommitListener({
         ...options.listener,
@@ -346,6 +353,7 @@ export class EventHub {
   /** A sequencer pass (of any instance) numbered rows up to `payload`: read them unless already read. */
   private notified(payload: string): void {
     if (!this.started || this.stopped) return;
+    if (/^\d+$/.test(payload)) this.onNotified?.(BigInt(payload));
     // Our own pass's notification, or one overtaken by a read: nothing new.
     if (/^\d+$/.test(payload) && BigInt(payload) <= (this.covered > this.position ? this.covered : this.position)) return;
     this.readWanted = true;

@@ -243,6 +243,14 @@ export class NatsRelay {
     if (this.sleeping?.wakeOnNudge) this.sleeping.done();
   }
 
+  /**
+   * A notification (the event hub's LISTEN): some instance's pass numbered rows up to `head`.
+   * Events of other instances' commits reach the relay this way, as soon as they are numbered.
+   */
+  notified(head: bigint): void {
+    if (head > this.acked) this.nudge(true);
+  }
+
   /** Stops publishing, persists the cursor, releases leadership and closes the connection. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -297,6 +305,9 @@ export class NatsRelay {
         this.saveInBackground();
         if (this.failures > 0) this.o.logger.info({ seq: this.acked.toString() }, "nats relay: publishing again");
         this.failures = 0;
+        // A short batch read everything numbered: wait for the next nudge (or the poll) rather
+        // than run a pass and a read at once, which an event committed meanwhile would wait behind.
+        if (batch.length < this.o.batchSize) await this.sleep(this.o.pollIntervalMs);
       } catch (err) {
         if (this.stopped) break;
         this.failures++;

@@ -123,11 +123,11 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
 
     // Event delivery: the hub reads the outbox, nudged by local commits, notified of every
     // instance's (LISTEN on its own connection, PostgreSQL only), and polling as a safety net.
-    const events = new EventHub({ db: database.db, logger, listenUrl: database.url, pollIntervalMs: config.eventPollMs });
+    let relay: NatsRelay | undefined;
+    const events = new EventHub({ db: database.db, logger, listenUrl: database.url, pollIntervalMs: config.eventPollMs, onNotified: (head) => relay?.notified(head) });
     await events.start();
     closers.push(() => events.stop());
     metrics.sources.events = events;
-    let relay: NatsRelay | undefined;
     const instanceId = crypto.randomUUID();
     // Every state change goes through the unit of work; after each commit it wakes delivery and
     // hands the events to the in-process followers (registry, overlay, turns).
@@ -258,6 +258,8 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
         stream: config.natsStream,
         encoding: config.natsEncoding,
         retentionSeconds: config.eventRetentionSeconds,
+        // Local commits nudge it, other instances' reach it through the hub's LISTEN (onNotified): the poll is the safety net.
+        pollIntervalMs: config.eventPollMs,
         leader: leaderLockFor(database.db, database.kind, config.natsStream, logger),
         onPublished: () => metrics.relayPublished(),
       });
