@@ -44,7 +44,7 @@ export const VARIABLES = [
     { name: "BERTH_NATS_ENCODING", default: "binary", meaning: "payload of relayed events: binary (protobuf) or json (proto3 JSON)" },
     { name: "BERTH_NATS_STREAM", default: "BERTH_EVENTS", meaning: "JetStream stream the relay creates or updates at start" },
     { name: "BERTH_EVENT_RETENTION_S", default: "604800", meaning: "events older than this are pruned from PostgreSQL and JetStream (7 days)" },
-    { name: "BERTH_EVENT_POLL_MS", default: "2000", meaning: "how often each instance reads the outbox even without a notification (the safety net under LISTEN/NOTIFY)" },
+    { name: "BERTH_EVENT_POLL_MS", default: "2000", meaning: "how often each instance's event hub and NATS relay read the outbox even without a notification (the safety net under LISTEN/NOTIFY)" },
     { name: "BERTH_COMMIT_REF_PREFIX", default: "refs/heads/berth/", meaning: "CommitChangeset writes a changeset's commit on <prefix><changeset_id> in its repository" },
     { name: "BERTH_ENV_ROOT", default: "$XDG_DATA_HOME/berth/envs (~/.local/share/berth/envs)", meaning: "where turn environments live, one git checkout per workspace id; refused inside a git repository" },
     { name: "BERTH_ENV_IDLE_TTL_MS", default: "60000", meaning: "an environment parked idle (turn COMPLETED) is kept warm this long" },
