@@ -231,6 +231,35 @@ describe("OTLP export through the SDK", () => {
     expect(warnings[0]).toMatchObject({ msg: "otlp: span export failed; spans are dropped until the collector answers", url: "http://127.0.0.1:9/v1/traces" });
   });
 
+  it("flush() waits for an export its timer started and the collector has not answered yet", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let received!: () => void;
+    const arrived = new Promise<void>((r) => (received = r));
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        received();
+        void held.then(() => res.writeHead(200, { "content-type": "application/json" }).end("{}"));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    closers.push(() => new Promise<void>((r) => server.close(() => r())));
+    const exporter = new SpanExport({ endpoint: `http://127.0.0.1:${(server.address() as { port: number }).port}/`, serviceName: "t", logger: silent, flushIntervalMs: 10 });
+    closers.push(() => exporter.shutdown());
+    exporter.tracer.startSpan("in-flight").end();
+    // The processor's timer has handed the span to an export: the collector holds its answer.
+    await arrived;
+    let flushed = false;
+    const flushing = exporter.flush().then(() => (flushed = true));
+    // A negative can only be waited out: the SDK's own forceFlush settles at once (in microtasks), so 50 ms is ample.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(flushed).toBe(false);
+    release();
+    await flushing;
+    expect(exporter.exported).toBe(1);
+  });
+
   it("posts batches of at most maxBatch spans, with the configured headers, and flushes on shutdown", async () => {
     const { url, posts } = await collector();
     const exporter = new SpanExport({ endpoint: url, headers: { authorization: "Bearer x" }, serviceName: "t", logger: silent, maxBatch: 4, flushIntervalMs: 60_000 });

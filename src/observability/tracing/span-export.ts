@@ -61,8 +61,16 @@ class ReportingExporter implements SpanExporter {
     private readonly url: string,
   ) {}
 
+  /** Exports handed to the inner exporter and not answered yet. */
+  private readonly inFlight = new Set<Promise<void>>();
+
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
+    let done!: () => void;
+    const answered = new Promise<void>((r) => (done = r));
+    this.inFlight.add(answered);
+    void answered.then(() => this.inFlight.delete(answered));
     this.inner.export(spans, (result) => {
+      done();
       if (result.code === ExportResultCode.SUCCESS) {
         this.exported += spans.length;
         if (this.failing) this.logger.info({ url: this.url }, "otlp: exporting spans again");
@@ -82,6 +90,11 @@ class ReportingExporter implements SpanExporter {
 
   forceFlush(): Promise<void> {
     return this.inner.forceFlush?.() ?? Promise.resolve();
+  }
+
+  /** Resolves once every export started before the call has been answered (or given up). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.inFlight]);
   }
 }
 
@@ -127,9 +140,14 @@ export class SpanExport {
     return this.exporter.failed;
   }
 
-  /** Exports what is queued; never rejects (a failure is counted and logged by the exporter). */
+  /**
+   * Exports what is queued and waits for the exports already under way; never rejects (a
+   * failure is counted and logged by the exporter). The SDK's forceFlush alone resolves at once
+   * when its timer has just handed the queue to an export that is still in flight.
+   */
   async flush(): Promise<void> {
     await this.provider.forceFlush().catch(() => undefined);
+    await this.exporter.settled();
   }
 
   /** Flushes what is queued and stops the provider, within timeoutMs. */
