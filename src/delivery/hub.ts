@@ -80,7 +80,6 @@ const DEFAULT_POLL_MS = 2000;
  */
 const DELIVERIES_PER_TURN = 512;
 
-
 function cancelled(): BerthError {
   return new BerthError("cancelled", "CANCELLED", "the call was cancelled");
 }
@@ -353,9 +352,10 @@ export class EventHub {
   /** A sequencer pass (of any instance) numbered rows up to `payload`: read them unless already read. */
   private notified(payload: string): void {
     if (!this.started || this.stopped) return;
-    if (/^\d+$/.test(payload)) this.onNotified?.(BigInt(payload));
+    const head = /^\d+$/.test(payload) ? BigInt(payload) : undefined;
+    if (head !== undefined) this.onNotified?.(head);
     // Our own pass's notification, or one overtaken by a read: nothing new.
-    if (/^\d+$/.test(payload) && BigInt(payload) <= (this.covered > this.position ? this.covered : this.position)) return;
+    if (head !== undefined && head <= (this.covered > this.position ? this.covered : this.position)) return;
     this.readWanted = true;
     this.wake();
   }

@@ -148,7 +148,7 @@ export interface NatsRelayOptions {
   readonly leader: LeaderLock;
   /** Rows per outbox read (default 256). */
   readonly batchSize?: number;
-  /** Idle poll for events committed by other instances (default 1,000 ms). */
+  /** Safety-net poll: local commits nudge the relay and other instances' reach it through notified() (default 1,000 ms). */
   readonly pollIntervalMs?: number;
   /** PubAck timeout (default 5,000 ms). */
   readonly publishTimeoutMs?: number;
@@ -284,7 +284,9 @@ export class NatsRelay {
     while (!this.stopped) {
       try {
         if (!(await this.lead())) {
-          await this.sleep(this.o.leaderIntervalMs);
+          // Not woken by nudges: a standby has nothing to publish, and the nudge flag it never
+          // clears would turn the wait into a loop of lock attempts.
+          await this.sleep(this.o.leaderIntervalMs, false);
           continue;
         }
         await this.ensureConnected();

@@ -3,11 +3,11 @@
  * PGlite under the data directory. Both go through Kysely with the same migrations and queries.
  */
 import { mkdir } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { hasCluster, seedFromTemplate } from "./pglite-template.js";
-import { availableParallelism } from "node:os";
 import { preparePoolStatements } from "./prepared-statements.js";
 import type { Database } from "./schema.js";
 
@@ -48,7 +48,8 @@ export interface DatabaseOptions {
 // int8 (e.g. events.seq) stays a string from pg; toSeq() converts. Dates stay Dates.
 export async function openDatabase(options: DatabaseOptions): Promise<OpenedDatabase> {
   if (options.url) {
-    const pool = new pg.Pool({ connectionString: options.url, max: options.poolMax ?? 16 });
+    const poolMax = options.poolMax ?? 16;
+    const pool = new pg.Pool({ connectionString: options.url, max: poolMax });
     // An idle client that errors (server restart) must not crash the process; the next query reconnects.
     pool.on("error", () => {});
     preparePoolStatements(pool);
@@ -56,7 +57,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenedData
     return {
       db,
       kind: "postgres",
-      setParallelism: Math.max(1, Math.min(4, availableParallelism(), (options.poolMax ?? 16) >> 2)),
+      setParallelism: Math.max(1, Math.min(4, availableParallelism(), poolMax >> 2)),
       location: options.url.replace(/:[^:@/]*@/, ":***@"),
       url: options.url,
       close: () => db.destroy(),

@@ -111,19 +111,20 @@ export class Reconciler {
     if (failed.length === 1) throw failed[0];
     if (failed.length > 1) throw new AggregateError(failed, `${failed.length} of ${count} reconcile shares failed`);
     const shares = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
-    const out = {
-      stranded: shares.reduce((n, s) => n + s.stranded, 0),
-      destroyed: shares.reduce((n, s) => n + s.destroyed, 0),
-      adopted: shares.flatMap((s) => s.adopted),
-    };
+    const adopted = shares.flatMap((s) => s.adopted);
     if (!atStartup) {
       // Adopted at a tick: take them into memory (at startup registry.load() does).
-      for (const wid of out.adopted) {
+      for (const wid of adopted) {
         const row = await regRepo.findWorkspaceById(this.db, wid);
         if (row?.lifecycle === "active") this.registry.admit(this.registry.workspaceFromRow(row));
       }
     }
-    return { stranded: out.stranded, destroyed: out.destroyed, adopted: out.adopted.length, ms: Math.round(performance.now() - started) };
+    return {
+      stranded: shares.reduce((n, s) => n + s.stranded, 0),
+      destroyed: shares.reduce((n, s) => n + s.destroyed, 0),
+      adopted: adopted.length,
+      ms: Math.round(performance.now() - started),
+    };
   }
 
   /** One transaction: the share's orphans stranded, destroyed or adopted, with their events and exit hooks. */
