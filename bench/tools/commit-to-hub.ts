@@ -31,7 +31,7 @@ try {
   const silent = pino({ level: "silent" });
   const hub = new EventHub({ db: opened.db, logger: silent, listenUrl: url.toString(), pollIntervalMs: 60_000 });
   await hub.start();
-  const uow = new UnitOfWork(opened.db, silent, (numbered?: boolean) => hub.nudge(numbered));
+  const uow = new UnitOfWork(opened.db, silent, (numbered: unknown) => hub.nudge(numbered));
   const registry = new WorkspaceRegistry({ uow, clock: { now: () => Date.now() }, logger: silent });
   await registry.load();
   const repo = await registry.registerRepository("lat", undefined);

@@ -33,7 +33,7 @@ try {
   const dboid = (await probe.query("SELECT oid FROM pg_database WHERE datname = current_database()")).rows[0].oid as number;
   const silent = pino({ level: "silent" });
   const passes: Promise<unknown>[] = [];
-  const uow = new UnitOfWork(opened.db, silent, (numbered?: boolean) => {
+  const uow = new UnitOfWork(opened.db, silent, (numbered: unknown) => {
     if (!numbered) passes.push(sequencePending(opened.db));
   });
   const registry = new WorkspaceRegistry({ uow, clock: { now: () => Date.now() }, logger: silent });

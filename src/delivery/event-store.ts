@@ -30,7 +30,12 @@ export function decodeRow(row: EventRow): StoredEvent {
   const event = row.payload.byteLength > 0 ? fromBinary(EventSchema, row.payload) : create(EventSchema);
   event.seq = seq;
   fillEnvelope(event, row);
-  return { seq, event, size: 96 + row.payload.byteLength + row.reason.length };
+  return { seq, event, size: storedSize(row.payload.byteLength, row.reason) };
+}
+
+/** What a stored event counts for against a subscriber's byte budget. */
+export function storedSize(payloadBytes: number, reason: string): number {
+  return 96 + payloadBytes + reason.length;
 }
 
 /** Events with after < seq <= upTo (upTo optional), in seq order, at most `limit`. */

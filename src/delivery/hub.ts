@@ -9,7 +9,9 @@
  * milliseconds), and every pollIntervalMs (the safety net: a missed notification, a listener
  * reconnecting). Before reading on a nudge or a poll it numbers what has committed
  * (src/delivery/sequencer.ts), so a reader never skips an event; a notification, or the nudge of
- * a commit that numbered its own rows, says the rows are numbered already.
+ * a commit that numbered its own rows, says the rows are numbered already. A local commit that
+ * numbered its own events right after `position` needs no read at all: its events are the next
+ * ones (numbers are taken in commit order, outbox.ts), and they are fanned out as committed.
  *
  * Delivery is pushed: for each event the reader runs one loop over the subscribers, and each
  * matching one hands it synchronously to its sink (the gRPC call's write, for WatchEvents): no
@@ -28,10 +30,11 @@ import type { PullSource } from "../platform/pull-queue.js";
 import type { Logger } from "pino";
 import { BerthError } from "../platform/errors.js";
 import type { Db } from "../platform/database.js";
+import type { NumberedCommit } from "../platform/outbox.js";
 import { compileFilter, type EventFilter, type Matcher } from "./filter.js";
 import { CommitListener, type CommitListenerOptions } from "./commit-listener.js";
 import { EVENTS_CHANNEL, sequencePending } from "./sequencer.js";
-import { oldestSeq, prunedThrough, readEvents, type Event, type StoredEvent } from "./event-store.js";
+import { oldestSeq, prunedThrough, readEvents, storedSize, type Event, type StoredEvent } from "./event-store.js";
 import { PullQueue } from "../platform/pull-queue.js";
 
 export interface SubscriberOptions {
@@ -79,6 +82,8 @@ const DEFAULT_POLL_MS = 2000;
  * last write (at 1,000 subscribers, ~8 ms per event), and the unary calls with them.
  */
 const DELIVERIES_PER_TURN = 512;
+/** Local numbered commits kept for fan-out without a read; beyond this the reader reads instead. */
+const COMMITS_KEPT = 256;
 
 function cancelled(): BerthError {
   return new BerthError("cancelled", "CANCELLED", "the call was cancelled");
@@ -271,8 +276,10 @@ export class EventHub {
   private stopped = false;
   /** A nudge (of a commit that left its rows unnumbered) or a poll: number committed rows, then read. */
   private sequenceWanted = false;
-  /** A notification, or a nudge of a commit that numbered its rows: read. */
+  /** A notification, or a local numbered commit that does not follow `position`: read. */
   private readWanted = false;
+  /** Local commits that numbered their own events, in commit order: fanned out without a read when they follow `position`. */
+  private committed: NumberedCommit[] = [];
   /**
    * The head a pass of this reader numbered up to, which the read that follows it covers: a
    * notification of that pass (or of an earlier one) arriving during the read wants nothing.
@@ -285,6 +292,8 @@ export class EventHub {
   private failing = false;
   /** Events handed to subscribers' consumers (WatchEvents, watch()), replay included; read by metrics. */
   delivered = 0;
+  /** Reads of the outbox by the fan-out (replays not counted); read by metrics. */
+  reads = 0;
 
   constructor(options: EventHubOptions) {
     this.db = options.db;
@@ -335,12 +344,14 @@ export class EventHub {
 
   /**
    * Wakes the reader (after a local commit that stored events). Cheap; coalesces. `numbered`:
-   * the commit numbered its events itself, so a read suffices (no sequencer pass on its path).
+   * the commit numbered its events itself (no sequencer pass on its path), and which numbers:
+   * if everything before them has been fanned out, they are fanned out without a read.
    */
-  nudge(numbered = false): void {
+  nudge(numbered?: NumberedCommit): void {
     if (!this.started || this.stopped) return;
-    if (numbered) this.readWanted = true;
-    else this.sequenceWanted = true;
+    if (numbered === undefined) this.sequenceWanted = true;
+    else if (this.committed.length < COMMITS_KEPT) this.committed.push(numbered);
+    else this.readWanted = true;
     this.wake();
   }
 
@@ -380,28 +391,21 @@ export class EventHub {
   }
 
   private async pump(): Promise<void> {
-    while ((this.sequenceWanted || this.readWanted) && !this.stopped) {
-      const sequence = this.sequenceWanted;
-      this.sequenceWanted = false;
-      this.readWanted = false;
+    while ((this.sequenceWanted || this.readWanted || this.committed.length > 0) && !this.stopped) {
       try {
+        // Local commits that follow what was fanned out: their events as committed, no read.
+        for (let local = this.nextCommitted(); local !== undefined; local = this.nextCommitted()) {
+          if (!(await this.fanOut(local))) return;
+        }
+        if (!this.sequenceWanted && !this.readWanted) continue;
+        const sequence = this.sequenceWanted;
+        this.sequenceWanted = false;
+        this.readWanted = false;
         for (;;) {
           if (sequence) this.covered = await sequencePending(this.db, this.logger);
+          this.reads++;
           const batch = await readEvents(this.db, this.position, this.batchSize);
-          if (this.stopped) return;
-          // position and fan-out change together, synchronously: a subscriber added between
-          // events replays up to `position` and receives everything after it here.
-          let sinceYield = 0;
-          for (const se of batch) {
-            if (sinceYield >= DELIVERIES_PER_TURN) {
-              sinceYield = 0;
-              await yieldToIo();
-              if (this.stopped) return;
-            }
-            this.position = se.seq;
-            for (const sub of this.subs) sub.offer(se);
-            sinceYield += this.subs.size;
-          }
+          if (!(await this.fanOut(batch))) return;
           if (batch.length < this.batchSize) break;
         }
         if (this.failing) this.logger.info("event hub: reading the outbox again");
@@ -414,6 +418,49 @@ export class EventHub {
         return;
       }
     }
+  }
+
+  /**
+   * The events of the oldest kept local commit, numbered, when they are the next after
+   * `position`; commits already read are passed over; one that does not follow (another
+   * writer's events come between) is read instead, with every commit kept after it.
+   */
+  private nextCommitted(): StoredEvent[] | undefined {
+    while (this.committed.length > 0) {
+      const c = this.committed.shift()!;
+      if (c.head <= this.position) continue;
+      const base = c.head - BigInt(c.events.length);
+      if (base !== this.position) {
+        this.committed = [];
+        this.readWanted = true;
+        return undefined;
+      }
+      return c.events.map(({ row, event }, i) => {
+        const seq = base + BigInt(i) + 1n;
+        event.seq = seq;
+        return { seq, event, size: storedSize(row.payload.byteLength, row.reason ?? "") };
+      });
+    }
+    return undefined;
+  }
+
+  /** Hands `batch` (in seq order) to every subscriber; false when the hub stopped meanwhile. */
+  private async fanOut(batch: readonly StoredEvent[]): Promise<boolean> {
+    if (this.stopped) return false;
+    // position and fan-out change together, synchronously: a subscriber added between
+    // events replays up to `position` and receives everything after it here.
+    let sinceYield = 0;
+    for (const se of batch) {
+      if (sinceYield >= DELIVERIES_PER_TURN) {
+        sinceYield = 0;
+        await yieldToIo();
+        if (this.stopped) return false;
+      }
+      this.position = se.seq;
+      for (const sub of this.subs) sub.offer(se);
+      sinceYield += this.subs.size;
+    }
+    return true;
   }
 
   unsubscribe(sub: Subscription): void {

@@ -123,6 +123,16 @@ export function insertEvents(rows: readonly Insertable<EventTable>[]): RawBuilde
 //   lock (so passes do not number the same rows), and the same row lock.
 // Each sends NOTIFY EVENTS_CHANNEL with the new head from the statement that took the numbers.
 
+/**
+ * What a commit that numbered its own events stored: they hold seq head − n + 1 … head, in the
+ * order of `events`. Event delivery that has handed out everything up to head − n hands these
+ * out as they are, without reading them back (src/delivery/hub.ts).
+ */
+export interface NumberedCommit {
+  readonly head: bigint;
+  readonly events: readonly PreparedEvent[];
+}
+
 /** Advisory lock key of the sequencer's passes ("berth-sq"). */
 export const SEQUENCER_LOCK_KEY = 0x62657274682d7371n & 0x7fffffffffffffffn;
 

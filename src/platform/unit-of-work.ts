@@ -17,7 +17,7 @@
 import type { Transaction } from "kysely";
 import type { Logger } from "pino";
 import type { Db } from "./database.js";
-import { insertEvents, notifying, prepareEvent, type CommittedEvent, type EventInput, type PreparedEvent } from "./outbox.js";
+import { insertEvents, notifying, prepareEvent, type CommittedEvent, type EventInput, type NumberedCommit, type PreparedEvent } from "./outbox.js";
 import { isStalePreparedStatement } from "./prepared-statements.js";
 import type { Database } from "./schema.js";
 
@@ -65,9 +65,10 @@ export class UnitOfWork {
     private readonly logger: Logger,
     /**
      * Wakes event delivery (the hub's reader, the relay) after a commit that stored events.
-     * `numbered`: the commit numbered its events itself (a read suffices, no sequencer pass).
+     * `numbered`: the commit numbered its events itself, and which numbers they got (no
+     * sequencer pass; delivery that is caught up hands them out without reading them back).
      */
-    private readonly wake: (numbered: boolean) => void = () => {},
+    private readonly wake: (numbered: NumberedCommit | undefined) => void = () => {},
   ) {}
 
   /** Runs `work` in one transaction; its recorded events are inserted last; then the after-commit path. */
@@ -118,19 +119,21 @@ export class UnitOfWork {
   }
 
   /**
-   * A one-statement change whose statement numbers its own events (outbox.numberedEvents,
-   * told whether to NOTIFY: outbox.notifying). `numbered(result)` says whether it did (it leaves
-   * them to the sequencer behind another writer's unnumbered rows); delivery is told so.
+   * A one-statement change whose statement numbers its own events, in the order given
+   * (outbox.numberedEvents, told whether to NOTIFY: outbox.notifying). `numberedHead(result)` is
+   * the highest number it took, undefined when it left them to the sequencer (behind another
+   * writer's unnumbered rows); delivery is told which.
    */
   async numberingStatement<T>(
     events: readonly EventInput[],
     statement: (db: Db, rows: PreparedEvent["row"][], notify: boolean) => Promise<T>,
-    numbered: (result: T) => boolean,
+    numberedHead: (result: T) => bigint | undefined,
   ): Promise<T> {
     const prepared = events.map(prepareEvent);
     const rows = prepared.map((p) => p.row);
     const result = await notifying((notify) => this.retryingConflicts(() => statement(this.db, rows, notify)), this.logger);
-    this.afterCommit(prepared, false, numbered(result));
+    const head = numberedHead(result);
+    this.afterCommit(prepared, false, head === undefined ? undefined : { head, events: prepared });
     return result;
   }
 
@@ -208,7 +211,7 @@ export class UnitOfWork {
     }));
   }
 
-  private afterCommit(prepared: readonly PreparedEvent[], storedByStatement: boolean, numbered = false): void {
+  private afterCommit(prepared: readonly PreparedEvent[], storedByStatement: boolean, numbered?: NumberedCommit): void {
     if (prepared.length === 0 && !storedByStatement) return;
     this.wake(numbered);
     for (const { event } of prepared) {

@@ -1,7 +1,7 @@
 /** Every SQL statement of the registry: plain functions taking the database or a transaction first. */
 import { CompiledQuery, sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
 import { numberedEvents } from "../platform/outbox.js";
-import type { ChangesetStateName, ChangesetTable, Database, EventTable, LifecycleName, RepositoryTable, WorkspaceTable } from "../platform/schema.js";
+import { toSeq, type ChangesetStateName, type ChangesetTable, type Database, type EventTable, type LifecycleName, type RepositoryTable, type WorkspaceTable } from "../platform/schema.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -20,6 +20,10 @@ export type WorkspaceRow = Omit<Selectable<WorkspaceTable>, "owner_instance"> & 
 
 export function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === "23505";
+}
+
+export function isForeignKeyViolation(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === "23503";
 }
 
 export async function insertRepository(db: Executor, row: RepositoryInsert): Promise<void> {
@@ -55,10 +59,6 @@ export async function takeAgentNumber(trx: Transaction<Database>, repoId: string
     .returning("next_agent_number")
     .executeTakeFirst();
   return row?.next_agent_number;
-}
-
-export async function insertChangeset(db: Executor, row: ChangesetRow): Promise<void> {
-  await db.insertInto("changesets").values(row).execute();
 }
 
 export function findChangeset(db: Executor, id: string, lock: "share" | "none" = "none"): Promise<ChangesetRow | undefined> {
@@ -116,19 +116,19 @@ export async function takeAgentNumbers(db: Executor, counts: ReadonlyMap<string,
   return new Map(r.rows.map((x) => [x.id, x.before]));
 }
 
-/** One auto-named workspace of a batch: its row (agent name taken) and its prepared session.created event. */
-export interface AutoNamedCreate {
+/** One workspace of a batch of creates with new DRAFT changesets: its row (agent name set) and its prepared session.created event. */
+export interface DraftCreate {
   readonly row: NewWorkspaceRow;
   readonly event: Insertable<EventTable>;
 }
 
 /**
  * Inserts a batch of common creates in one statement, their session.created events numbered by
- * the statement itself (outbox.numberedEvents: no second write of the rows). Returns
- * whether it numbered them (false: left to the sequencer, when `number` is false or behind another
- * writer's rows).
+ * the statement itself in the batch's order (outbox.numberedEvents: no second write of the rows).
+ * Returns the highest number it took (undefined: left to the sequencer, when `number` is false or
+ * behind another writer's rows).
  */
-export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly AutoNamedCreate[], notify: boolean, number: boolean): Promise<boolean> {
+export async function insertDraftWorkspaces(db: Executor, creates: readonly DraftCreate[], notify: boolean, number: boolean): Promise<bigint | undefined> {
   const batch = JSON.stringify(creates.map(({ row, event }, ord) => ({
     ...row,
     ord,
@@ -159,7 +159,8 @@ export async function insertAutoNamedWorkspaces(db: Executor, creates: readonly 
       SELECT d.ord, d.e_id, d.e_kind, d.repo_id, d.session_id, d.id, d.agent_id, d.changeset_id, d.e_occurred_at, d.e_reason, decode(d.e_payload, 'base64')
       FROM d JOIN ws ON ws.id = d.id`, notify, number)}
     SELECT head FROM numbering_result`.execute(db);
-  return r.rows[0]?.head != null;
+  const head = r.rows[0]?.head;
+  return head == null ? undefined : toSeq(head as string | number | bigint);
 }
 
 export async function insertWorkspace(trx: Transaction<Database>, row: NewWorkspaceRow): Promise<void> {

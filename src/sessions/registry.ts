@@ -22,7 +22,7 @@ import { registryFollower } from "./coherence.js";
 import { SessionHooks } from "./session-hooks.js";
 import { Changesets, type MoveOptions } from "./changesets.js";
 import { Repositories } from "./repositories.js";
-import { autoNamedCreates, makeWorkspace, type AutoNamedCreates, type CreateWorkspaceInput } from "./workspace-creation.js";
+import { draftCreates, makeWorkspace, type DraftCreates, type CreateWorkspaceInput } from "./workspace-creation.js";
 import { CoalescedLookup } from "../platform/coalesced-lookup.js";
 import { isUuid } from "../platform/uuid.js";
 
@@ -75,7 +75,7 @@ export class WorkspaceRegistry {
   private readonly changesets: Changesets;
   private readonly newId: () => string;
   /** Concurrent common creates, committed together (workspace-creation.ts). */
-  private readonly autoNamed: AutoNamedCreates;
+  private readonly drafts: DraftCreates;
   /**
    * Activity since the last flush (LifecycleManager.flushActivity): workspace id → latest time.
    * By id, not by object, so that sessions this instance does not hold live (another instance's,
@@ -98,7 +98,7 @@ export class WorkspaceRegistry {
     this.newId = deps.newId ?? randomUUID;
     this.repositories = new Repositories(deps.uow.db, deps.clock, this.newId);
     this.changesets = new Changesets(deps.uow, deps.clock, this.hooks);
-    this.autoNamed = autoNamedCreates(deps.uow);
+    this.drafts = draftCreates(deps.uow);
     deps.uow.addFollower("registry", registryFollower(this));
   }
 
@@ -157,7 +157,7 @@ export class WorkspaceRegistry {
     let ws: Workspace;
     try {
       ws = await makeWorkspace(
-        { uow: this.uow, clock: this.deps.clock, newId: this.newId, instanceId: this.deps.instanceId, changesets: this.changesets, autoNamed: this.autoNamed },
+        { uow: this.uow, clock: this.deps.clock, newId: this.newId, instanceId: this.deps.instanceId, changesets: this.changesets, drafts: this.drafts },
         repo,
         input,
       );

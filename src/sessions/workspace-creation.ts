@@ -1,8 +1,9 @@
 /**
  * Creating a workspace is the one write path with its own rules (reserved agent-N names, the
  * TTL of persistent workspaces only, the base commit resolved with git) and two SQL shapes (the
- * common auto-named case group-committed: concurrent creates share their statements; a transaction
- * otherwise); it is kept out of the registry, which only admits the result.
+ * common case of a new DRAFT changeset group-committed: concurrent creates share their
+ * statements; a transaction when the workspace joins an existing changeset); it is kept out of
+ * the registry, which only admits the result.
  */
 import { isTerminal } from "./changeset-states.js";
 import type { Clock } from "../platform/clock.js";
@@ -41,34 +42,36 @@ export interface CreationDeps {
   readonly newId: () => string;
   readonly instanceId: string | undefined;
   readonly changesets: Changesets;
-  readonly autoNamed: AutoNamedCreates;
+  readonly drafts: DraftCreates;
 }
 
-/** One common (auto-named, new DRAFT changeset) create waiting for its batch. */
-export interface AutoNamedInput {
+/** One common create (a new DRAFT changeset) waiting for its batch. */
+export interface DraftCreateInput {
+  /** agent_name "" asks Berth for the next agent-N of the repository; any other is the caller's. */
   readonly row: sqlRepo.NewWorkspaceRow;
   /** Its session.created, once it has a name. */
   readonly event: (agentName: string) => EventInput;
 }
 
 /** The group commit of common creates: each answers its agent name, or undefined when its repository does not exist. */
-export type AutoNamedCreates = GroupCommit<AutoNamedInput, string | undefined>;
+export type DraftCreates = GroupCommit<DraftCreateInput, string | undefined>;
 
 /**
  * The batch size and flushes in flight of common creates: a batch costs two round trips and one
  * WAL flush whatever its size, and batches in flight overlap (the numbers of one are taken while
  * another inserts).
  */
-const AUTO_NAMED_BATCH = { maxBatch: 64, maxInFlight: 4 } as const;
+const DRAFT_BATCH = { maxBatch: 64, maxInFlight: 4 } as const;
 
-export function autoNamedCreates(uow: UnitOfWork): AutoNamedCreates {
-  const commit: AutoNamedCreates = new GroupCommit((items) => flushAutoNamed(uow, items, () => commit.flushesInFlight === 1), AUTO_NAMED_BATCH);
+export function draftCreates(uow: UnitOfWork): DraftCreates {
+  const commit: DraftCreates = new GroupCommit((items) => flushDrafts(uow, items, () => commit.flushesInFlight === 1), DRAFT_BATCH);
   return commit;
 }
 
 /**
- * Writes a batch: its agent numbers first (one short statement per batch, registry.repository.ts
- * takeAgentNumbers), then every row in one statement. A batch flushed alone numbers its events in
+ * Writes a batch: the agent numbers of its Berth-named creates first (one short statement per
+ * batch, registry.repository.ts takeAgentNumbers; none when every create brought its own name),
+ * then every row in one statement. A batch flushed alone numbers its events in
  * that statement (no sequencer pass on its path: a lone create's event reaches the hub at once);
  * while other batches are in flight it leaves them to the sequencer, because numbering holds the
  * outbox head's lock through the commit, and batches that wait for each other's WAL flush instead
@@ -77,32 +80,37 @@ export function autoNamedCreates(uow: UnitOfWork): AutoNamedCreates {
  * numbers stay taken: each create then runs alone, so only the one at fault fails, and the
  * others get new numbers (docs/decisions.md: the gaps this leaves).
  */
-async function flushAutoNamed(uow: UnitOfWork, items: readonly AutoNamedInput[], alone: () => boolean): Promise<PromiseSettledResult<string | undefined>[]> {
+async function flushDrafts(uow: UnitOfWork, items: readonly DraftCreateInput[], alone: () => boolean): Promise<PromiseSettledResult<string | undefined>[]> {
   const counts = new Map<string, number>();
-  for (const it of items) counts.set(it.row.repo_id, (counts.get(it.row.repo_id) ?? 0) + 1);
+  for (const it of items) if (it.row.agent_name === "") counts.set(it.row.repo_id, (counts.get(it.row.repo_id) ?? 0) + 1);
   try {
-    const before = await uow.statement([], (db) => sqlRepo.takeAgentNumbers(db, counts));
+    const before = counts.size === 0 ? new Map<string, number>() : await uow.statement([], (db) => sqlRepo.takeAgentNumbers(db, counts));
     if (before === undefined) {
       if (items.length === 1) return [{ status: "fulfilled", value: undefined }];
     } else {
       const rows = items.map((it) => {
+        if (it.row.agent_name !== "") return it.row;
         const n = before.get(it.row.repo_id)! + 1;
         before.set(it.row.repo_id, n);
         return { ...it.row, agent_name: `agent-${n}` };
       });
       await uow.numberingStatement(
         items.map((it, i) => it.event(rows[i]!.agent_name)),
-        (db, events, notify) => sqlRepo.insertAutoNamedWorkspaces(db, rows.map((row, i) => ({ row, event: events[i]! })), notify, alone()),
-        (numbered) => numbered,
+        (db, events, notify) => sqlRepo.insertDraftWorkspaces(db, rows.map((row, i) => ({ row, event: events[i]! })), notify, alone()),
+        (head) => head,
       );
       return rows.map((r) => ({ status: "fulfilled", value: r.agent_name }));
     }
   } catch (err) {
-    if (items.length === 1) return [{ status: "rejected", reason: err }];
+    if (items.length === 1) {
+      // A caller-named create took no number, so nothing looked its repository up: a missing one fails the insert's foreign key.
+      if (sqlRepo.isForeignKeyViolation(err)) return [{ status: "fulfilled", value: undefined }];
+      return [{ status: "rejected", reason: err }];
+    }
   }
   // A repository of the batch does not exist, or one create failed the insert: each alone.
   // Run side by side, these creates leave numbering to the pass (they would wait for each other's flush).
-  return Promise.all(items.map(async (it) => (await flushAutoNamed(uow, [it], () => false))[0]!));
+  return Promise.all(items.map(async (it) => (await flushDrafts(uow, [it], () => false))[0]!));
 }
 
 /** Writes a new workspace of `repo` (with its changeset and session.created) and returns it; the caller admits it. */
@@ -150,26 +158,21 @@ export async function makeWorkspace(deps: CreationDeps, repo: Repository, input:
 
   let result: { changeset: sqlRepo.ChangesetRow; agentName: string };
   try {
-    if (input.changesetId === undefined && input.agentName === undefined) {
-      // The common case, group-committed (flushAutoNamed above).
-      const agentName = await deps.autoNamed.submit({ row, event: created });
+    if (input.changesetId === undefined) {
+      // The common case, a new DRAFT changeset: group-committed (flushDrafts above).
+      const agentName = await deps.drafts.submit({ row, event: created });
       if (agentName === undefined) throw repositoryNotFound(repo.id);
       result = { changeset: draft(), agentName };
     } else {
       result = await deps.uow.run(async ({ trx, record }) => {
-        let changeset: sqlRepo.ChangesetRow;
-        if (input.changesetId !== undefined) {
-          const found = await sqlRepo.findChangeset(trx, input.changesetId, "share");
-          if (!found || found.repo_id !== repo.id) {
-            throw notFound("CHANGESET_NOT_FOUND", `changeset ${input.changesetId} does not exist in repository ${repo.id}`, { changeset_id: input.changesetId });
-          }
-          if (isTerminal(found.state)) {
-            throw failedPrecondition("CHANGESET_TERMINAL", `changeset ${found.id} is ${found.state.toUpperCase()}`, { changeset_id: found.id, state: found.state.toUpperCase() });
-          }
-          changeset = found;
-        } else {
-          changeset = draft();
-          await sqlRepo.insertChangeset(trx, changeset);
+        // Joining a changeset that exists (a new one is the group-committed case above).
+        const changesetId = input.changesetId!;
+        const changeset = await sqlRepo.findChangeset(trx, changesetId, "share");
+        if (!changeset || changeset.repo_id !== repo.id) {
+          throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist in repository ${repo.id}`, { changeset_id: changesetId });
+        }
+        if (isTerminal(changeset.state)) {
+          throw failedPrecondition("CHANGESET_TERMINAL", `changeset ${changeset.id} is ${changeset.state.toUpperCase()}`, { changeset_id: changeset.id, state: changeset.state.toUpperCase() });
         }
         let agentName = input.agentName;
         if (agentName === undefined) {

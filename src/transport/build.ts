@@ -133,7 +133,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     // hands the events to the in-process followers (registry, overlay, turns).
     const uow = new UnitOfWork(database.db, logger, (numbered) => {
       events.nudge(numbered);
-      relay?.nudge(numbered);
+      relay?.nudge(numbered !== undefined);
     });
     const registry = new WorkspaceRegistry({ uow, clock, logger, instanceId });
     // This instance's stable name: known once the gRPC port is bound (the default is host:port).

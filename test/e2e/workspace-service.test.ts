@@ -211,6 +211,36 @@ describe("concurrency", () => {
     expect(next.workspace?.agentName).toBe("agent-51");
   });
 
+  it("creates concurrent agents named by the caller and by Berth together: the named keep their names, the others get agent-1..agent-20, each with its session.created", async () => {
+    const { repository } = await berth.grpc.registerRepository({ name: "mixed-names" });
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        (i % 4 < 2 ? berth.grpc : berth.connect).createWorkspace({
+          repoId: repository!.id,
+          baseCommit: "main",
+          mode: WorkspaceMode.EPHEMERAL,
+          agentId: `mixed-${i}`,
+          ...(i % 2 ? { agentName: `reviewer-${i}` } : {}),
+        }),
+      ),
+    );
+    const named = results.filter((_, i) => i % 2).map((r) => r.workspace!.agentName);
+    expect(named).toEqual(Array.from({ length: 20 }, (_, k) => `reviewer-${2 * k + 1}`));
+    const numbers = results.filter((_, i) => i % 2 === 0).map((r) => Number(r.workspace!.agentName.replace("agent-", ""))).sort((a, b) => a - b);
+    expect(numbers).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    const events = await berth.database.opened.db.selectFrom("events").select(["session_id", "agent_id"]).where("repo_id", "=", repository!.id).where("kind", "=", "session.created").execute();
+    expect(events.map((e) => e.session_id).sort()).toEqual(results.map((r) => r.workspace!.sessionId).sort());
+  });
+
+  it("answers REPOSITORY_NOT_FOUND to an agent-named create in a repository that does not exist, and writes nothing", async () => {
+    const missing = "00000000-0000-4000-8000-00000000dead";
+    const f = await failure(berth.grpc.createWorkspace({ repoId: missing, baseCommit: "main", mode: WorkspaceMode.EPHEMERAL, agentId: "x", agentName: "named" }));
+    expect(f.code).toBe("NOT_FOUND");
+    expect(f.reason).toBe("REPOSITORY_NOT_FOUND");
+    const rows = await berth.database.opened.db.selectFrom("workspaces").select("id").where("repo_id", "=", missing).execute();
+    expect(rows).toHaveLength(0);
+  });
+
   it("lets exactly one of 20 racing transitions win", async () => {
     const { repository } = await berth.grpc.registerRepository({ name: "race" });
     const { workspace } = await berth.grpc.createWorkspace({ repoId: repository!.id, baseCommit: "main", mode: WorkspaceMode.EPHEMERAL, agentId: "a" });

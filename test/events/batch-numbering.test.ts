@@ -34,7 +34,7 @@ describe.each(DATABASE_KINDS)("events numbered by the create batch on %s", (kind
   beforeEach(async () => {
     database = await createTestDatabase(kind);
     nudges.length = 0;
-    registry = registryOn(database.opened.db, (numbered) => nudges.push(numbered));
+    registry = registryOn(database.opened.db, (numbered) => nudges.push(numbered !== undefined));
   });
   afterEach(async () => {
     await database.drop();

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { systemClock, type Clock } from "../../src/platform/clock.js";
-import type { EventInput } from "../../src/platform/outbox.js";
+import type { EventInput, NumberedCommit } from "../../src/platform/outbox.js";
 import { WorkspaceRegistry } from "../../src/sessions/registry.js";
 import { UnitOfWork } from "../../src/platform/unit-of-work.js";
 import type { Db } from "../../src/platform/database.js";
@@ -17,7 +17,7 @@ import { NATS_SERVER } from "../support/services.js";
 
 export const silent = pino({ level: "silent" });
 
-export function registryOn(db: Db, onEventsCommitted?: (numbered: boolean) => void, clock: Clock = systemClock): WorkspaceRegistry {
+export function registryOn(db: Db, onEventsCommitted?: (numbered: NumberedCommit | undefined) => void, clock: Clock = systemClock): WorkspaceRegistry {
   return new WorkspaceRegistry({ uow: new UnitOfWork(db, silent, onEventsCommitted), clock, logger: silent });
 }
 

@@ -67,6 +67,15 @@ describe.each(DATABASE_KINDS)("grouped creates on %s", (kind) => {
     expect(later.map((w) => w.agentName)).toEqual(["agent-41", "agent-42", "agent-43"]);
   });
 
+  it("commits concurrent creates named by their callers together too, with the names asked for and no agent number taken", async () => {
+    const repo = await registry.registerRepository(`named-${kind}`, undefined);
+    const named = await Promise.all(Array.from({ length: 40 }, (_, i) => registry.createWorkspace(input(repo.id, `n${i}`, { agentName: `worker-${i}` }))));
+    expect(named.map((w) => w.agentName)).toEqual(Array.from({ length: 40 }, (_, i) => `worker-${i}`));
+    expect(await transactionsOf(repo.id)).toBeLessThan(40);
+    // The counter was not touched: Berth's own names start at agent-1.
+    expect((await registry.createWorkspace(input(repo.id, "auto"))).agentName).toBe("agent-1");
+  });
+
   it("stores each create's session.created with the name its batch gave it", async () => {
     const repo = await registry.registerRepository(`batch-events-${kind}`, undefined);
     const created = await Promise.all(Array.from({ length: 12 }, (_, i) => registry.createWorkspace(input(repo.id, `e${i}`, { intent: `intent ${i}` }))));

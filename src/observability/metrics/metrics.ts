@@ -98,6 +98,7 @@ export class BerthMetrics implements RpcObserver {
     gauge("berth_relay_leader", "1 while this instance is the NATS relay leader", () => (s.relay ? [[{}, s.relay.isLeader ? 1 : 0]] : []));
     counter("berth_relay_published_total", "Events this instance published to JetStream and had acknowledged", () => (s.relay ? [[{}, this.published]] : []));
     counter("berth_events_delivered_total", "Events handed to WatchEvents (and in-process) subscribers, replay included", () => (s.events ? [[{}, s.events.delivered]] : []));
+    counter("berth_event_hub_reads_total", "Outbox reads by this instance's event hub (a local commit that numbered its own events right after what was fanned out needs none)", () => (s.events ? [[{}, s.events.reads]] : []));
     gauge("berth_event_subscribers", "Event subscribers connected to this instance's hub (WatchEvents streams and in-process followers)", () =>
       s.events ? [[{}, s.events.subscriberCount]] : [],
     );
