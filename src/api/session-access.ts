@@ -11,13 +11,16 @@
  */
 import type { Principal } from "../auth/principal.js";
 import { BerthError, permissionDenied } from "../platform/errors.js";
-import { assertActive, type WorkspaceRegistry } from "../sessions/registry.js";
+import { assertActive, sessionFacts, type SessionFacts, type WorkspaceRegistry } from "../sessions/registry.js";
 import type { Workspace } from "../sessions/workspace.js";
 import type { CallContext } from "./handler.js";
 import { actsForAnyone, auditAdminAction, requireRepository } from "./authorize.js";
 
 /** What the check needs of the registry. */
 export type SessionRegistry = Pick<WorkspaceRegistry, "getWorkspace" | "touch" | "repository">;
+
+/** ownedLiveSession's: the live objects too. */
+export type LiveSessionRegistry = SessionRegistry & Pick<WorkspaceRegistry, "liveWorkspace">;
 
 /**
  * - "active": the session must be active (FAILED_PRECONDITION otherwise, as the registry says);
@@ -55,20 +58,51 @@ export async function ownedSession(registry: SessionRegistry, ctx: CallContext, 
     if (anyone && use !== "turns") throw err;
     const current = await resumedInto(registry, err);
     if (current === undefined) throw anyone ? err : notOwner(sessionId);
-    if (!actsFor(principal, current.agentId)) throw notOwner(sessionId);
-    const granted = permitted(registry, ctx, current, sessionId);
+    const granted = owned(registry, ctx, current, sessionId);
     if (granted) await granted;
     if (use !== "turns") throw err;
     return current;
   }
-  if (!actsFor(principal, ws.agentId)) throw notOwner(sessionId);
-  const granted = permitted(registry, ctx, ws, sessionId);
+  const granted = owned(registry, ctx, ws, sessionId);
   if (granted) await granted;
-  if (use === "active") {
-    assertActive(ws);
-    registry.touch(ws);
-  }
+  if (use === "active") useActive(registry, ws);
   return ws;
+}
+
+/**
+ * ownedSession's "active" check of a session held live on this instance, made on its live object
+ * without reading the row: the same rules (owner, grant, assertActive) in the same order, and the
+ * facts they relied on (SessionFacts), taken in the same tick as assertActive. The caller's write
+ * must find those facts in the row (it skips the read; the BeginTurn of a parked environment folds
+ * it into the turn row's insert: turns/store.ts) and, when it does not, ask ownedSession, whose
+ * answer is the one given. Undefined when the session is not held live here or the live object is
+ * refused: the row decides then (ownedSession), so a refusal always reads the database first, as
+ * ownedSession does.
+ */
+export async function ownedLiveSession(registry: LiveSessionRegistry, ctx: CallContext, sessionId: string): Promise<{ ws: Workspace; facts: SessionFacts } | undefined> {
+  const ws = registry.liveWorkspace(sessionId);
+  if (ws === undefined) return undefined;
+  ctx.logFields.sessionId = sessionId;
+  try {
+    const granted = owned(registry, ctx, ws, sessionId);
+    if (granted) await granted;
+    useActive(registry, ws);
+  } catch {
+    return undefined;
+  }
+  return { ws, facts: sessionFacts(ws) };
+}
+
+/** Past the registry's read: the owner first, then the grant (a promise only when it must be looked up). */
+function owned(registry: SessionRegistry, ctx: CallContext, ws: Workspace, sessionId: string): Promise<void> | undefined {
+  if (!actsFor(ctx.principal, ws.agentId)) throw notOwner(sessionId);
+  return permitted(registry, ctx, ws, sessionId);
+}
+
+/** "active": the session must be active; its activity is recorded. */
+function useActive(registry: SessionRegistry, ws: Workspace): void {
+  assertActive(ws);
+  registry.touch(ws);
 }
 
 /** Past the owner: the grant on the session's repository; an admin's use of another's session audited. */

@@ -7,10 +7,10 @@ import { BerthError } from "../platform/errors.js";
 import type { EventHub } from "../delivery/hub.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import { outcomeEnum, outcomeName } from "../platform/proto-enums.js";
-import { compareTurnKeys, TurnRaceLost, turnKey, type Placement, type StoredTurnKey, type Turn, type TurnKey, type TurnScheduler } from "../turns/scheduler.js";
+import { compareTurnKeys, LiveCheckStale, TurnRaceLost, turnKey, type Placement, type StoredTurnKey, type Turn, type TurnKey, type TurnScheduler } from "../turns/scheduler.js";
 import type { TurnStateName } from "../turns/store.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
-import { actsFor, ownedSession } from "./session-access.js";
+import { actsFor, ownedLiveSession, ownedSession } from "./session-access.js";
 import { eventForCaller, mayUseRepository, repositoryVisibility, requireRole, showsServerPaths } from "./authorize.js";
 import { isForwarded, serveOrForward, type TurnForwarder } from "./turn-routing.js";
 import { addPoolStats, type PoolStats } from "../turns/pool.js";
@@ -99,11 +99,16 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const clientTurnId = c.text("client_turn_id", req.clientTurnId, CLIENT_TURN_ID);
       const onBusy = c.enumValue("on_busy", req.onBusy, OnBusy, false);
       c.done();
-      // A warm start's liveness probe runs while ownedSession reads the session's row.
+      // A warm start: the liveness probe of the parked environment starts now, beside the check.
       const ahead = turns.probeAhead(sessionId!);
-      const ws = await ownedSession(registry, ctx, sessionId!, "active");
+      // Warm, on a session held live here: checked on its live object, and the row's check folded
+      // into the turn row's insert, which writes only while the row holds what the check relied
+      // on (docs/turns.md, "The session check of a warm BeginTurn"). Otherwise, or when the row
+      // moved meanwhile (LiveCheckStale), ownedSession reads the row first, as for every RPC.
+      let held = ahead !== undefined && !clientTurnId ? await ownedLiveSession(registry, ctx, sessionId!) : undefined;
+      let ws = held?.ws ?? (await ownedSession(registry, ctx, sessionId!, "active"));
       const local = async () => {
-        const r = await turns.beginTurn(ws, clientTurnId, onBusy === OnBusy.REJECT ? "reject" : "supersede", ctx.signal, ahead).catch(async (err: unknown) => {
+        const r = await turns.beginTurn(ws, clientTurnId, onBusy === OnBusy.REJECT ? "reject" : "supersede", ctx.signal, ahead, held?.facts).catch(async (err: unknown) => {
           // Cancelled before it started because its session just left `active` (stranded while
           // the environment was being prepared): the agent is told what it can act on — the
           // session's state (SESSION_STRANDED: resume it), not a bare TURN_CANCELLED.
@@ -127,6 +132,15 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
         try {
           return await serveOrForward(forwarder, methods.beginTurn, ctx, req, place, local);
         } catch (err) {
+          if (held !== undefined && err instanceof LiveCheckStale) {
+            // Nothing was written: the row answers now (the session's state, or the session as it
+            // is, begun as any BeginTurn). Once: the call goes on without the live check.
+            held = undefined;
+            ws = await ownedSession(registry, ctx, sessionId!, "active");
+            place = await turns.ownership.ofSession(ws);
+            attempt--;
+            continue;
+          }
           // Another instance's turn won the database (turns_one_running), or the holder is gone:
           // ask again who holds the session now, and go there (or, if nobody does, try here).
           if (attempt > 0 || !(err instanceof TurnRaceLost || (await holderGone(err)))) throw err;

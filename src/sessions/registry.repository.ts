@@ -1,5 +1,5 @@
 /** Every SQL statement of the registry: plain functions taking the database or a transaction first. */
-import { CompiledQuery, sql, type Insertable, type Kysely, type Selectable, type Transaction } from "kysely";
+import { CompiledQuery, sql, type Insertable, type Kysely, type RawBuilder, type Selectable, type Transaction } from "kysely";
 import { numberedEvents } from "../platform/outbox.js";
 import { toSeq, type ChangesetStateName, type ChangesetTable, type Database, type EventTable, type LifecycleName, type RepositoryTable, type WorkspaceTable } from "../platform/schema.js";
 
@@ -233,6 +233,36 @@ export function liveCheckOf(row: WorkspaceRow): LiveCheckRow {
     cs_reason: row.cs_reason,
     cs_updated_ms: row.cs_updated_at.getTime(),
   };
+}
+
+/**
+ * What a check of a session held live here relied on (api/session-access.ts ownedLiveSession):
+ * the live object's values of the columns the narrow live check reads (LiveCheckRow), taken when
+ * its lifecycle was checked. A write that skips the row read carries them instead, and writes only
+ * while the row still holds them (sessionRowHolds).
+ */
+export interface SessionFacts {
+  readonly workspaceId: string;
+  readonly sessionId: string;
+  readonly lifecycle: LifecycleName;
+  readonly baseCommit: string;
+  readonly changesetId: string;
+  readonly changesetState: ChangesetStateName;
+}
+
+/**
+ * A query of the workspace row of `f` while it holds those facts — the session is still held by
+ * that workspace, in the same lifecycle, on the same base, with its changeset in the same state
+ * (what confirmLive reads and what the live object then carries) — locked FOR SHARE: a concurrent
+ * strand, resume or end of the session (which updates the row) either commits first, and the row
+ * is not found, or waits for the statement's commit and follows it. One row or none. SQL only
+ * compares the values the check used; the rules that judged them stay in JavaScript (assertActive).
+ */
+export function sessionRowHolds(f: SessionFacts): RawBuilder<{ id: string }> {
+  return sql<{ id: string }>`SELECT w.id FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
+    WHERE w.id = ${f.workspaceId}::uuid AND w.session_id = ${f.sessionId}::uuid AND w.lifecycle = ${f.lifecycle}
+      AND w.base_commit = ${f.baseCommit} AND w.changeset_id = ${f.changesetId}::uuid AND c.state = ${f.changesetState}
+    FOR SHARE OF w`;
 }
 
 export function findWorkspaceById(db: Executor, workspaceId: string): Promise<WorkspaceRow | undefined> {

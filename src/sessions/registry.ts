@@ -59,6 +59,23 @@ export function isLiveHere(ws: Workspace): boolean {
   return liveHere.has(ws);
 }
 
+export type { SessionFacts } from "./registry.repository.js";
+
+/**
+ * The facts a check of this workspace object relies on, as it holds them now (taken right after
+ * the check, in the same tick): what a write that skips the row read must find in the row.
+ */
+export function sessionFacts(ws: Workspace): sqlRepo.SessionFacts {
+  return {
+    workspaceId: ws.workspaceId,
+    sessionId: ws.sessionId,
+    lifecycle: ws.lifecycle,
+    baseCommit: ws.baseCommit,
+    changesetId: ws.changeset.id,
+    changesetState: ws.changeset.state,
+  };
+}
+
 /** Where a session stands in listSessions' order: its workspace's creation time (ms) and id, neither of which ever changes. */
 export type SessionKey = readonly [createdAtMs: number, workspaceId: string];
 

@@ -11,7 +11,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
-import { constants } from "node:fs";
+import { constants, type Stats } from "node:fs";
 import { lstat, mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { spawnGit } from "../platform/git.js";
@@ -40,6 +40,32 @@ export interface Environment {
   manifest: Manifest;
   /** Set when its teardown started; the teardown's promise (idempotent). */
   teardown?: Promise<TeardownResult>;
+  /**
+   * The marker file as it was when it last held this environment's token (written, or read by a
+   * probe): a probe that finds the file unchanged since needs no read (probe).
+   */
+  markerSeen?: MarkerSeen;
+}
+
+/**
+ * What stat says of a marker file. Unchanged means the same file with the same content: writing
+ * it, renaming it, linking it, changing its mode or owner all move its ctime, which no process
+ * can set; and while the environment holds the directory nothing of Berth's writes the marker.
+ */
+export interface MarkerSeen {
+  readonly dev: number;
+  readonly ino: number;
+  readonly size: number;
+  readonly mtimeMs: number;
+  readonly ctimeMs: number;
+}
+
+function markerSeen(st: Stats): MarkerSeen {
+  return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
+}
+
+function unchanged(seen: MarkerSeen, st: Stats): boolean {
+  return st.isFile() && st.dev === seen.dev && st.ino === seen.ino && st.size === seen.size && st.mtimeMs === seen.mtimeMs && st.ctimeMs === seen.ctimeMs;
 }
 
 export interface TeardownResult {
@@ -197,10 +223,11 @@ export async function materialise(input: MaterialiseInput): Promise<Environment>
         input.onSkipped?.(rel, err.reason);
       }
     }
-    await writeInside(root, MARKER, new TextEncoder().encode(token));
+    const marker = await writeInside(root, MARKER, new TextEncoder().encode(token));
     await branched;
+    // Renaming the directory leaves the marker's own ctime as it is.
     await rename(staging, target);
-    return { workspaceId: input.workspaceId, path: target, token, manifest };
+    return { workspaceId: input.workspaceId, path: target, token, manifest, markerSeen: markerSeen(marker) };
   } catch (err) {
     if (staged) void deleteLater(staging);
     throw err;
@@ -383,7 +410,7 @@ export interface DirectoryDiff {
 /** Liveness: the directory exists, is readable and its marker holds this environment's token. */
 export async function probe(env: Environment, timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const read = readMarker(path.join(env.path, MARKER)).then((t) => t === env.token);
+  const read = holdsToken(env);
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`liveness probe of ${env.path} took longer than ${timeoutMs} ms`)), timeoutMs);
     timer.unref();
@@ -396,13 +423,32 @@ export async function probe(env: Environment, timeoutMs: number): Promise<boolea
 }
 
 /**
- * The marker's content, or undefined when the path is not a marker of ours: opened without
- * following a symlink and without blocking (the directory is the agent's: a FIFO or a link put
- * in the marker's place must neither hang the probe or a teardown nor be read through). One
- * read: a token is 36 bytes, so anything longer than the buffer is not a token of ours, and its
- * truncation cannot match one.
+ * Whether the marker holds the environment's token. The marker as it was when it last held it,
+ * unchanged (one lstat: one thread-pool round trip, and nothing opened), still does; anything else
+ * — gone, replaced, rewritten, touched, or an lstat that fails — is decided by reading it, as
+ * before, and a read that finds the token is remembered for the next probe.
  */
-async function readMarker(file: string): Promise<string | undefined> {
+async function holdsToken(env: Environment): Promise<boolean> {
+  const file = path.join(env.path, MARKER);
+  const seen = env.markerSeen;
+  if (seen !== undefined) {
+    const st = await lstat(file).catch(() => undefined);
+    if (st !== undefined && unchanged(seen, st)) return true;
+  }
+  const marker = await readMarker(file);
+  if (marker?.token !== env.token) return false;
+  env.markerSeen = markerSeen(marker.stat);
+  return true;
+}
+
+/**
+ * The marker's content and the stat of the file it was read from (taken before the read), or
+ * undefined when the path is not a marker of ours: opened without following a symlink and
+ * without blocking (the directory is the agent's: a FIFO or a link put in the marker's place must
+ * neither hang the probe or a teardown nor be read through). One read: a token is 36 bytes, so
+ * anything longer than the buffer is not a token of ours, and its truncation cannot match one.
+ */
+async function readMarker(file: string): Promise<{ token: string; stat: Stats } | undefined> {
   let fh;
   try {
     fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -418,9 +464,11 @@ async function readMarker(file: string): Promise<string | undefined> {
     if (!st.isFile() && !st.isDirectory()) return undefined;
     const buf = Buffer.allocUnsafe(128);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    return buf.toString("utf8", 0, bytesRead);
+    return { token: buf.toString("utf8", 0, bytesRead), stat: st };
   } finally {
-    await fh.close();
+    // The answer does not wait for the close: one thread-pool round trip less on the path of a
+    // warm BeginTurn, whose probe answers before its turn row is written. A failed close loses nothing.
+    fh.close().catch(() => {});
   }
 }
 
@@ -430,7 +478,7 @@ async function readMarker(file: string): Promise<string | undefined> {
  * never removed as ours (its removal answers "foreign" and the directory is kept).
  */
 export async function markerToken(dir: string): Promise<string | undefined> {
-  return readMarker(path.join(dir, MARKER)).catch(() => undefined);
+  return readMarker(path.join(dir, MARKER)).then((m) => m?.token, () => undefined);
 }
 
 /**

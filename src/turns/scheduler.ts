@@ -43,7 +43,7 @@ import { isTerminal } from "../sessions/changeset-states.js";
 import type { Workspace } from "../sessions/workspace.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import { mapFromPaths } from "./map/from-paths.js";
-import type { WorkspaceRegistry } from "../sessions/registry.js";
+import { isLiveHere, type SessionFacts, type WorkspaceRegistry } from "../sessions/registry.js";
 import { Acquirer, type ProbeAhead } from "./acquire.js";
 import { Capture, captureIncomplete, type LeftOut } from "./capture.js";
 import { readdir } from "node:fs/promises";
@@ -56,13 +56,14 @@ import { Pool, type EvictReason, type PoolSettings, type PoolStats, type SlotSta
 import { sessionEndFollower } from "./session-ends.js";
 import type * as store from "./store.js";
 import { Teardowns, type CaptureMode } from "./teardown.js";
-import { TurnRecords, TurnRowConflict, turnFromRow, type InstanceSettings } from "./turn-records.js";
+import { LiveCheckStale, TurnRecords, TurnRowConflict, turnFromRow, type InstanceSettings } from "./turn-records.js";
 import { compareTurnKeys, newTurn, turnKey, type BeginResult, type OnBusyName, type StoredTurnKey, type Turn } from "./turn.js";
 
 export type { BeginResult, OnBusyName, StoredTurnKey, Turn, TurnKey } from "./turn.js";
 export { compareTurnKeys, turnKey } from "./turn.js";
 export type { EvictReason, PoolSettings, PoolStats, SlotState } from "./pool.js";
 export type { InstanceSettings } from "./turn-records.js";
+export { LiveCheckStale } from "./turn-records.js";
 export { TurnRaceLost, type EnvironmentOwnership, type Placement } from "./ownership.js";
 
 /** EndTurn's answer: the turn, what its capture wrote into the overlay, and what it left out on purpose. */
@@ -199,8 +200,15 @@ export class TurnScheduler {
     return { env, alive };
   }
 
-  beginTurn(ws: Workspace, clientTurnId: string | undefined, onBusy: OnBusyName, signal: AbortSignal, ahead?: ProbeAhead): Promise<BeginResult> {
-    if (!clientTurnId) return this.begin(ws, undefined, onBusy, signal, ahead);
+  /**
+   * `facts`: the session was checked on its live object, not read from its row (api/session-access.ts
+   * ownedLiveSession; only without a client_turn_id): the turn row is written only while the
+   * workspace row holds them, and the turn is begun only on an environment parked here with no
+   * turn running or starting — else LiveCheckStale, with nothing written and the environment as
+   * it was (the caller then asks the row and begins as usual).
+   */
+  beginTurn(ws: Workspace, clientTurnId: string | undefined, onBusy: OnBusyName, signal: AbortSignal, ahead?: ProbeAhead, facts?: SessionFacts): Promise<BeginResult> {
+    if (!clientTurnId) return this.begin(ws, undefined, onBusy, signal, ahead, facts);
     return this.known.once(ws.sessionId, clientTurnId, (turn) => this.answerStored(turn, signal), () => this.begin(ws, clientTurnId, onBusy, signal, ahead));
   }
 
@@ -210,7 +218,11 @@ export class TurnScheduler {
     return { turn, supersededTurnId: "", map: await this.deps.maps.getMap(turn.environmentPath, { signal }) };
   }
 
-  private async begin(ws: Workspace, clientTurnId: string | undefined, onBusy: OnBusyName, signal: AbortSignal, ahead?: ProbeAhead): Promise<BeginResult> {
+  private async begin(ws: Workspace, clientTurnId: string | undefined, onBusy: OnBusyName, signal: AbortSignal, ahead?: ProbeAhead, facts?: SessionFacts): Promise<BeginResult> {
+    // Checked on the live object: only a start on an environment parked here, with no turn to
+    // supersede or reject on that check alone, and only while the object is still the live one
+    // (a follower that dropped it may have queued the environment's eviction already).
+    if (facts !== undefined && !this.parkedIdle(ws)) throw new LiveCheckStale("pool");
     const state = this.pool.stateOf(ws);
     const old = state.turn;
     if (old && onBusy === "reject") throw await this.reject(ws, old);
@@ -232,7 +244,7 @@ export class TurnScheduler {
     // The map's wait starts as soon as the directory is in place, alongside the row insert.
     const mapSignal = AbortSignal.any([signal, turn.abort.signal]);
     let mapWait: Promise<MapResult> | undefined;
-    const job = this.pool.enqueue(state, () => this.acquire(state, turn, old, parked, ahead, () => {
+    const job = this.pool.enqueue(state, () => this.acquire(state, turn, old, parked, ahead, facts, () => {
       mapWait = this.deps.maps.getMap(turn.environmentPath, { signal: mapSignal });
     }));
     const started = job.then(async () => {
@@ -275,8 +287,14 @@ export class TurnScheduler {
     throw new TurnRaceLost(running?.id, running?.instance_id);
   }
 
+  /** Whether `ws` is the live object and its environment is parked here (IDLE or AWAITING_APPROVAL) with no turn. */
+  private parkedIdle(ws: Workspace): boolean {
+    const state = this.pool.get(ws.workspaceId);
+    return isLiveHere(ws) && state !== undefined && state.turn === undefined && state.env !== undefined && state.seated && (state.slot === "idle" || state.slot === "approval");
+  }
+
   /** The lane job of a BeginTurn: settle the displaced environment, then a warm or cold acquire. */
-  private async acquire(state: WsState, turn: Turn, old: Turn | undefined, parked: { slot: SlotState | undefined; parkedAt: number }, ahead: ProbeAhead | undefined, placed?: () => void): Promise<void> {
+  private async acquire(state: WsState, turn: Turn, old: Turn | undefined, parked: { slot: SlotState | undefined; parkedAt: number }, ahead: ProbeAhead | undefined, facts: SessionFacts | undefined, placed?: () => void): Promise<void> {
     const ws = state.ws;
     try {
       if (old) {
@@ -301,8 +319,9 @@ export class TurnScheduler {
       placed?.();
       // Earlier turns' rows updated outside the lane (cancel, session end) are final first.
       await state.finishing;
-      await this.records.insertRow(turn, ws, old);
+      await this.records.insertRow(turn, ws, old, facts);
     } catch (err) {
+      if (err instanceof LiveCheckStale) throw await this.afterStaleCheck(state, turn, parked, err);
       const lost = err instanceof TurnRowConflict;
       const current = state.turn === turn;
       if (lost) {
@@ -324,6 +343,35 @@ export class TurnScheduler {
       else this.deps.logger.error({ err, workspaceId: state.workspaceId, turnId: turn.id }, "turn: acquire failed");
       throw err;
     }
+  }
+
+  /**
+   * A turn begun on its session's live check whose guarded row found the session moved
+   * (LiveCheckStale): it never was (no row, no event). Its environment ends as if the BeginTurn
+   * had not come: a parked one it took warm is parked again as it was (same slot, same keep-alive),
+   * so that the session's end, when its follower here learns it, evicts it with that end's
+   * capture (a stranded session's "ending" writes); one it built cold is torn down like a lost
+   * race's (nothing was written to it). A turn stopped or superseded meanwhile is no longer the
+   * state's: whoever did that tears its environment down, in the lane, after this job.
+   */
+  private async afterStaleCheck(state: WsState, turn: Turn, parked: { slot: SlotState | undefined; parkedAt: number }, err: LiveCheckStale): Promise<LiveCheckStale> {
+    const current = state.turn === turn;
+    turn.abort.abort();
+    this.known.forget(turn);
+    if (!current) return err;
+    state.turn = undefined;
+    turn.state = "cancelled";
+    turn.endReason = "session_moved";
+    const env = turn.env;
+    if (env !== undefined && state.env === env && turn.warm && state.seated && (parked.slot === "idle" || parked.slot === "approval")) {
+      state.slot = parked.slot;
+      state.parkedAt = parked.parkedAt;
+    } else if (env !== undefined && state.env === env) {
+      await this.teardowns.teardown(state, env, "lost-race", turn.sessionId).catch((e: unknown) => this.deps.logger.error({ err: e, workspaceId: state.workspaceId }, "turn: teardown after a stale session check failed"));
+    }
+    if (!state.env && state.seated && state.slot === "busy") this.pool.unseat(state);
+    this.deps.logger.info({ workspaceId: state.workspaceId, turnId: turn.id, parkedAgain: state.env === env && env !== undefined }, "turn: the session's row moved since its live check; this turn is dropped");
+    return err;
   }
 
   // ---- EndTurn ------------------------------------------------------------------------

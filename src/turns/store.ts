@@ -1,5 +1,5 @@
 /** Every statement on the turns table (migrations/0005_turns.ts; TurnTable in src/platform/schema.ts), in raw SQL. */
-import { sql, type Selectable, type Transaction } from "kysely";
+import { sql, type RawBuilder, type Selectable, type Transaction } from "kysely";
 import { eventValues, insertEvents, insertEventsFrom, type PreparedEvent } from "../platform/outbox.js";
 
 type EventRow = PreparedEvent["row"];
@@ -31,6 +31,25 @@ export async function insertTurnWithEvents(q: Q, r: TurnRow, events: readonly Ev
       VALUES (${r.id}, ${r.session_id}, ${r.workspace_id}, ${r.repo_id}, ${r.client_turn_id}, ${r.state}, ${r.outcome}, ${r.environment_path}, ${r.warm}, ${r.superseded_by}, ${r.end_reason}, ${r.instance_id}, ${r.started_at}, ${r.ended_at})
     )
     ${insertEvents(events)}`.execute(q);
+}
+
+/**
+ * insertTurnWithEvents made conditional on the session's row: the turn row and its events are
+ * written only when `held` (sessions/registry.repository.ts sessionRowHolds: the workspace row
+ * still holding what the session's check on its live object relied on, locked FOR SHARE) finds
+ * the row. One statement in autocommit, as insertTurnWithEvents: the session check of a warm
+ * BeginTurn and its write are one round trip. False, writing nothing, when the row moved.
+ */
+export async function insertTurnIfHeld(q: Q, r: TurnRow, events: readonly EventRow[], held: RawBuilder<unknown>): Promise<boolean> {
+  const res = await sql<{ n: number | string }>`WITH held AS MATERIALIZED (${held}), t AS (
+      INSERT INTO turns (id, session_id, workspace_id, repo_id, client_turn_id, state, outcome, environment_path, warm, superseded_by, end_reason, instance_id, started_at, ended_at)
+      SELECT ${r.id}::uuid, ${r.session_id}::uuid, ${r.workspace_id}::uuid, ${r.repo_id}::uuid, ${r.client_turn_id}::text, ${r.state}::text, ${r.outcome}::text, ${r.environment_path}::text,
+        ${r.warm}::boolean, ${r.superseded_by}::uuid, ${r.end_reason}::text, ${r.instance_id}::uuid, ${r.started_at}::timestamptz, ${r.ended_at}::timestamptz
+      FROM held
+      RETURNING 1
+    ), ev AS (${insertEventsFrom(sql`SELECT * FROM (${eventValues(events)}) AS v WHERE EXISTS (SELECT 1 FROM t)`)})
+    SELECT count(*) AS n FROM t`.execute(q);
+  return Number(res.rows[0]?.n ?? 0) > 0;
 }
 
 /** Moves a running turn to a final state; false when it was not running. */

@@ -12,7 +12,8 @@ import type { Clock } from "../platform/clock.js";
 import { notFound } from "../platform/errors.js";
 import type { Workspace } from "../sessions/workspace.js";
 import { insertEvents, type EventInput } from "../platform/outbox.js";
-import type { WorkspaceRegistry } from "../sessions/registry.js";
+import type { SessionFacts, WorkspaceRegistry } from "../sessions/registry.js";
+import { sessionRowHolds } from "../sessions/registry.repository.js";
 import type { EvictReason } from "./pool.js";
 import * as store from "./store.js";
 import type { LeftOut, StoredTurnKey, Turn } from "./turn.js";
@@ -42,6 +43,21 @@ export class TurnRowConflict extends Error {
   constructor(readonly constraint: string | undefined) {
     super(`turn row conflict${constraint ? ` (${constraint})` : ""}`);
     this.name = "TurnRowConflict";
+  }
+}
+
+/**
+ * A BeginTurn checked on its session's live object (api/session-access.ts ownedLiveSession) could
+ * not go on as checked: its guarded row insert found the session's row no longer holding what the
+ * check relied on (`row`: stranded, resumed, ended, rebased or its changeset moved, on any instance,
+ * before its follower here learnt it), or the pool no longer held the environment simply parked
+ * when the turn was placed (`pool`). Nothing of the turn was written; the api asks the row
+ * (ownedSession) and answers as it says.
+ */
+export class LiveCheckStale extends Error {
+  constructor(readonly why: "row" | "pool") {
+    super(why === "row" ? "the session's row no longer holds what its live check relied on" : "the session's environment is no longer parked idle here");
+    this.name = "LiveCheckStale";
   }
 }
 
@@ -141,7 +157,12 @@ export class TurnRecords {
     return store.listBySession(this.deps.registry.db, sessionId, before && { startedAt: new Date(before[0]), seq: before[1] }, limit);
   }
 
-  async insertRow(turn: Turn, ws: Workspace, old: Turn | undefined): Promise<void> {
+  /**
+   * The turn row and its events, in one statement. `facts`: the session was checked on its live
+   * object, not read (a warm BeginTurn): the row is written only while the workspace row still
+   * holds them, else LiveCheckStale("row") and nothing is written.
+   */
+  async insertRow(turn: Turn, ws: Workspace, old: Turn | undefined, facts?: SessionFacts): Promise<void> {
     let resolve!: () => void;
     turn.rowWritten = new Promise<void>((r) => (resolve = r));
     try {
@@ -150,7 +171,10 @@ export class TurnRecords {
       if (turn.state === "cancelled") events.push(this.turnEvent(ws, "turn.cancelled", turn, { reason: turn.endReason }));
       if (turn.state === "superseded") events.push(this.turnEvent(ws, "turn.superseded", turn, { other: turn.supersededBy ?? "" }));
       // One statement in autocommit (turn row + events, atomic): one round trip instead of four.
-      await this.deps.registry.uow.statement(events, (db, rows) => store.insertTurnWithEvents(db, this.rowOf(turn), rows));
+      if (facts === undefined) await this.deps.registry.uow.statement(events, (db, rows) => store.insertTurnWithEvents(db, this.rowOf(turn), rows));
+      else if (!(await this.deps.registry.uow.statement(events, (db, rows) => store.insertTurnIfHeld(db, this.rowOf(turn), rows, sessionRowHolds(facts)), (written) => written))) {
+        throw new LiveCheckStale("row");
+      }
     } catch (err) {
       // turns_one_running or turns_client_id: another instance's turn got there first.
       const conflict = store.turnConflict(err);

@@ -1,7 +1,9 @@
 /**
- * A warm BeginTurn's liveness probe of the parked environment runs while the call's session
- * check reads PostgreSQL (issue 16: the probe overlapped with a round trip instead of after it),
- * and that probe's answer is the one the acquire uses (no second probe).
+ * A warm BeginTurn's liveness probe of the parked environment starts when the call arrives, before
+ * the call waits on PostgreSQL (issue 16: the probe overlapped with a round trip instead of after
+ * it), and that probe's answer is the one the acquire uses (no second probe). Since the session
+ * check of a warm BeginTurn was folded into the turn row's insert (live-check.test.ts), the read
+ * of the session's row that waits here is that insert's.
  */
 import { rmSync } from "node:fs";
 import pg from "pg";
@@ -38,7 +40,7 @@ needs({ postgres: true })("the warm BeginTurn's liveness probe", () => {
     rmSync(source, { recursive: true, force: true });
   });
 
-  it("starts while the session's row read waits on PostgreSQL, and is the only probe of that BeginTurn", async () => {
+  it("starts before the session's row read waits on PostgreSQL, and is the only probe of that BeginTurn", async () => {
     const { sessionId } = await newSession(b, source);
     const t1 = await b.turns.beginTurn({ sessionId });
     await b.turns.endTurn({ turnId: t1.turnId, outcome: TurnOutcome.COMPLETED });
