@@ -19,10 +19,10 @@ export interface StoredEvent {
   readonly size: number;
 }
 
-const EVENT_COLUMNS = ["seq", "id", "kind", "repo_id", "session_id", "workspace_id", "agent_id", "changeset_id", "occurred_at", "reason", "payload"] as const;
+export const EVENT_COLUMNS = ["seq", "id", "kind", "repo_id", "session_id", "workspace_id", "agent_id", "changeset_id", "occurred_at", "reason", "payload"] as const;
 
 /** A sequenced row: seq is set (readers only read `seq > n`). */
-type EventRow = Omit<Selectable<EventTable>, "staged" | "seq"> & { seq: string | number | bigint };
+export type EventRow = Omit<Selectable<EventTable>, "staged" | "seq"> & { seq: string | number | bigint };
 
 /** Decodes a stored row: the payload holds the kind-specific oneof (src/platform/outbox.ts); the rest are columns. */
 export function decodeRow(row: EventRow): StoredEvent {

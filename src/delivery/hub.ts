@@ -33,7 +33,7 @@ import type { Db } from "../platform/database.js";
 import type { NumberedCommit } from "../platform/outbox.js";
 import { compileFilter, type EventFilter, type Matcher } from "./filter.js";
 import { CommitListener, type CommitListenerOptions } from "./commit-listener.js";
-import { EVENTS_CHANNEL, sequencePending } from "./sequencer.js";
+import { EVENTS_CHANNEL, numberedAfter, numberPending, sequencePending } from "./sequencer.js";
 import { oldestSeq, prunedThrough, readEvents, storedSize, type Event, type StoredEvent } from "./event-store.js";
 import { PullQueue } from "../platform/pull-queue.js";
 
@@ -417,7 +417,15 @@ export class EventHub {
         this.sequenceWanted = false;
         this.readWanted = false;
         for (;;) {
-          if (sequence) this.covered = await sequencePending(this.db, this.logger);
+          if (sequence) {
+            const numbered = await numberPending(this.db, this.logger);
+            this.covered = numbered.head;
+            // What the pass numbered, if it follows what was fanned out: no read. Everything up to
+            // its head is then out (a statement that numbered its own rows below the pass's
+            // numbers committed before the pass could take them), and what commits later nudges.
+            if (!(await this.fanOut(numberedAfter(numbered, this.position)))) return;
+            if (this.position === numbered.head && !this.readWanted) break;
+          }
           this.reads++;
           const batch = await readEvents(this.db, this.position, this.batchSize);
           if (!(await this.fanOut(batch))) return;

@@ -35,7 +35,7 @@ import type { Logger } from "pino";
 import type { NatsEncoding } from "../config.js";
 import type { Db } from "../platform/database.js";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
-import { sequencePending } from "./sequencer.js";
+import { numberedAfter, numberPending } from "./sequencer.js";
 import { advanceRelayCursor, readEvents, readRelayCursor, type StoredEvent } from "./event-store.js";
 
 // ---- leadership ---------------------------------------------------------------------------
@@ -297,8 +297,12 @@ export class NatsRelay {
         const pass = this.passWanted || !this.nudged;
         this.nudged = false;
         this.passWanted = false;
-        if (pass) await sequencePending(this.o.db, this.o.logger);
-        const batch = await readEvents(this.o.db, this.acked, this.o.batchSize);
+        // What the pass numbered right after the acknowledged seq is published as the pass
+        // returned it; the outbox is read only when something else comes first.
+        const numbered = pass ? await numberPending(this.o.db, this.o.logger) : undefined;
+        const fromPass = numbered === undefined ? [] : numberedAfter(numbered, this.acked);
+        const caughtUp = numbered !== undefined && fromPass.length > 0 && fromPass.at(-1)!.seq === numbered.head;
+        const batch = caughtUp ? fromPass : await readEvents(this.o.db, this.acked, this.o.batchSize);
         if (batch.length === 0) {
           await this.sleep(this.o.pollIntervalMs);
           continue;

@@ -13,6 +13,19 @@ import type { Database } from "./schema.js";
 
 export type Db = Kysely<Database>;
 
+/** Rows of each statement of a multi-statement query, in order. */
+export type SimpleQuery = (text: string) => Promise<Record<string, unknown>[][]>;
+const simpleQueries = new WeakMap<Db, SimpleQuery>();
+
+/**
+ * Runs several statements without parameters in one round trip, as one implicit transaction
+ * (PostgreSQL's simple query protocol: each statement still takes its own snapshot), on a pooled
+ * connection of `db`. Undefined on PGlite, where a round trip costs nothing to save.
+ */
+export function simpleQueryOf(db: Db): SimpleQuery | undefined {
+  return simpleQueries.get(db);
+}
+
 export interface OpenedDatabase {
   readonly db: Db;
   readonly kind: "postgres" | "pglite";
@@ -54,6 +67,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenedData
     pool.on("error", () => {});
     preparePoolStatements(pool);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    // No values: the simple protocol (pg names and prepares only statements with parameters).
+    simpleQueries.set(db, async (text) => {
+      const r = (await pool.query(text)) as unknown as pg.QueryResult | pg.QueryResult[];
+      return (Array.isArray(r) ? r : [r]).map((x) => x.rows as Record<string, unknown>[]);
+    });
     return {
       db,
       kind: "postgres",

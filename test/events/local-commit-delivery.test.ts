@@ -12,6 +12,7 @@ import { insertEvents, prepareEvent } from "../../src/platform/outbox.js";
 import type { WorkspaceRegistry } from "../../src/sessions/registry.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/database.js";
 import { input, registryOn, silent, until } from "./helpers.js";
+import type { UnitOfWork } from "../../src/platform/unit-of-work.js";
 
 describe.each(DATABASE_KINDS)("local numbered commits on %s", (kind) => {
   let database: TestDatabase;
@@ -54,6 +55,17 @@ describe.each(DATABASE_KINDS)("local numbered commits on %s", (kind) => {
     expect(row!.seq > 0n).toBe(true);
     expect(received).toEqual([row]);
     expect(hub.headSeq).toBe(row!.seq);
+  });
+
+  it("fans out the rows its own numbering pass numbered (a commit that left them unnumbered) without reading the outbox", async () => {
+    const uow: UnitOfWork = registry.uow;
+    const readsBefore = hub.reads;
+    // A change of one transaction whose events go in unnumbered, as every writer's but a batch of creates.
+    await uow.run(async ({ record }) => record(input("test.unnumbered"), input("test.unnumbered")));
+    await until(() => received.length >= 2);
+    const all = await stored();
+    expect(received).toEqual(all);
+    expect(hub.reads).toBe(readsBefore);
   });
 
   it("reads when another writer's events come between, and hands out every event once, in seq order", async () => {
