@@ -9,6 +9,8 @@ import { sql, type Kysely } from "kysely";
  * analysed while unnumbered, where the plan became a walk of the whole table). Here the pass walks
  * the unnumbered rows in staged order and stops at its limit, and a plain index scan marks the
  * dead entries it passes, so later passes skip them. The price: one index entry per event insert.
+ * Building it reads the whole outbox while event writers wait (a plain CREATE INDEX, as every
+ * migration here runs in its transaction); the index itself holds only unnumbered rows.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE INDEX IF NOT EXISTS events_unnumbered ON events (staged) WHERE seq IS NULL`.execute(db);

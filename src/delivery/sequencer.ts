@@ -105,11 +105,16 @@ export function numberPending(db: Db, logger?: Logger): Promise<Numbered> {
   return queued;
 }
 
+/**
+ * Passes until one numbers fewer than PASS_LIMIT rows. Only the first pass's rows are kept: a
+ * burst (a startup reconcile's 100,000 events) is then read by its readers a page at a time,
+ * not held here at once.
+ */
 async function numberAll(db: Db, logger?: Logger): Promise<Numbered> {
-  const rows: EventRow[] = [];
+  let rows: EventRow[] | undefined;
   for (;;) {
     const result = await notifying((notify) => pass(db, notify), logger);
-    rows.push(...result.rows);
+    rows ??= result.rows;
     if (result.rows.length < PASS_LIMIT) return { head: result.head, rows };
   }
 }
