@@ -6,6 +6,8 @@ const instances = Number(process.env.BERTH_TEST_INSTANCES || "1");
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // The run's temporary directory (environments of the servers tests start), removed at its end.
+    globalSetup: ["./test/support/global-setup.ts"],
     exclude: [...configDefaults.exclude],
     testTimeout: 30_000,
     hookTimeout: 60_000,
