@@ -162,6 +162,24 @@ function passStatement(notify: boolean) {
 }
 
 /**
+ * The pass's text for the simple protocol, by `notify`: its statements are constant, so each is
+ * compiled once, not per pass (only PostgreSQL has the simple protocol, and its text is the same for every database).
+ */
+const simpleTexts = new Map<boolean, string>();
+
+function simpleText(db: Db, notify: boolean): string {
+  let text = simpleTexts.get(notify);
+  if (text === undefined) {
+    const lock = LOCK_AND_PLAN.compile(db);
+    const statement = passStatement(notify).compile(db);
+    if (lock.parameters.length > 0 || statement.parameters.length > 0) throw new Error("sequencer: the pass's statements must have no parameters");
+    text = `${lock.sql};\n${statement.sql}`;
+    simpleTexts.set(notify, text);
+  }
+  return text;
+}
+
+/**
  * On PostgreSQL one round trip: the lock and the statement sent together as one implicit
  * transaction (each statement still takes its own snapshot, the second after the lock). A failed
  * statement rolls the whole of it back. Elsewhere (PGlite, in process) a transaction of two.
@@ -170,10 +188,7 @@ async function pass(db: Db, notify: boolean): Promise<{ head: bigint; rows: Even
   const simple = simpleQueryOf(db);
   let result: PassRow[];
   if (simple) {
-    const lock = LOCK_AND_PLAN.compile(db);
-    const statement = passStatement(notify).compile(db);
-    if (lock.parameters.length > 0 || statement.parameters.length > 0) throw new Error("sequencer: the pass's statements must have no parameters");
-    const sets = await simple(`${lock.sql};\n${statement.sql}`);
+    const sets = await simple(simpleText(db, notify));
     result = sets[1] as PassRow[];
   } else {
     result = await db.transaction().execute(async (trx) => {

@@ -158,7 +158,8 @@ export async function makeWorkspace(deps: CreationDeps, repo: Repository, input:
 
   let result: { changeset: sqlRepo.ChangesetRow; agentName: string };
   try {
-    if (input.changesetId === undefined) {
+    const changesetId = input.changesetId;
+    if (changesetId === undefined) {
       // The common case, a new DRAFT changeset: group-committed (flushDrafts above).
       const agentName = await deps.drafts.submit({ row, event: created });
       if (agentName === undefined) throw repositoryNotFound(repo.id);
@@ -166,7 +167,6 @@ export async function makeWorkspace(deps: CreationDeps, repo: Repository, input:
     } else {
       result = await deps.uow.run(async ({ trx, record }) => {
         // Joining a changeset that exists (a new one is the group-committed case above).
-        const changesetId = input.changesetId!;
         const changeset = await sqlRepo.findChangeset(trx, changesetId, "share");
         if (!changeset || changeset.repo_id !== repo.id) {
           throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist in repository ${repo.id}`, { changeset_id: changesetId });

@@ -5,7 +5,7 @@
  * lock. The lock is held from the test by a transaction of its own, so the wait is certain.
  */
 import { sql } from "kysely";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { failure } from "../support/rpc-error.js";
@@ -40,6 +40,20 @@ needs({ postgres: true })("a write its caller gave up on", () => {
     await isLocked;
     const late = await failure(berth.grpc.writeFile({ sessionId: ws.sessionId, path: "notes/order.txt", content: utf8("first, abandoned\n") }, { deadlineMs: 300 }));
     expect(late.code).toBe("DEADLINE_EXCEEDED");
+    // The client's deadline passing is not yet the server's: the server hears of it by the
+    // client's cancel or by its own copy of the deadline, which started when it received the call,
+    // before its lock statement began to wait. Once that statement has waited longer than the
+    // timeout, the server's deadline has passed too, and its timer runs before the lock can be
+    // granted (releasing it takes a round trip). Released earlier, the test would race the
+    // server's hearing of the cancel: a write no server can refuse (it failed so under load).
+    await vi.waitFor(
+      async () => {
+        const r = await sql<{ past: boolean | null }>`SELECT bool_and(clock_timestamp() - query_start > interval '320 milliseconds') AS past
+          FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(db);
+        expect(r.rows[0]?.past).toBe(true);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
     // The lock is released only now: the abandoned write, queued first for the workspace's lock
     // (and first in this instance's per-workspace queue), is decided before the next write.
     release();

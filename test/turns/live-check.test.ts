@@ -208,8 +208,11 @@ needs({ postgres: true })("the session check of a warm BeginTurn", () => {
       await holder.query(`SELECT pg_advisory_unlock(${SEQUENCER_LOCK_KEY.toString()}::bigint)`);
       held = false;
       // A learns the strand: its parked environment is captured ("ending") and torn down.
-      await until("the parked environment's eviction on A", () => !existsSync(s.environmentPath));
+      // Awaited by its count, not by the directory's absence: the rename that moves it aside is
+      // visible on disk before the teardown's continuation (which counts it) has run.
+      await until("the parked environment's eviction on A", () => (a.server.turns.stats().evictions["session-ended"] ?? 0n) > evictedBefore);
       expect(a.server.turns.stats().evictions["session-ended"]).toBe(evictedBefore + 1n);
+      expect(existsSync(s.environmentPath)).toBe(false);
       const { newSessionId } = await wsB.resumeSession({ deadSessionId: s.sessionId, agentId: "agent-a" });
       expect(Buffer.from((await wsB.readFile({ sessionId: newSessionId, path: "between-turns.txt" })).content).toString()).toBe("written after EndTurn\n");
       expect(await turnRows(s.workspaceId)).toEqual([{ id: s.firstTurn, state: "ended" }]);
