@@ -128,13 +128,15 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
         return responseWithMap(BeginTurnResponseSchema, fields, "workspaceMap", r.map);
       };
       let place = await turns.ownership.ofSession(ws);
+      let rereads = 0;
       for (let attempt = 0; ; attempt++) {
         try {
           return await serveOrForward(forwarder, methods.beginTurn, ctx, req, place, local);
         } catch (err) {
-          if (held !== undefined && err instanceof LiveCheckStale) {
-            // Nothing was written: the row answers now (the session's state, or the session as it
-            // is, begun as any BeginTurn). Once: the call goes on without the live check.
+          if (err instanceof LiveCheckStale && rereads++ < 2) {
+            // Nothing was written: the session's row moved since it was checked (stranded, ended,
+            // rebased meanwhile). The row answers now (the session's state, or the session as it
+            // is, begun as any BeginTurn), without the live check.
             held = undefined;
             ws = await ownedSession(registry, ctx, sessionId!, "active");
             place = await turns.ownership.ofSession(ws);

@@ -43,7 +43,7 @@ import { isTerminal } from "../sessions/changeset-states.js";
 import type { Workspace } from "../sessions/workspace.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import { mapFromPaths } from "./map/from-paths.js";
-import { isLiveHere, type SessionFacts, type WorkspaceRegistry } from "../sessions/registry.js";
+import { isLiveHere, sessionFacts, type SessionFacts, type WorkspaceRegistry } from "../sessions/registry.js";
 import { Acquirer, type ProbeAhead } from "./acquire.js";
 import { Capture, captureIncomplete, type LeftOut } from "./capture.js";
 import { readdir } from "node:fs/promises";
@@ -223,6 +223,11 @@ export class TurnScheduler {
     // supersede or reject on that check alone, and only while the object is still the live one
     // (a follower that dropped it may have queued the environment's eviction already).
     if (facts !== undefined && !this.parkedIdle(ws)) throw new LiveCheckStale("pool");
+    // What the turn's row is written against: the caller's check (the session active, as read).
+    // A strand committed after that check, and heard here before this turn was placed (so that
+    // sessionEnded found no turn to stop), would otherwise leave a RUNNING turn of a stranded
+    // session that nothing ends, and its resume waiting on it for ever.
+    const guard = facts ?? { ...sessionFacts(ws), lifecycle: "active" as const };
     const state = this.pool.stateOf(ws);
     const old = state.turn;
     if (old && onBusy === "reject") throw await this.reject(ws, old);
@@ -244,7 +249,7 @@ export class TurnScheduler {
     // The map's wait starts as soon as the directory is in place, alongside the row insert.
     const mapSignal = AbortSignal.any([signal, turn.abort.signal]);
     let mapWait: Promise<MapResult> | undefined;
-    const job = this.pool.enqueue(state, () => this.acquire(state, turn, old, parked, ahead, facts, () => {
+    const job = this.pool.enqueue(state, () => this.acquire(state, turn, old, parked, ahead, guard, () => {
       mapWait = this.deps.maps.getMap(turn.environmentPath, { signal: mapSignal });
     }));
     const started = job.then(async () => {
@@ -294,7 +299,7 @@ export class TurnScheduler {
   }
 
   /** The lane job of a BeginTurn: settle the displaced environment, then a warm or cold acquire. */
-  private async acquire(state: WsState, turn: Turn, old: Turn | undefined, parked: { slot: SlotState | undefined; parkedAt: number }, ahead: ProbeAhead | undefined, facts: SessionFacts | undefined, placed?: () => void): Promise<void> {
+  private async acquire(state: WsState, turn: Turn, old: Turn | undefined, parked: { slot: SlotState | undefined; parkedAt: number }, ahead: ProbeAhead | undefined, guard: SessionFacts, placed?: () => void): Promise<void> {
     const ws = state.ws;
     try {
       if (old) {
@@ -319,7 +324,7 @@ export class TurnScheduler {
       placed?.();
       // Earlier turns' rows updated outside the lane (cancel, session end) are final first.
       await state.finishing;
-      await this.records.insertRow(turn, ws, old, facts);
+      await this.records.insertRow(turn, ws, old, guard);
     } catch (err) {
       if (err instanceof LiveCheckStale) throw await this.afterStaleCheck(state, turn, parked, err);
       const lost = err instanceof TurnRowConflict;
@@ -590,16 +595,21 @@ export class TurnScheduler {
   /**
    * Resolves once no live instance has a RUNNING turn of the workspace: the capture of a
    * session stranded under a running turn is done (the owner finishes the turn's row after it).
-   * UNAVAILABLE CAPTURE_PENDING (retryable) when that takes longer than `timeoutMs`.
+   * UNAVAILABLE CAPTURE_PENDING (retryable) when that takes longer than CAPTURE_WAIT_MS, or than
+   * the caller can wait: `callDeadline` (epoch ms) less what the caller's own work needs after
+   * the wait, so that the caller hears why rather than its deadline passing (a capture on a
+   * loaded machine takes seconds; an agent's deadline may be shorter).
    */
-  async captureSettled(workspaceId: string, timeoutMs = 10_000): Promise<void> {
-    const deadline = performance.now() + timeoutMs;
+  async captureSettled(workspaceId: string, callDeadline?: number): Promise<void> {
+    const deadline = performance.now() + captureWaitMs(callDeadline, Date.now());
     for (;;) {
+      // The capture here runs in the lane: waited for directly, but no longer than the wait allows.
       const local = this.pool.get(workspaceId);
-      if (local) await Promise.allSettled([local.lane]);
+      const left = deadline - performance.now();
+      if (local && left > 0) await Promise.race([local.lane.then(noop, noop), delay(left)]);
       const running = await this.records.runningOnLiveInstance(workspaceId);
       if (!running) return;
-      if (performance.now() > deadline) {
+      if (performance.now() >= deadline) {
         throw new BerthError("unavailable", "CAPTURE_PENDING", `the running turn ${running.id} of workspace ${workspaceId} is still being captured into the overlay; retry`, {
           workspace_id: workspaceId,
           turn_id: running.id,
@@ -711,7 +721,21 @@ function alreadyFinished(turn: Turn, outcome: store.OutcomeName): EndTurnResult 
   });
 }
 
+/** The longest ResumeSession waits for the capture of a stranded session's running turn. */
+const CAPTURE_WAIT_MS = 10_000;
+/** Of a call's time left, what is kept for its work after the capture wait (at most a quarter of it). */
+const AFTER_CAPTURE_RESERVE_MS = 1_000;
+
+/** How long a caller with `callDeadline` (epoch ms; none: CAPTURE_WAIT_MS) may wait for a capture, at `now`. */
+export function captureWaitMs(callDeadline: number | undefined, now: number): number {
+  if (callDeadline === undefined) return CAPTURE_WAIT_MS;
+  const left = callDeadline - now;
+  return Math.max(0, Math.min(CAPTURE_WAIT_MS, left - Math.min(AFTER_CAPTURE_RESERVE_MS, left / 4)));
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function noop(): void {}
 
 function delay(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms).unref());
