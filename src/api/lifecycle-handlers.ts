@@ -98,7 +98,11 @@ export function lifecycleHandlers(
       // the instance that ran it; the resume waits for that, so the resumed session has it
       // (docs/lifecycle.md). Any other state is the resume's own answer, given below.
       const before = await registry.getWorkspace(dead!).catch(() => undefined);
-      if (before?.lifecycle === "stranded" && before.agentId === agentId) await deps.captures?.captureSettled(before.workspaceId);
+      if (before?.lifecycle === "stranded" && before.agentId === agentId) {
+        const waitStart = performance.now();
+        await deps.captures?.captureSettled(before.workspaceId, ctx.deadline);
+        ctx.logFields.captureWaitMs = Math.round(performance.now() - waitStart);
+      }
       const ws = await deps.lifecycle.resume(dead!, agentId);
       ctx.logFields.newSessionId = ws.sessionId;
       return { newSessionId: ws.sessionId, workspace: workspaceToWire(ws) };

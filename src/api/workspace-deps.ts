@@ -22,5 +22,5 @@ export interface WorkspaceServiceDeps {
   /** CommitChangeset and the merge of a MERGED transition (absent: MERGED is only a state). */
   readonly landing?: Landing | undefined;
   /** The turn scheduler's capture of a stranded session's running turn (ResumeSession waits for it). */
-  readonly captures?: { captureSettled(workspaceId: string): Promise<void> } | undefined;
+  readonly captures?: { captureSettled(workspaceId: string, callDeadline?: number): Promise<void> } | undefined;
 }

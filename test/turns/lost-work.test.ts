@@ -268,3 +268,55 @@ describe("issue 14: capture leaves out what it should not store, and says so", (
     expect(f.fields).toEqual(["capture_exclude[1]", "capture_exclude[2]"]);
   });
 });
+
+needs({ postgres: true })("issue 14: a capture slower than the resuming call's deadline", () => {
+  let b: TurnBerth;
+  let source: string;
+  beforeAll(async () => {
+    source = makeGitRepo(4);
+    b = await startTurnBerth();
+  });
+  afterAll(async () => {
+    await b?.close();
+    rmSync(source, { recursive: true, force: true });
+  });
+
+  it("ResumeSession answers UNAVAILABLE CAPTURE_PENDING before the caller's deadline and changes nothing; a retry after the capture resumes with the edit", async () => {
+    const { sessionId, workspaceId } = await newSession(b, source);
+    const t = await b.turns.beginTurn({ sessionId });
+    writeFileSync(path.join(t.environmentPath, "slow.txt"), "written by the running turn\n");
+    // The capture's insert of slow.txt waits behind this uncommitted row of the same key: the
+    // capture is slow for as long as the test holds it (a loaded machine, made on purpose).
+    let releaseBlocker!: () => void;
+    const held = new Promise<void>((r) => (releaseBlocker = r));
+    let blocking!: () => void;
+    const blockerIn = new Promise<void>((r) => (blocking = r));
+    const blocker = b.database.opened.db.transaction().execute(async (trx) => {
+      await sql`INSERT INTO overlay_files (workspace_id, path, repo_id, content, sha256, change, base_hash, updated_at)
+        SELECT id, 'slow.txt', repo_id, 'x'::bytea, 'x', 'added', NULL, now() FROM workspaces WHERE id = ${workspaceId}::uuid`.execute(trx);
+      blocking();
+      await held;
+      throw new Error("rolled back on purpose");
+    }).catch((err: unknown) => {
+      if (!(err instanceof Error && err.message === "rolled back on purpose")) throw err;
+    });
+    try {
+      await blockerIn;
+      await b.ws.strandSession({ sessionId, reason: "test" });
+      const sent = Date.now();
+      const f = await failure(b.ws.resumeSession({ deadSessionId: sessionId, agentId: "agent-a" }, { deadlineMs: 3000 }));
+      expect(`${f.code} ${f.reason}`).toBe("UNAVAILABLE CAPTURE_PENDING");
+      expect(f.metadata.turn_id).toBe(t.turnId);
+      expect(Date.now() - sent).toBeLessThan(3000);
+      // Nothing changed: still stranded under its old id, no redirect.
+      expect((await b.ws.getWorkspace({ sessionId })).workspace!.lifecycleState).toBe(LifecycleState.STRANDED);
+      const redirects = await sql<{ n: string }>`SELECT count(*) AS n FROM session_redirects WHERE dead_session_id = ${sessionId}::uuid`.execute(b.database.opened.db);
+      expect(Number(redirects.rows[0]!.n)).toBe(0);
+    } finally {
+      releaseBlocker();
+      await blocker;
+    }
+    const { newSessionId } = await b.ws.resumeSession({ deadSessionId: sessionId, agentId: "agent-a" });
+    expect(text((await b.ws.readFile({ sessionId: newSessionId, path: "slow.txt" })).content)).toBe("written by the running turn\n");
+  });
+});
