@@ -11,7 +11,9 @@
  * random instance). One WatchEvents stream per instance from seq 0. At 8 s one instance is killed
  * with SIGKILL; a call that gets UNAVAILABLE is retried on another instance (counted, not a
  * failure). A session answered SESSION_STRANDED is resumed by its agent on an instance that
- * answers, as a real agent does; the heartbeats go on (through the survivors) until every check
+ * answers, as a real agent does (again after a pause while the answer is UNAVAILABLE
+ * CAPTURE_PENDING: a turn that ran when the session was stranded is still being captured; or
+ * DEADLINE_EXCEEDED: a retry of a resume that did happen answers ALREADY_RESUMED); the heartbeats go on (through the survivors) until every check
  * is done, so no session is disconnected by the test itself.
  *
  * Checked afterwards, one `it` each (the run is in beforeAll):
@@ -210,6 +212,10 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
     strandedAfterSilence: 0,
     /** UNAVAILABLE TURN_OWNER_UNREACHABLE from a survivor, naming the killed instance as the environment's holder. */
     ownerUnreachableAfterKill: 0,
+    /** ResumeSession answered CAPTURE_PENDING (retried by the agent). */
+    capturePending: 0,
+    /** ResumeSession not answered within its deadline (retried by the agent). */
+    resumeDeadlineExceeded: 0,
     unavailableRetried: 0,
     writesAcknowledged: 0,
     writesUncertain: 0,
@@ -234,6 +240,8 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
   };
   let victim: Instance | undefined;
   let killedAt = 0;
+  /** When the chaos began: the time base of the findings and of the servers' lines in a report. */
+  let startedAt = 0;
   /** Sessions the killed instance owned (active) when it died, from the database. */
   const ownedByVictim = new Map<string, { workspaceId: string; agentId: string }>();
   let strandDelays: number[] = [];
@@ -243,7 +251,7 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
 
   const survivors = () => instances.filter((i) => !i.dead);
   const unexpected = (what: string, err: unknown, inst?: Instance) =>
-    found.unexpected.push({ what: `${what}${inst ? ` on ${inst.name}` : ""}`, detail: describeError(err) });
+    found.unexpected.push({ what: `${what}${inst ? ` on ${inst.name}` : ""} at +${((Date.now() - startedAt) / 1000).toFixed(1)}s`, detail: describeError(err) });
 
   /**
    * Whether `err` is a survivor's UNAVAILABLE TURN_OWNER_UNREACHABLE naming the killed instance
@@ -278,7 +286,8 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
         return { value, inst };
       } catch (err) {
         last = err;
-        if (!isUnavailable(err)) throw err;
+        // The session's answer, whichever instance gives it: the agent retries the call itself.
+        if (!isUnavailable(err) || reasonOf(err) === "CAPTURE_PENDING") throw err;
         if (inst === victim && killedAt > 0) stats.unavailableFromKilled++;
         else if (killedAt > 0 && (await ownerIsVictim(err))) stats.ownerUnreachableAfterKill++;
         else unexpected(`${what}: UNAVAILABLE from a live instance (retried)`, err, inst);
@@ -293,13 +302,28 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
     if (agent.sessionId !== dead) return Promise.resolve();
     agent.resuming ??= (async () => {
       try {
-        const { value, inst } = await call("ResumeSession", (i) =>
-          i.ws.resumeSession({ deadSessionId: dead, agentId: agent.id }, { deadlineMs: UNARY_DEADLINE_MS }),
-        );
-        agent.sessionId = value.newSessionId;
-        agent.ownerSeen = inst.name;
-        agent.resumes.push({ from: dead, to: value.newSessionId, on: inst.name, at: Date.now() });
-        stats.resumes++;
+        for (;;) {
+          try {
+            const { value, inst } = await call("ResumeSession", (i) =>
+              i.ws.resumeSession({ deadSessionId: dead, agentId: agent.id }, { deadlineMs: UNARY_DEADLINE_MS }),
+            );
+            agent.sessionId = value.newSessionId;
+            agent.ownerSeen = inst.name;
+            agent.resumes.push({ from: dead, to: value.newSessionId, on: inst.name, at: Date.now() });
+            stats.resumes++;
+            return;
+          } catch (err) {
+            // Retried, as an agent does: the capture of a turn that ran when the session was
+            // stranded is still going (documented), or the answer did not come in time (a loaded
+            // machine; the resume may have happened: a retry then answers ALREADY_RESUMED).
+            const pending = reasonOf(err) === "CAPTURE_PENDING";
+            const late = err instanceof GrpcCallError && err.codeName === "DEADLINE_EXCEEDED";
+            if ((!pending && !late) || keepersStop.signal.aborted) throw err;
+            if (pending) stats.capturePending++;
+            else stats.resumeDeadlineExceeded++;
+            await sleep(200);
+          }
+        }
       } catch (err) {
         const newId = err instanceof GrpcCallError ? err.errorInfo?.metadata.new_session_id : undefined;
         if (reasonOf(err) === "ALREADY_RESUMED" && newId) {
@@ -624,6 +648,7 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
 
     // ---- the chaos --------------------------------------------------------------------------
     const t0 = Date.now();
+    startedAt = t0;
     const ops = agents.map((a) => opLoop(a, t0 + CHAOS_MS));
     const kill = (async () => {
       await sleep(KILL_AT_MS);
@@ -635,7 +660,7 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
       if (!exited) throw new Error(`${v.name} did not exit within 10 s of SIGKILL`);
       // Its connections are gone once its instance lock's connection is: what it committed is all there is.
       const gone = await until(async () => {
-        const r = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = ${`berth instance ${v.name}`}`.execute(db());
+        const r = await sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = ${`berth instance ${v.name}`}`.execute(db());
         return Number(r.rows[0]!.n) === 0;
       }, 10_000);
       if (!gone) throw new Error(`the instance lock connection of ${v.name} was still open 10 s after it was killed`);
@@ -674,7 +699,7 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
     for (const s of strandedAt.keys()) {
       const r = resumedFrom(s);
       const who = ownedByVictim.get(s)!.agentId;
-      if (!r) found.killedNotResumed.push({ what: `${who} session ${s}`, detail: `stranded but not resumed by its agent within ${RESUME_DEADLINE_MS / 1000} s` });
+      if (!r) found.killedNotResumed.push({ what: `${who} session ${s}`, detail: `stranded but not resumed by its agent within ${RESUME_DEADLINE_MS / 1000} s; its turns: ${await turnsOf(ownedByVictim.get(s)!.workspaceId)}` });
       else if (r.on === victim.name) found.killedNotResumed.push({ what: `${who} session ${s}`, detail: `resumed on the killed instance?` });
     }
 
@@ -792,7 +817,7 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
       `[chaos] seed=${SEED} instances=${INSTANCES} killed=${victim.name} sessions=${SESSIONS} calls=${stats.calls} answered=${stats.answered} ` +
         `writes acknowledged=${stats.writesAcknowledged} (paths with unanswered attempts ${stats.writesUncertain}) spot reads=${stats.spotReads} final reads=${stats.finalReads} ` +
         `turns begun=${stats.turnsBegun} ended=${stats.turnsEnded} lost to the kill=${stats.turnsLostToKill} of stranded sessions=${stats.turnsOfMovedSessions} kills=1 ` +
-        `UNAVAILABLE retried=${stats.unavailableRetried} (from the killed instance ${stats.unavailableFromKilled}, its environments unreachable from a survivor ${stats.ownerUnreachableAfterKill}) resumes=${stats.resumes} ` +
+        `UNAVAILABLE retried=${stats.unavailableRetried} (from the killed instance ${stats.unavailableFromKilled}, its environments unreachable from a survivor ${stats.ownerUnreachableAfterKill}) resumes=${stats.resumes} (retried after CAPTURE_PENDING ${stats.capturePending}, after DEADLINE_EXCEEDED ${stats.resumeDeadlineExceeded}) ` +
         `killed instance's sessions=${ownedByVictim.size} stranded=${strandDelays.length} (max ${strandDelays.length ? (strandDelays.at(-1)! / 1000).toFixed(1) : "-"} s after the kill) ` +
         `| lost=${found.lost.length} (files whose acknowledged content is not in the database ${lostKinds.lostInDatabase.size}, in it but answered otherwise ${lostKinds.servedStale.size}) stale reads=${found.staleReads.length} CAS refused=${found.casRefused.length} wrongly stranded=${found.wrongStrands.length} (stranded after a silence beyond the bound ${stats.strandedAfterSilence}) ` +
         `not stranded=${found.killedNotStranded.length} not resumed=${found.killedNotResumed.length} stream faults=${found.streams.length} unexpected errors=${found.unexpected.length} ` +
@@ -813,6 +838,16 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
+  /** The turns of a workspace as the database has them, each with the instance that ran it: a finding's context. */
+  async function turnsOf(workspaceId: string): Promise<string> {
+    const r = await sql<{ state: string; end_reason: string; name: string | null; alive: boolean; started: number; ended: number | null }>`
+      SELECT t.state, t.end_reason, i.name, (i.stopped_at IS NULL) AS alive,
+             extract(epoch FROM t.started_at) * 1000 AS started, extract(epoch FROM t.ended_at) * 1000 AS ended
+      FROM turns t LEFT JOIN instances i ON i.id = t.instance_id WHERE t.workspace_id = ${workspaceId}::uuid ORDER BY t.seq`.execute(db());
+    const rel = (ms: number | null) => (ms === null ? "-" : `+${((Number(ms) - startedAt) / 1000).toFixed(1)}s`);
+    return r.rows.map((t) => `${t.state}${t.end_reason ? `(${t.end_reason})` : ""} on ${t.name ?? "?"}${t.alive ? "" : " (stopped)"} ${rel(t.started)}..${rel(t.ended)}`).join(", ") || "none";
+  }
+
   /** The findings as a message: how many, and the first few. */
   const report = (title: string, xs: readonly Failure[]): string => {
     if (setupError !== undefined) return `the run failed: ${describeError(setupError)}`;
@@ -823,7 +858,26 @@ needs({ postgres: true })("chaos: three instances, one killed with -9, 50 agents
     }
     return `${title}: ${xs.length}\n` + xs.slice(0, 12).map((x) => `  - ${x.what}: ${x.detail}`).join("\n") +
       (xs.length > 12 ? `\n  … and ${xs.length - 12} more` : "") +
-      `\n  by kind: ${[...groups].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([k, n]) => `${n}× ${k}`).join("; ")}`;
+      `\n  by kind: ${[...groups].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([k, n]) => `${n}× ${k}`).join("; ")}` +
+      (xs.length > 0 ? `\n${serverSide()}` : "");
+  };
+
+  /**
+   * What the servers logged that bears on a finding: their warnings and errors, and their
+   * slowest calls (a client's DEADLINE_EXCEEDED is a call the server took too long to answer).
+   */
+  const serverSide = (): string => {
+    const at = (l: Record<string, unknown>) => (typeof l.time === "number" ? `+${((l.time - startedAt) / 1000).toFixed(1)}s` : "?");
+    const out: string[] = [];
+    for (const i of instances) {
+      const lines = i.served.lines;
+      const warnings = lines.filter((l) => typeof l.level === "number" && l.level >= 40 && l.msg !== "rpc failed on the server's side");
+      const slow = lines.filter((l) => typeof l.durationMs === "number" && l.durationMs > 2000).sort((a, b) => (b.durationMs as number) - (a.durationMs as number));
+      out.push(`  ${i.name}${i.dead ? " (killed)" : ""}: ${warnings.length} warnings, ${slow.length} calls over 2 s`);
+      for (const l of slow.slice(0, 8)) out.push(`    slow ${at(l)} ${String(l.method)} ${String(l.code)} ${String(l.durationMs)} ms ${l.captureWaitMs === undefined ? "" : `(waited ${String(l.captureWaitMs)} ms for a capture)`}`);
+      for (const l of warnings.slice(0, 8)) out.push(`    warn ${at(l)} ${String(l.msg)}${l.err ? `: ${JSON.stringify(l.err).slice(0, 300)}` : ""}`);
+    }
+    return `  on the servers' side:\n${out.join("\n")}`;
   };
 
   it("1. every acknowledged write is readable afterwards from each survivor, byte for byte", () => {
