@@ -200,7 +200,7 @@ export const REASON_ROWS = [
     {
         code: "UNAVAILABLE",
         reasons: ["CAPTURE_PENDING"],
-        when: "ResumeSession: the session was stranded under a running turn whose instance (alive) has not finished capturing it into the overlay within 10 s; retry",
+        when: "ResumeSession: the session was stranded under a running turn whose instance (alive) has not finished capturing it into the overlay within 10 s, or within the call's deadline less the time its resume needs (up to 1 s); nothing changed; retry",
         metadata: "`workspace_id`, `turn_id`, `owner_instance`",
     },
     {
