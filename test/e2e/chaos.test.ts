@@ -13,8 +13,9 @@
  * failure). A session answered SESSION_STRANDED is resumed by its agent on an instance that
  * answers, as a real agent does (again after a pause while the answer is UNAVAILABLE
  * CAPTURE_PENDING: a turn that ran when the session was stranded is still being captured; or
- * DEADLINE_EXCEEDED: a retry of a resume that did happen answers ALREADY_RESUMED); the heartbeats go on (through the survivors) until every check
- * is done, so no session is disconnected by the test itself.
+ * DEADLINE_EXCEEDED: a retry of a resume that did happen answers ALREADY_RESUMED); the
+ * heartbeats go on (through the survivors) until every check is done, so no session is
+ * disconnected by the test itself.
  *
  * Checked afterwards, one `it` each (the run is in beforeAll):
  *   1.  every acknowledged write (WriteFile, or the file of an acknowledged EndTurn) is readable
