@@ -304,12 +304,11 @@ export class FileWrites {
           prepare(fileEvent),
           // A stranded session holds no claims (its strand released them): checked, not taken.
           !ask.ending,
-          this.quotaOn(),
         );
         // A stale belief first: claims blocked on a stale diff may not be the ones the fresh one wants.
         if (!out.believed || (!out.applied && out.blocked.length === 0)) throw new RowMoved(path);
         // Over the quota: the statement's change is rolled back with the transaction.
-        if (out.usage) this.checkQuota(out.usage, ws, path, content, d.dropRow);
+        if (this.quotaOn()) this.checkQuota(out.usage, ws, path, content, d.dropRow);
         if (out.blocked.length > 0) throw new SymbolLocked(path, out.blocked, d.wanted);
         if (out.inserted.length > 0) record({ kind: "claim.acquired", ...this.eventBase(ws, now), payload: { case: "claimChanged", value: { path, symbols: out.inserted } } });
         return { d, out, state };
@@ -353,14 +352,16 @@ export class FileWrites {
 
   /**
    * OVERLAY_QUOTA_EXCEEDED: the overlay after this change would hold more rows than
-   * BERTH_MAX_OVERLAY_FILES or more content bytes than BERTH_MAX_OVERLAY_BYTES. Counted from
+   * BERTH_MAX_OVERLAY_FILES or more content bytes than BERTH_MAX_OVERLAY_BYTES. Read from
    * PostgreSQL inside the write's transaction, after the workspace row lock every overlay change
    * takes, so writes on any number of instances see each other's commits and the sum cannot be
    * overrun by two writes deciding at once. A change that grows neither measure (a smaller
    * rewrite, a delete of an added file) always passes, so an overlay over a lowered limit can
    * still shrink. Rows count deletions of base files too (tombstones): they are stored paths.
-   * The write statement counts the overlay as it was before its change (overlay.repository.ts
-   * usageOf): one round trip fewer while the lock is held; a refusal rolls the change back.
+   * The write statement returns the overlay as it was before its change: the workspace row's
+   * counters (overlay_files_count, overlay_bytes, which the same statement moves by the row's
+   * difference) and the path's row, so a write's cost does not grow with the overlay; a refusal
+   * rolls the change and the counters back.
    */
   private checkQuota(use: sqlRepo.OverlayUsage, ws: Workspace, path: string, content: Uint8Array | null, dropRow: boolean): void {
     const maxFiles = this.settings.maxOverlayFiles ?? 0;

@@ -97,17 +97,13 @@ export interface OverlayUsage {
 }
 
 /**
- * The overlay's size as committed, counted by the write statement itself (the quota check): the
- * write runs under its workspace row lock, which every overlay change of the workspace takes, so
- * its snapshot holds every change committed before it and nothing can change the overlay until it
- * commits. One index range scan of the workspace's rows; octet_length of a bytea reads its stored
- * length without fetching or decompressing the content.
+ * The workspace's counters set from its rows (migrations/0017_overlay_counters.ts): for a
+ * statement that rewrites rows one by one (a rebase, which touches every row anyway) and sets
+ * them once at its end; a single row's change moves them by its own difference instead.
  */
-function usageOf(workspaceId: string, path: string): RawBuilder<unknown> {
-  return sql`SELECT count(*) AS files, coalesce(sum(octet_length(content)), 0) AS bytes,
-           count(*) FILTER (WHERE path = ${path}) AS path_files,
-           coalesce(sum(octet_length(content)) FILTER (WHERE path = ${path}), 0) AS path_bytes
-    FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid`;
+export function recountedOverlay(workspaceId: string): RawBuilder<unknown> {
+  return sql`overlay_files_count = (SELECT count(*) FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid),
+    overlay_bytes = (SELECT coalesce(sum(octet_length(content)), 0) FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid)`;
 }
 
 export interface OverlayUpsert {
@@ -128,12 +124,12 @@ export interface OverlayUpsert {
  */
 export type BelievedRow = { readonly exists: false } | { readonly exists: true; readonly sha256: string | null };
 
-/** Deletes every overlay row and recorded read of the workspaces (abandon, destroy), bumping their overlay_version. */
+/** Deletes every overlay row and recorded read of the workspaces (abandon, destroy), bumping their overlay_version and zeroing their counters. */
 export async function deleteOverlaysOf(db: Executor, workspaceIds: readonly string[]): Promise<number> {
   if (workspaceIds.length === 0) return 0;
   const r = await sql<{ n: string | number | bigint }>`
     WITH d AS (DELETE FROM overlay_files WHERE workspace_id = ANY(${uuids(workspaceIds)}) RETURNING workspace_id),
-    v AS (UPDATE workspaces SET overlay_version = overlay_version + 1 WHERE id IN (SELECT workspace_id FROM d)),
+    v AS (UPDATE workspaces SET overlay_version = overlay_version + 1, overlay_files_count = 0, overlay_bytes = 0 WHERE id IN (SELECT workspace_id FROM d)),
     r AS (DELETE FROM overlay_reads WHERE workspace_id = ANY(${uuids(workspaceIds)}))
     SELECT count(*) AS n FROM d`.execute(db);
   return Number(r.rows[0]?.n ?? 0);
@@ -153,8 +149,8 @@ export interface WriteOutcome {
   readonly version: number | undefined;
   /** The row's symbols after the change (applied writes; null for a removed row). */
   readonly symbols: string[] | null;
-  /** The overlay before the change, as the statement saw it (asked for: `countUsage`). */
-  readonly usage: OverlayUsage | undefined;
+  /** The overlay before the change, as the statement saw it (the workspace's counters and the path's row). */
+  readonly usage: OverlayUsage;
 }
 
 /**
@@ -168,6 +164,11 @@ export interface WriteOutcome {
  *
  * The row's symbols are the union of the stored ones and `row.symbols` (cumulative whoever
  * wrote the path before, even a write that left the same hash behind).
+ *
+ * The workspace's overlay_files_count / overlay_bytes move with the row in the same UPDATE as
+ * overlay_version, by the row's own difference (the path's row before, `cur`, and after); the
+ * statement returns them as they were before (the quota check): two primary-key reads, whatever
+ * the overlay's size. The caller holds the workspace row, so nothing else moves them meanwhile.
  */
 export async function writeWithClaims(
   trx: Transaction<Database>,
@@ -177,8 +178,6 @@ export async function writeWithClaims(
   event: Insertable<EventTable>,
   /** false: the claims are checked (blocked) but not inserted (a stranded session's capture). */
   take = true,
-  /** Also count the overlay's rows and bytes before the change (the quota check, decided by the caller). */
-  countUsage = false,
 ): Promise<WriteOutcome> {
   const { repoId, path, symbols, holder, at } = claim;
   const workspaceId = row.workspaceId;
@@ -189,6 +188,8 @@ export async function writeWithClaims(
   const sameHash = believed.exists ? sql`sha256 IS NOT DISTINCT FROM ${believed.sha256}::text` : sql`false`;
   const isBelieved = believed.exists ? sql`EXISTS (SELECT 1 FROM cur WHERE ${sameHash})` : sql`NOT EXISTS (SELECT 1 FROM cur)`;
   let change: RawBuilder<unknown>;
+  const newFiles = "drop" in row ? 0 : 1;
+  const newBytes = "drop" in row ? 0 : (row.content?.byteLength ?? 0);
   if ("drop" in row) {
     change = sql`DELETE FROM overlay_files WHERE ${key} AND ${sameHash} AND ${none} RETURNING NULL::text[] AS symbols`;
   } else {
@@ -204,7 +205,6 @@ export async function writeWithClaims(
           ON CONFLICT (workspace_id, path) DO NOTHING RETURNING symbols`;
   }
   type Count = string | number | null;
-  const usage = countUsage ? sql`(${usageOf(workspaceId, row.path)})` : sql`(SELECT NULL::int8 AS files, NULL::int8 AS bytes, NULL::int8 AS path_files, NULL::int8 AS path_bytes)`;
   const r = await sql<
     Selectable<ClaimTable> & { k: string; believed: boolean | null; version: string | number | bigint | null; row_symbols: string[] | null; files: Count; bytes: Count; path_files: Count; path_bytes: Count }
   >`
@@ -213,8 +213,9 @@ export async function writeWithClaims(
       SELECT c.* FROM claims c
       WHERE ${symbols.length > 0} AND c.repo_id = ${repoId}::uuid AND c.path = ${path} AND c.workspace_id <> ${holder.workspaceId}::uuid
         AND (c.symbol IN (SELECT s FROM wanted) OR c.symbol = '' OR ${fileLevel})),
-    cur AS (SELECT sha256 FROM overlay_files WHERE ${key}),
-    usage AS ${usage},
+    cur AS (SELECT sha256, octet_length(content) AS len FROM overlay_files WHERE ${key}),
+    usage AS (SELECT w.overlay_files_count AS files, w.overlay_bytes AS bytes, (SELECT count(*) FROM cur) AS path_files,
+      (SELECT coalesce(sum(len), 0) FROM cur) AS path_bytes FROM workspaces w WHERE w.id = ${workspaceId}::uuid),
     ch AS (${change}),
     ins AS (
       INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at)
@@ -222,7 +223,10 @@ export async function writeWithClaims(
       FROM wanted WHERE ${applied} AND ${take}
       ON CONFLICT (repo_id, path, symbol) DO NOTHING
       RETURNING *),
-    ver AS (UPDATE workspaces SET overlay_version = overlay_version + 1 WHERE id = ${workspaceId}::uuid AND ${applied} RETURNING overlay_version),
+    ver AS (UPDATE workspaces SET overlay_version = overlay_version + 1,
+        overlay_files_count = overlay_files_count + ${newFiles}::int8 - (SELECT count(*) FROM cur),
+        overlay_bytes = overlay_bytes + ${newBytes}::int8 - (SELECT coalesce(sum(len), 0) FROM cur)
+      WHERE id = ${workspaceId}::uuid AND ${applied} RETURNING overlay_version),
     ev AS (${insertEventsFrom(sql`SELECT * FROM (${eventValues([event])}) AS v WHERE ${applied}`)})
     SELECT 'ins' AS k, ins.*, NULL::boolean AS believed, NULL::int8 AS version, NULL::text[] AS row_symbols,
       NULL::int8 AS files, NULL::int8 AS bytes, NULL::int8 AS path_files, NULL::int8 AS path_bytes FROM ins
@@ -246,10 +250,7 @@ export async function writeWithClaims(
     applied: version !== null,
     version: version === null ? undefined : versionOf(version),
     symbols: state?.row_symbols ?? null,
-    usage:
-      countUsage && state
-        ? { files: Number(state.files), bytes: Number(state.bytes), pathFiles: Number(state.path_files), pathBytes: Number(state.path_bytes) }
-        : undefined,
+    usage: { files: Number(state?.files ?? 0), bytes: Number(state?.bytes ?? 0), pathFiles: Number(state?.path_files ?? 0), pathBytes: Number(state?.path_bytes ?? 0) },
   };
 }
 

@@ -189,7 +189,8 @@ export class Rebases {
                     base_hash = ${p.baseHash}::text, updated_at = ${at}::timestamptz
                   WHERE workspace_id = ${ws.workspaceId}::uuid AND path = ${p.path}`.execute(trx);
       }
-      await sql`UPDATE workspaces SET base_commit = ${newBase}, overlay_version = overlay_version + 1 WHERE id = ${ws.workspaceId}::uuid`.execute(trx);
+      // The counters are set from the rows once (the rebase rewrote them one by one; it touches every row anyway).
+      await sql`UPDATE workspaces SET base_commit = ${newBase}, overlay_version = overlay_version + 1, ${sqlRepo.recountedOverlay(ws.workspaceId)} WHERE id = ${ws.workspaceId}::uuid`.execute(trx);
       change.record({
         kind: "workspace.rebased",
         repoId: ws.repoId,

@@ -69,6 +69,9 @@ export interface WorkspaceTable {
   owner_instance: ColumnType<string | null, string | null | undefined, string | null>;
   /** Bumped by every change of the workspace's overlay rows (migrations/0007_overlay_version.ts); read it through toSeq(). */
   overlay_version: Generated<Int8>;
+  /** The workspace's overlay rows and the sum of their content bytes, kept by the statements that change the rows (migrations/0017_overlay_counters.ts). */
+  overlay_files_count: Generated<Int8>;
+  overlay_bytes: Generated<Int8>;
   /** CreateWorkspace's `request_id`, unique per (repository, agent) (migrations/0015_request_ids.ts). */
   create_request_id: string | null;
 }
@@ -237,7 +240,7 @@ const COLUMNS = {
   workspaces: [
     "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",
     "created_at", "last_active_at", "lifecycle", "lifecycle_reason", "stranded_at", "ended_at", "resumed_from", "owner_instance",
-    "overlay_version", "create_request_id",
+    "overlay_version", "create_request_id", "overlay_files_count", "overlay_bytes",
   ],
   session_redirects: ["dead_session_id", "new_session_id", "workspace_id", "created_at"],
   events: ["staged", "seq", "id", "kind", "repo_id", "session_id", "workspace_id", "agent_id", "changeset_id", "occurred_at", "reason", "payload"],

@@ -86,7 +86,7 @@ export function casChangesetState(
 }
 
 /** Every column a new workspace row is given (lifecycle and the rest take their defaults). */
-export type NewWorkspaceRow = Omit<Selectable<WorkspaceTable>, "lifecycle" | "lifecycle_reason" | "stranded_at" | "ended_at" | "resumed_from" | "overlay_version">;
+export type NewWorkspaceRow = Omit<Selectable<WorkspaceTable>, "lifecycle" | "lifecycle_reason" | "stranded_at" | "ended_at" | "resumed_from" | "overlay_version" | "overlay_files_count" | "overlay_bytes">;
 
 /**
  * Takes `count` agent numbers of each repository for a batch of creates, in a statement of its
