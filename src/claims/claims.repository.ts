@@ -22,18 +22,20 @@ export function uuids(ids: readonly string[]): RawBuilder<unknown> {
  * workspaces.overlay_version, and two writers holding the row FOR SHARE would deadlock on the
  * bump; so overlay changes of one workspace take turns across instances (they already did within
  * one), and a strand, abandon or terminal transition still waits for the write either way.
+ * The row's overlay_version as locked tells a write whether its cache of the overlay is still
+ * the whole truth (the file-or-directory check, src/overlay/path-shape.ts).
  */
 export async function lockForWrite(
   trx: Transaction<Database>,
   workspaceId: string,
   lockKeys: readonly string[],
   purpose: "claims" | "overlay",
-): Promise<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName } | undefined> {
+): Promise<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName; overlay_version: string | number } | undefined> {
   const sorted = [...new Set(lockKeys)].sort();
   const rowLock = purpose === "overlay" ? sql`FOR NO KEY UPDATE OF w FOR SHARE OF c` : sql`FOR SHARE OF w, c`;
-  const r = await sql<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName }>`
-    SELECT r.lifecycle, r.session_id, r.state
-    FROM (SELECT w.lifecycle, w.session_id, c.state FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
+  const r = await sql<{ lifecycle: LifecycleName; session_id: string; state: ChangesetStateName; overlay_version: string | number }>`
+    SELECT r.lifecycle, r.session_id, r.state, r.overlay_version
+    FROM (SELECT w.lifecycle, w.session_id, c.state, w.overlay_version FROM workspaces w JOIN changesets c ON c.id = w.changeset_id
           WHERE w.id = ${workspaceId}::uuid ${rowLock}) r
     CROSS JOIN LATERAL (
       SELECT count(pg_advisory_xact_lock(hashtextextended(k, 7))) AS locked

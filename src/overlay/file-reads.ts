@@ -11,7 +11,7 @@
 import type { Clock } from "../platform/clock.js";
 import type { Workspace } from "../sessions/workspace.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
-import { comparePaths, type GitBase } from "./git-base.js";
+import { comparePaths, lowerBound, type GitBase } from "./git-base.js";
 import type { ModifiersIndex } from "./modifiers-index.js";
 import type { OverlayCache } from "./overlay-cache.js";
 import type { OverlayContext } from "./overlay-context.js";
@@ -116,13 +116,3 @@ export class FileReads {
   }
 }
 
-function lowerBound(sorted: readonly string[], key: string): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}

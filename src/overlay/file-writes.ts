@@ -15,14 +15,15 @@ import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import type { Tx } from "../platform/unit-of-work.js";
 import * as claimsRepo from "../claims/claims.repository.js";
-import { sha256Hex, type GitBase } from "./git-base.js";
+import { sha256Hex, type BaseTree, type GitBase } from "./git-base.js";
 import { publicOthers, type ModifiersIndex, type OtherTouch, type RepoIndex } from "./modifiers-index.js";
 import { CACHE_CONTENT_BYTES, cachedFileOf, type CachedFile, type OverlayCache, type WorkspaceOverlay } from "./overlay-cache.js";
 import type { OverlayContext, OverlaySettings } from "./overlay-context.js";
 import type { SymbolChangeInfo } from "./overlay-port.js";
 import * as sqlRepo from "./overlay.repository.js";
 import { assertNormalPath, symlinkOnPath } from "./paths.js";
-import { changesetTerminal, checkRow, fileNotFound, traversesSymlink } from "./refusals.js";
+import { isFileInView, shapeConflict } from "./path-shape.js";
+import { changesetTerminal, checkRow, fileNotFound, pathShape, traversesSymlink } from "./refusals.js";
 import type { SymbolDiffer } from "./symbols/pool.js";
 
 /** The pool, or the write's transaction when deciding again under its locks (never a second connection then). */
@@ -47,6 +48,8 @@ interface Ask {
   readonly expectedHash: string | undefined;
   readonly declared: readonly string[];
   readonly sourcePath: string | null;
+  /** The base commit's tree (the file-or-directory check). */
+  readonly tree: BaseTree;
   readonly idx: RepoIndex;
   readonly signal: AbortSignal | undefined;
   /** A turn's capture as its session ends (overlay-port.ts WriteInput.ending). */
@@ -172,10 +175,11 @@ export class FileWrites {
       // Below a committed link a change would land where the link points (materialise follows
       // no link either: this is the answer the caller can act on) — unless this workspace
       // deleted the link, which makes the path a directory of its own.
-      const links = (await this.git.tree(repo.sourcePath, ws.baseCommit)).symlinks;
-      const link = symlinkOnPath(path, links, (l) => ov.files.get(l)?.hash === null);
+      const tree = await this.git.tree(repo.sourcePath, ws.baseCommit);
+      const link = symlinkOnPath(path, tree.symlinks, (l) => ov.files.get(l)?.hash === null);
       if (link !== undefined) throw traversesSymlink(path, link);
-      const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, idx, signal: opts.signal, ending };
+      const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, tree, idx, signal: opts.signal, ending };
+      this.checkShape(ask, ov);
       const first = await this.decide(ask, ov, await this.cachedState(ask, ov));
       if (first.kind === "unchanged") return first.result;
       try {
@@ -194,6 +198,16 @@ export class FileWrites {
         return this.decide(ask, ov, row && file ? { existing: file, current: row.content ?? undefined } : await this.baseState(ask), trx);
       });
     });
+  }
+
+  /**
+   * A path of the view is a file or a directory, never both (path-shape.ts): a write of a file
+   * where the view has files below it, or below a file of the view, is refused. A delete never is.
+   */
+  private checkShape(ask: Ask, ov: WorkspaceOverlay): void {
+    if (ask.content === null) return;
+    const clash = shapeConflict(ask.path, ask.tree, ov.files, ov.dirs);
+    if (clash) throw pathShape(ask.path, clash);
   }
 
   /** The path as this instance's (checked) cache has it. */
@@ -279,6 +293,12 @@ export class FileWrites {
         // sent its next write, which must not be overwritten by this late one. Nothing is stored.
         if (ask.signal?.aborted) throw abandonedWrite(path, ask.signal);
         const state = checkRow(ws, row, ask.ending);
+        // Another instance changed the overlay since the cache was checked: a file or directory it
+        // made since is looked for under the lock (nothing else can change the overlay now).
+        if (content !== null && Number(row!.overlay_version) !== ov.version && !isFileInView(path, ask.tree, ov.files)) {
+          await this.cache.reloadIn(trx, ws, ov);
+          this.checkShape(ask, ov);
+        }
         const d = await decision(trx);
         if (d.kind === "unchanged") return { unchanged: d.result };
         const fileEvent: EventInput = {

@@ -8,6 +8,9 @@ import { BerthError } from "../platform/errors.js";
 import { isLiveHere } from "../sessions/registry.js";
 import type { Workspace } from "../sessions/workspace.js";
 import * as sqlRepo from "./overlay.repository.js";
+import { addLive, removeLive, type LiveDirs } from "./path-shape.js";
+
+type Executor = Parameters<typeof sqlRepo.loadOverlay>[0];
 
 /** Content up to this size stays in the cache after a write or read. */
 export const CACHE_CONTENT_BYTES = 256 * 1024;
@@ -35,7 +38,10 @@ export interface CachedFile {
 }
 
 export interface WorkspaceOverlay {
+  /** Changed through the cache's methods only: `dirs` follows it. */
   readonly files: Map<string, CachedFile>;
+  /** The directories of the live files in `files` (a write's file-or-directory check, path-shape.ts). */
+  readonly dirs: LiveDirs;
   /**
    * workspaces.overlay_version of the state `files` holds: the cache is current while the row
    * says the same (another instance's write bumps the row, and the next call here reloads).
@@ -142,9 +148,9 @@ export class OverlayCache {
     const p = (async () => {
       const loadedAt = performance.now();
       const { version, rows } = await sqlRepo.loadOverlay(this.db, ws.workspaceId);
-      const files = new Map<string, CachedFile>();
-      for (const row of rows) files.set(row.path, cachedFileOf(row, undefined));
-      return { files, version, loadedAt, reloading: undefined, reads: undefined, lock: Promise.resolve() } satisfies WorkspaceOverlay;
+      const ov: WorkspaceOverlay = { files: new Map(), dirs: new Map(), version, loadedAt, reloading: undefined, reads: undefined, lock: Promise.resolve() };
+      for (const row of rows) setFile(ov, row.path, cachedFileOf(row, undefined));
+      return ov;
     })();
     this.caches.set(ws.workspaceId, p);
     p.catch(() => {
@@ -179,17 +185,7 @@ export class OverlayCache {
     // Our own reload: its snapshot postdates the version we were asked for.
     const p = (async () => {
       const loadedAt = performance.now();
-      const { version, rows } = await sqlRepo.loadOverlay(this.db, ws.workspaceId);
-      // A local write may have brought the cache past this snapshot meanwhile.
-      if (version <= ov.version) return;
-      const before = new Map(ov.files);
-      ov.files.clear();
-      for (const row of rows) {
-        const kept = before.get(row.path);
-        ov.files.set(row.path, cachedFileOf(row, kept && kept.hash === row.sha256 ? kept.content : undefined));
-      }
-      ov.version = version;
-      ov.loadedAt = loadedAt;
+      takeLoaded(ov, await sqlRepo.loadOverlay(this.db, ws.workspaceId), loadedAt);
     })();
     ov.reloading = p;
     try {
@@ -204,8 +200,16 @@ export class OverlayCache {
    * moving its version, so the next call reloads the rest.
    */
   takeRow(ov: WorkspaceOverlay, path: string, file: CachedFile | undefined): void {
-    if (file) ov.files.set(path, file);
-    else ov.files.delete(path);
+    setFile(ov, path, file);
+  }
+
+  /**
+   * Reloads the rows' metadata on `db` (a write's transaction, under the workspace row lock:
+   * nothing else can change them) when the row's version is past the cache's.
+   */
+  async reloadIn(db: Executor, ws: Workspace, ov: WorkspaceOverlay): Promise<void> {
+    const loadedAt = performance.now();
+    takeLoaded(ov, await sqlRepo.loadOverlay(db, ws.workspaceId), loadedAt);
   }
 
   /**
@@ -258,4 +262,33 @@ export class OverlayCache {
     ov.lock = run.catch(() => undefined);
     return run;
   }
+}
+
+/** One path of the cache, and the directories of its live files with it. */
+function setFile(ov: WorkspaceOverlay, path: string, file: CachedFile | undefined): void {
+  const wasLive = isLive(ov.files.get(path));
+  if (file) ov.files.set(path, file);
+  else ov.files.delete(path);
+  const live = isLive(file);
+  if (live && !wasLive) addLive(ov.dirs, path);
+  else if (!live && wasLive) removeLive(ov.dirs, path, (p) => isLive(ov.files.get(p)));
+}
+
+function isLive(f: CachedFile | undefined): boolean {
+  return f !== undefined && f.hash !== null;
+}
+
+/** The rows as loaded, keeping the content of files whose hash did not change; unless the cache is already at or past them. */
+function takeLoaded(ov: WorkspaceOverlay, loaded: { version: number; rows: readonly sqlRepo.OverlayMetaRow[] }, loadedAt: number): void {
+  // A local write may have brought the cache past this snapshot meanwhile.
+  if (loaded.version <= ov.version) return;
+  const before = new Map(ov.files);
+  ov.files.clear();
+  ov.dirs.clear();
+  for (const row of loaded.rows) {
+    const kept = before.get(row.path);
+    setFile(ov, row.path, cachedFileOf(row, kept && kept.hash === row.sha256 ? kept.content : undefined));
+  }
+  ov.version = loaded.version;
+  ov.loadedAt = loadedAt;
 }

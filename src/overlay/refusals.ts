@@ -7,6 +7,7 @@ import { failedPrecondition, notFound, type BerthError } from "../platform/error
 import type { ChangesetStateName } from "../platform/schema.js";
 import { isTerminal } from "../sessions/changeset-states.js";
 import { assertActive, type Workspace } from "../sessions/workspace.js";
+import type { ShapeConflict } from "./path-shape.js";
 
 /**
  * The row a write locked must still be this session's, active, with a non-terminal changeset.
@@ -45,4 +46,20 @@ export function traversesSymlink(path: string, symlink: string): BerthError {
     `${path} goes through ${symlink}, a symbolic link in the base commit: a change there would land where the link points; delete ${symlink} first to make it a directory of this workspace`,
     { field: "path", path, symlink },
   );
+}
+
+/** A write that would make a path of the view both a file and a directory (path-shape.ts). */
+export function pathShape(path: string, c: ShapeConflict): BerthError {
+  const details = { field: "path", path, conflicting_path: c.conflicting };
+  return c.reason === "PATH_IS_DIRECTORY"
+    ? failedPrecondition(
+        "PATH_IS_DIRECTORY",
+        `${path} is a directory in this workspace (it holds ${c.conflicting}): a path is a file or a directory, never both; delete the files below ${path} first to replace the directory by a file`,
+        details,
+      )
+    : failedPrecondition(
+        "PATH_UNDER_FILE",
+        `${path} is below ${c.conflicting}, a file in this workspace: a path is a file or a directory, never both; delete ${c.conflicting} first to make it a directory`,
+        details,
+      );
 }

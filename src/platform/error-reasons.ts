@@ -66,6 +66,12 @@ export const REASON_ROWS = [
   },
   {
     code: "FAILED_PRECONDITION",
+    reasons: ["PATH_IS_DIRECTORY", "PATH_UNDER_FILE"],
+    when: "a write would make a path of the workspace's view both a file and a directory, which no git tree can hold: `PATH_IS_DIRECTORY` when the path has files below it (the base's, not deleted, or the overlay's), `PATH_UNDER_FILE` when a parent is a file; nothing changed. Delete what is in the way first ([overlay.md](overlay.md#files-and-directories))",
+    metadata: "`field` (`path`), `path`, `conflicting_path` (a file below the path, or the file above it)",
+  },
+  {
+    code: "FAILED_PRECONDITION",
     reasons: ["TURN_IN_PROGRESS"],
     when: "BeginTurn `ON_BUSY_REJECT` while a turn runs; RebaseWorkspace while the session has a running turn (end it first: its environment holds the old base)",
     metadata: "`session_id`, `turn_id`",

@@ -12,7 +12,7 @@ import path from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import type { Db } from "../../src/platform/database.js";
