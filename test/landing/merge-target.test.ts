@@ -178,6 +178,14 @@ describe("MERGED: the target, the programs, the checkout", () => {
     const linked = path.join(mkdtempSync(path.join(tmpdir(), "berth-linked-")), "wt");
     repo.git("worktree", "add", "-q", "-b", "feature", linked, "main");
     const ws = await approvedChange(berth.grpc, repo, "checkout-linked", { "src/app.ts": ["export const answer = 42;\n", BASE_FILES["src/app.ts"]!] });
+    // Dirty there first: refused, the worktree named relative to the source (server paths are admins' only).
+    writeFileSync(path.join(linked, "README.md"), "edited in the linked worktree\n");
+    expect(await failure(berth.grpc.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.MERGED, targetRef: "feature" }))).toMatchObject({
+      reason: "TARGET_CHECKED_OUT_DIRTY",
+      metadata: { target_ref: "refs/heads/feature", worktree: path.relative(repo.dir, linked) },
+    });
+    expect(repo.git("rev-parse", "feature")).toBe(repo.base);
+    repo.git("-C", linked, "checkout", "--", "README.md");
     const merged = await berth.grpc.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.MERGED, targetRef: "feature" });
     expect(merged.merge).toMatchObject({ targetRef: "refs/heads/feature", fastForward: true });
     expect(status(repo, linked)).toBe("");
@@ -187,7 +195,7 @@ describe("MERGED: the target, the programs, the checkout", () => {
     expect(status(repo)).toBe("");
   });
 
-  it("refuses to merge into a checked-out branch whose checkout has uncommitted changes, naming the worktree, with nothing moved; merges once it is clean", async () => {
+  it("refuses to merge into a checked-out branch whose checkout has uncommitted changes, naming the worktree, with nothing moved; merges once it is clean", { timeout: 120_000 }, async () => {
     const { repo, ws, moved } = await checkedOutMerge(berth.grpc, "checkout-dirty");
     writeFileSync(path.join(repo.dir, "notes.txt"), "my unsaved edit\n");
     const refused = await failure(berth.grpc.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.MERGED }));
@@ -238,5 +246,5 @@ needs({ postgres: true })("MERGED into a checked-out branch on two instances", (
     expect(merged.merge).toMatchObject({ oldCommitId: moved, fastForward: false });
     expect(repo.git("rev-parse", "HEAD")).toBe(merged.merge!.newCommitId);
     expectMergedCheckout(repo);
-  });
+  }, 120_000);
 });
