@@ -161,7 +161,12 @@ export async function planMerge(repo: string, target: string, commit: string, me
   if (await isAncestor(repo, commit, target)) return { kind: "already_merged", commit: target };
   if (await isAncestor(repo, target, commit)) return { kind: "fast_forward", commit };
   const args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", target, commit];
-  const r = await withObjectStoreOf(repo, (run) => run(args, { timeoutMs: TIMEOUT_MS, maxBuffer: 64 << 20 }));
+  const r = await withObjectStoreOf(repo, (run) => run(args, { timeoutMs: TIMEOUT_MS, maxBuffer: 64 << 20 })).catch((err: unknown) => {
+    // Setting up the repository of Berth's own failed (the source unreadable, the disk full): as any other git of landing.
+    if (err instanceof BerthError) throw err;
+    const e = err as { code?: unknown; stderr?: unknown };
+    throw gitFailed(repo, ["merge-tree"], { code: typeof e.code === "number" ? e.code : -1, stdout: Buffer.alloc(0), stderr: String(e.stderr ?? (err as Error).message ?? "") });
+  });
   if (r.code !== 0 && r.code !== 1) throw gitFailed(repo, ["merge-tree"], r);
   const [tree = "", ...rest] = r.stdout.toString("utf8").split("\0");
   if (r.code === 1) return { kind: "conflict", paths: [...new Set(rest.filter((p) => p !== ""))].sort() };

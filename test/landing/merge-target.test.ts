@@ -115,6 +115,7 @@ describe("MERGED: the target, the programs, the checkout", () => {
     expect(refused.message).toContain("target_ref");
     expect(repo.git("rev-parse", `berth/${other.changesetId}`)).toBe(otherCommit);
     expect(repo.git("rev-parse", "main")).toBe(repo.base);
+    expect(repo.git("for-each-ref", "--format=%(refname)", `refs/heads/berth/${ws.changesetId}`)).toBe("");
     expect(await stateOf(berth.grpc, ws.sessionId)).toBe(ChangesetState.APPROVED);
 
     // Named, the target is taken: the refusal said what to do.
