@@ -9,7 +9,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { BerthError } from "../platform/errors.js";
-import { runGit, type GitResult, type GitRunOptions } from "../platform/git.js";
+import { runGit, withObjectStoreOf, type GitResult, type GitRunOptions } from "../platform/git.js";
 
 const TIMEOUT_MS = 30_000;
 const SMALL = 1 << 20;
@@ -153,12 +153,20 @@ export type MergePlan =
  * What merging `commit` into `target` gives, written as objects but on no ref: the target
  * itself when it already holds the commit, the commit when the target is its ancestor, else a
  * merge commit (parents target, commit) of `git merge-tree --write-tree`'s tree — or the
- * conflicting paths, with nothing written that anything names.
+ * conflicting paths, with nothing written that anything names. The merge runs in a repository
+ * of Berth's own over the source's objects (withObjectStoreOf): git's built-in merge, whatever
+ * drivers, filters or attributes the source's config names (docs/security.md).
  */
 export async function planMerge(repo: string, target: string, commit: string, message: string, committer: Identity): Promise<MergePlan> {
   if (await isAncestor(repo, commit, target)) return { kind: "already_merged", commit: target };
   if (await isAncestor(repo, target, commit)) return { kind: "fast_forward", commit };
-  const r = await git(repo, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", target, commit], { maxBuffer: 64 << 20 });
+  const args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", target, commit];
+  const r = await withObjectStoreOf(repo, (run) => run(args, { timeoutMs: TIMEOUT_MS, maxBuffer: 64 << 20 })).catch((err: unknown) => {
+    // Setting up the repository of Berth's own failed (the source unreadable, the disk full): as any other git of landing.
+    if (err instanceof BerthError) throw err;
+    const e = err as { code?: unknown; stderr?: unknown };
+    throw gitFailed(repo, ["merge-tree"], { code: typeof e.code === "number" ? e.code : -1, stdout: Buffer.alloc(0), stderr: String(e.stderr ?? (err as Error).message ?? "") });
+  });
   if (r.code !== 0 && r.code !== 1) throw gitFailed(repo, ["merge-tree"], r);
   const [tree = "", ...rest] = r.stdout.toString("utf8").split("\0");
   if (r.code === 1) return { kind: "conflict", paths: [...new Set(rest.filter((p) => p !== ""))].sort() };

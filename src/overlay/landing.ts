@@ -21,6 +21,7 @@ import type { Changeset } from "../sessions/workspace.js";
 import { assertCanTransition, assertNotTerminal, changesetFromRow, stateMismatch } from "../sessions/changesets.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import { changesetOverlay, findLandingChangeset, recordCommit, type LandingChangeset } from "./landing.repository.js";
+import { cleanCheckoutsOf, moveWithCheckouts } from "./checkout-update.js";
 import { commitIdentity, compareAndSetRef, headBranch, planMerge, readRef, validRefName, writeCommit, type Identity, type PathChange } from "./landing-git.js";
 
 /** Who commits: always Berth; the author is the agent (or whoever the request names). */
@@ -125,7 +126,7 @@ export class Landing {
       return this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected });
     }
     const source = await this.sourceOf(cs);
-    const target = await this.target(source, targetRef);
+    const target = await this.target(source, targetRef, changesetId);
     const changesetCommit = await this.commitForMerge(cs, source, agentId);
     const old = await readRef(source, target);
     if (old === undefined) {
@@ -143,11 +144,13 @@ export class Landing {
         paths: JSON.stringify(plan.paths),
       });
     }
+    const checkouts = plan.commit === old ? [] : await cleanCheckoutsOf(source, { changesetId, targetRef: target });
     const merge: MergeOutcome = { targetRef: target, oldCommit: old, newCommit: plan.commit, changesetCommit, fastForward: plan.kind === "fast_forward" };
     const moved = await this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected, during: async (change) => {
       if (plan.commit !== old) {
         await this.deps.beforeTargetUpdate?.(source, target);
-        if (!(await compareAndSetRef(source, target, plan.commit, old, `berth: merge changeset ${changesetId}`))) {
+        const cas = () => compareAndSetRef(source, target, plan.commit, old, `berth: merge changeset ${changesetId}`);
+        if (!(await moveWithCheckouts(checkouts, old, plan.commit, cas, { changesetId, targetRef: target }))) {
           throw targetMoved(changesetId, target, old, await readRef(source, target));
         }
       }
@@ -194,18 +197,29 @@ export class Landing {
     return repo.sourcePath;
   }
 
-  /** The full ref to merge into: refs/heads/<name> for a bare name, the branch HEAD names by default. */
-  private async target(source: string, raw: string): Promise<string> {
+  /**
+   * The full ref to merge into: refs/heads/<name> for a bare name; by default the branch HEAD
+   * names, held to the same rules (a HEAD on a changeset's own branch is no default target).
+   */
+  private async target(source: string, raw: string, changesetId: string): Promise<string> {
     if (raw === "") {
       const head = await headBranch(source);
-      if (head === undefined) throw failedPrecondition("NO_DEFAULT_BRANCH", "the repository's HEAD is detached: name the target_ref to merge into", { source_head: "detached" });
+      if (head === undefined || !(await this.branchToMergeInto(source, head))) {
+        const what = head === undefined ? "is detached" : `names ${head}, which is not a branch to merge into (refs/heads/<name>, not under ${this.deps.refPrefix})`;
+        throw failedPrecondition("NO_DEFAULT_BRANCH", `the repository's HEAD ${what}: name the target_ref to merge into`, { changeset_id: changesetId, source_head: head ?? "detached" });
+      }
       return head;
     }
     const ref = raw.startsWith("refs/") ? raw : `refs/heads/${raw}`;
-    if (!ref.startsWith("refs/heads/") || ref.startsWith(this.deps.refPrefix) || !(await validRefName(source, ref))) {
+    if (!(await this.branchToMergeInto(source, ref))) {
       throw invalidArgument([{ field: "target_ref", reason: "INVALID_FORMAT", description: `${raw} is not a branch to merge into (refs/heads/<name>, not under ${this.deps.refPrefix})` }]);
     }
     return ref;
+  }
+
+  /** A branch, not one of Berth's changeset branches, and a name git accepts. */
+  private async branchToMergeInto(source: string, ref: string): Promise<boolean> {
+    return ref.startsWith("refs/heads/") && !ref.startsWith(this.deps.refPrefix) && (await validRefName(source, ref));
   }
 
   /**

@@ -12,12 +12,18 @@
  * - fixed `-c` settings that win over the repository's own config: no hooks, no fsmonitor, no
  *   signature checks, no transport at all (Berth fetches nothing; a future caller that must
  *   names its one exception);
- * - for commands that convert content (`git archive`), every filter driver the repository's
- *   config defines switched off by name (`filterOverrides`): `-c` cannot say "all filters".
- *   Those go in GIT_CONFIG_COUNT/KEY/VALUE rather than `-c`: a key is taken as it is there,
- *   whatever characters the driver's name holds (`-c` splits at the first "=").
+ * - for commands that convert content (`git archive`, and a checkout's status and update), every
+ *   filter driver the repository's config defines switched off by name (`filterOverrides`):
+ *   `-c` cannot say "all filters". Those go in GIT_CONFIG_COUNT/KEY/VALUE rather than `-c`: a key
+ *   is taken as it is there, whatever characters the driver's name holds (`-c` splits at the
+ *   first "=");
+ * - for a three-way merge, a repository of Berth's own that shares only the object store
+ *   (`withObjectStoreOf`): merge drivers cannot be switched off by name (below).
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { promisify } from "node:util";
 
 const execFileP = promisify(execFile);
@@ -193,6 +199,8 @@ export interface GitRunOptions {
    * rest of the GIT_* space would undo the fixed environment.
    */
   readonly env?: Readonly<Record<string, string>>;
+  /** Extra settings (e.g. filterOverrides). */
+  readonly config?: GitConfig;
 }
 
 const RUN_ENV = /^GIT_(INDEX_FILE|AUTHOR_(NAME|EMAIL|DATE)|COMMITTER_(NAME|EMAIL|DATE))$/;
@@ -207,12 +215,51 @@ export interface GitResult {
 /** execGit answering every exit code (with stderr) instead of rejecting; rejects only when git could not run or overran. */
 export async function runGit(repoPath: string, args: readonly string[], options: GitRunOptions): Promise<GitResult> {
   for (const k of Object.keys(options.env ?? {})) if (!RUN_ENV.test(k)) throw new Error(`runGit: ${k} may not be set`);
+  return runGitWith(repoPath, args, options, options.env);
+}
+
+async function runGitWith(repoPath: string, args: readonly string[], options: GitRunOptions, env: Readonly<Record<string, string>> | undefined): Promise<GitResult> {
   try {
-    const { stdout, stderr } = await execGitRun(repoPath, args, { ...options, ...(options.env ? { extraEnv: options.env } : {}) });
+    const { stdout, stderr } = await execGitRun(repoPath, args, { ...options, ...(env ? { extraEnv: env } : {}) });
     return { code: 0, stdout, stderr: stderr.toString("utf8") };
   } catch (err) {
     const e = err as { code?: unknown; stdout?: Buffer; stderr?: Buffer };
     if (typeof e.code !== "number") throw err; // timeout, maxBuffer, spawn failure
     return { code: e.code, stdout: e.stdout ?? Buffer.alloc(0), stderr: e.stderr?.toString("utf8") ?? "" };
+  }
+}
+
+/** runGit in the repository a piece of work was given (withObjectStoreOf). */
+export type GitRunner = (args: readonly string[], options: GitRunOptions) => Promise<GitResult>;
+
+/**
+ * Runs `work` in a bare repository of Berth's own (a temporary directory, removed afterwards)
+ * whose object store is `repoPath`'s (GIT_OBJECT_DIRECTORY; the source's alternates and shallow
+ * boundary come along): git reads and writes the source's objects there and nothing else of it —
+ * not its config, not its attributes (info/attributes, a work tree's .gitattributes), not its
+ * hooks. What `git merge-tree` needs this for: a custom merge driver is a program named by the
+ * repository's config (`merge.<name>.driver`, and `merge.default` for every file) and chosen by
+ * its attributes (also the merged trees' own .gitattributes under `merge.renormalize`, which
+ * runs clean filters too), and `-c` cannot remove one: `merge.<name>.driver=` is still a driver,
+ * an empty command that fails the merge. In a repository whose config names no driver, every
+ * `merge=<name>` falls back to git's built-in text merge.
+ */
+export async function withObjectStoreOf<T>(repoPath: string, work: (run: GitRunner) => Promise<T>): Promise<T> {
+  const info = { timeoutMs: 10_000, maxBuffer: 1 << 20 };
+  const [objects = "", shallow = "", format = ""] = (await execGit(repoPath, ["rev-parse", "--path-format=absolute", "--git-path", "objects", "--git-path", "shallow", "--show-object-format"], info))
+    .toString("utf8")
+    .split("\n");
+  const dir = await mkdtemp(path.join(tmpdir(), "berth-objects-of-"));
+  try {
+    await execGit(dir, ["init", "--quiet", "--bare", "--template=", `--object-format=${format}`, "."], info);
+    await copyFile(shallow, path.join(dir, "shallow")).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "ENOENT") throw err; // not a shallow repository
+    });
+    return await work((args, options) => {
+      if (options.env) throw new Error("withObjectStoreOf: a run there takes no variables");
+      return runGitWith(dir, args, options, { GIT_OBJECT_DIRECTORY: objects });
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 }

@@ -100,5 +100,9 @@ describe("the README's berth command tour", () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^[0-9a-f]+ Say hello$/);
     expect(lines[1]).toMatch(/^[0-9a-f]+ start$/);
+    // main is checked out in the tour's repository: the merge brought its work tree along.
+    const status = await run("git", ["-C", dir, "status", "--porcelain"], { env });
+    expect(status.stdout).toBe("");
+    expect(readFileSync(path.join(dir, "hello.txt"), "utf8")).toBe("hello\n");
   });
 });
