@@ -17,11 +17,11 @@ import { createGrpcClient } from "../support/grpc-client.js";
 import { failure } from "../support/rpc-error.js";
 
 const MiB = 1024 * 1024;
-const LIMIT = 128 * MiB;
+const LIMIT = 64 * MiB;
 /** Under the limit: read whole. */
-const LARGE = 96 * MiB;
+const LARGE = 40 * MiB;
 /** Over it: refused. */
-const HUGE = 136 * MiB;
+const HUGE = 72 * MiB;
 const SMALL_FILES = 40;
 
 function largeFilesRepo(): string {
@@ -59,19 +59,19 @@ describe("ReadFile of a large base file", () => {
 
   it("refuses a base file over BERTH_MAX_FILE_BYTES with FILE_TOO_LARGE naming its size and the limit", async () => {
     const sessionId = await session("agent-huge");
-    const f = await failure(client.readFile({ sessionId, path: "huge.bin" }, { deadlineMs: 30_000 }));
+    const f = await failure(client.readFile({ sessionId, path: "huge.bin" }, { deadlineMs: 60_000 }));
     expect({ code: f.code, reason: f.reason, metadata: f.metadata }).toEqual({
       code: "RESOURCE_EXHAUSTED",
       reason: "FILE_TOO_LARGE",
       metadata: { path: "huge.bin", size_bytes: String(HUGE), limit_bytes: String(LIMIT) },
     });
-  });
+  }, 90_000);
 
   it("answers a large base file under the limit whole, in memory bounded by its size, while another session's small reads go on", async () => {
     const reader = await session("agent-large");
     const other = await session("agent-small");
     const order: string[] = [];
-    const large = client.readFile({ sessionId: reader, path: "large.bin" }, { deadlineMs: 60_000 }).finally(() => order.push("large"));
+    const large = client.readFile({ sessionId: reader, path: "large.bin" }, { deadlineMs: 120_000 }).finally(() => order.push("large"));
     // Another session's small reads (each uncached), sent while the large one is under way.
     const small = Array.from({ length: SMALL_FILES }, (_, i) =>
       client.readFile({ sessionId: other, path: `small-${i}.txt` }, { deadlineMs: 30_000 }).finally(() => order.push(`small-${i}`)),
@@ -83,8 +83,8 @@ describe("ReadFile of a large base file", () => {
     smalls.forEach((s, i) => expect(new TextDecoder().decode(s.content)).toBe(`small file ${i}\n`));
     expect(r.content.length).toBe(LARGE);
     expect(r.hash).toBe(createHash("sha256").update(Buffer.alloc(LARGE)).digest("hex"));
-    expect(r.content.every((b) => b === 0)).toBe(true);
-  }, 90_000);
+    expect(Buffer.from(r.content.buffer, r.content.byteOffset, r.content.byteLength).equals(Buffer.alloc(LARGE))).toBe(true);
+  }, 180_000);
 
   it("holds a large base file's read in memory about its size once, not a buffer regrown per chunk", async () => {
     const sessionId = await session("agent-memory");
@@ -103,5 +103,5 @@ describe("ReadFile of a large base file", () => {
     expect(r.content.length).toBe(LARGE);
     const growth = { rss: peakRss - before.rss, buffers: peakBuffers - before.arrayBuffers };
     expect({ rss: growth.rss < 2 * LARGE, buffers: growth.buffers < 2 * LARGE }, `growth ${JSON.stringify(growth)}`).toEqual({ rss: true, buffers: true });
-  }, 60_000);
+  }, 120_000);
 });
