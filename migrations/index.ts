@@ -16,6 +16,7 @@ import * as m0014 from "./0014_outbox_and_lifecycle_indexes.js";
 import * as m0015 from "./0015_request_ids.js";
 import * as m0016 from "./0016_events_unnumbered.js";
 import * as m0017 from "./0017_overlay_counters.js";
+import * as m0018 from "./0018_changeset_version.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
 export const migrations: Readonly<Record<string, Migration>> = {
@@ -36,4 +37,5 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0015_request_ids": m0015,
   "0016_events_unnumbered": m0016,
   "0017_overlay_counters": m0017,
+  "0018_changeset_version": m0018,
 };

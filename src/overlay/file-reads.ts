@@ -60,7 +60,7 @@ export class FileReads {
       return { content: v.content, hash: v.file.hash, source: "overlay" };
     }
     const repo = await this.registry.repository(ws.repoId);
-    const base = await this.git.read(repo.sourcePath, ws.baseCommit, path);
+    const base = await this.git.read(repo.sourcePath, ws.baseCommit, path, { bounded: true });
     if (!base) throw fileNotFound(path);
     return { content: base.content, hash: base.hash, source: "base" };
   }

@@ -3,14 +3,21 @@
  *
  * - Trees: `git ls-tree -r -z --full-tree <commit>`, cached per (repository, commit) as a sorted
  *   path list and path → blob id (LRU of BERTH trees; a commit's tree never changes).
- * - Blobs: one long-lived `git cat-file --batch` process per repository, asked by blob id;
- *   requests are queued (the protocol is sequential), each with a timeout after which the
- *   process is killed and restarted on the next request. Recently read blobs are cached (LRU
- *   by bytes) with their sha256.
+ * - Blobs: asked by blob id, their size first (one long-lived `git cat-file --batch-check` per
+ *   repository: a header, never a body, so no read waits behind another's bytes). A blob over
+ *   the caller's bound is refused (FILE_TOO_LARGE) without being read. A small blob comes from
+ *   one long-lived `git cat-file --batch` per repository (requests queued: the protocol is
+ *   sequential; each with a timeout after which the process is killed and restarted on the
+ *   next request); a large one from a `git cat-file blob` of its own, at most LARGE_READS at a
+ *   time, into a buffer of the announced size and hashed as it streams, with a timeout that
+ *   grows with the size: one large read neither holds the queue other sessions' reads wait in
+ *   nor runs into the small reads' timeout. Recently read blobs up to CACHED_BLOB_BYTES are
+ *   cached (LRU by bytes) with their sha256.
  */
 import { createHash } from "node:crypto";
 import { BerthError } from "../platform/errors.js";
 import { execGit, spawnGit } from "../platform/git.js";
+import { fileTooLarge } from "./refusals.js";
 
 export interface BaseTree {
   /** Sorted (by UTF-16 code units, as ListFiles orders). */
@@ -30,25 +37,100 @@ export interface BaseBlob {
 const EMPTY_TREE: BaseTree = { paths: [], blobs: new Map(), symlinks: new Set(), executables: new Set() };
 const TREE_CACHE = 32;
 const BLOB_CACHE_BYTES = 64 * 1024 * 1024;
+/** The largest blob the LRU keeps: a larger one would push out most of the rest at once. */
+const CACHED_BLOB_BYTES = BLOB_CACHE_BYTES / 8;
+/** Blobs up to this size come through the shared `--batch` queue; larger ones through a process of their own. */
+export const SMALL_BLOB_BYTES = 1024 * 1024;
+/** Large reads in flight per server: each holds its blob's size in memory. */
+const LARGE_READS = 2;
 const TIMEOUT_MS = 10_000;
+/** A large read's timeout grows by this much per MiB (git streams hundreds of MiB a second: a hang guard only). */
+const LARGE_MS_PER_MIB = 250;
 
 export function sha256Hex(content: Uint8Array): string {
   return createHash("sha256").update(content).digest("hex");
 }
 
+/**
+ * The unread bytes of a pipe, as the chunks that came: a blob spread over thousands of chunks
+ * is copied once, when taken, not once per chunk.
+ */
+class ByteQueue {
+  private chunks: Buffer[] = [];
+  private bytes = 0;
 
+  get length(): number {
+    return this.bytes;
+  }
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.bytes += chunk.length;
+  }
+
+  /** The offset of the first newline, or -1. */
+  newline(): number {
+    let off = 0;
+    for (const c of this.chunks) {
+      const i = c.indexOf(10);
+      if (i >= 0) return off + i;
+      off += c.length;
+    }
+    return -1;
+  }
+
+  /** The first `n` bytes (n <= length), removed; a copy of their own (a cached blob must not pin a whole chunk). */
+  take(n: number): Buffer {
+    const out = Buffer.allocUnsafe(n);
+    let off = 0;
+    for (const c of this.chunks) {
+      if (off === n) break;
+      off += c.copy(out, off, 0, Math.min(c.length, n - off));
+    }
+    this.drop(n);
+    return out;
+  }
+
+  private drop(n: number): void {
+    this.bytes -= n;
+    while (n > 0) {
+      const c = this.chunks[0]!;
+      if (c.length <= n) {
+        this.chunks.shift();
+        n -= c.length;
+      } else {
+        this.chunks[0] = c.subarray(n);
+        n = 0;
+      }
+    }
+  }
+}
+
+interface BlobInfo {
+  readonly type: string;
+  readonly size: number;
+}
+
+/**
+ * One long-lived `git cat-file --batch` or `--batch-check`: requests queued (the protocol is
+ * sequential), each with a timeout after which the process is killed (restarted by the next).
+ */
 class CatFile {
   private proc: ReturnType<typeof spawnGit> | undefined;
-  private buf: Buffer = Buffer.alloc(0);
+  private buf = new ByteQueue();
   private queue: Promise<unknown> = Promise.resolve();
   private waiter: (() => void) | undefined;
 
-  constructor(private readonly repoPath: string) {}
+  constructor(
+    private readonly repoPath: string,
+    private readonly mode: "--batch" | "--batch-check",
+  ) {}
 
   private start(): ReturnType<typeof spawnGit> {
-    const p = spawnGit(this.repoPath, ["cat-file", "--batch"]);
+    const p = spawnGit(this.repoPath, ["cat-file", this.mode]);
     p.stdout.on("data", (chunk: Buffer) => {
-      this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+      if (this.proc !== p) return; // a killed process's last bytes belong to no request
+      this.buf.push(chunk);
       this.waiter?.();
     });
     p.stderr.resume();
@@ -62,18 +144,18 @@ class CatFile {
     });
     p.stdin.on("error", () => {}); // EPIPE when git has died: the exit/error handlers above wake the reader
     this.proc = p;
-    this.buf = Buffer.alloc(0);
+    this.buf = new ByteQueue();
     return p;
   }
 
-  /** The blob's content, or undefined when git says it is missing. */
-  read(oid: string): Promise<Uint8Array | undefined> {
-    const next = this.queue.then(() => this.readNow(oid));
-    this.queue = next.catch(() => undefined); // orders the reads only: the caller gets the failure
+  /** The object's type and size, and with --batch its content (a blob's only); undefined when git says it is missing. */
+  ask(oid: string): Promise<{ info: BlobInfo; content?: Buffer } | undefined> {
+    const next = this.queue.then(() => this.askNow(oid));
+    this.queue = next.catch(() => undefined); // orders the requests only: the caller gets the failure
     return next;
   }
 
-  private async readNow(oid: string): Promise<Uint8Array | undefined> {
+  private async askNow(oid: string): Promise<{ info: BlobInfo; content?: Buffer } | undefined> {
     const p = this.proc ?? this.start();
     const deadline = Date.now() + TIMEOUT_MS;
     p.stdin.write(`${oid}\n`);
@@ -96,24 +178,22 @@ class CatFile {
         this.waiter = undefined;
       }
     };
-    await waitFor(() => this.buf.indexOf(10) >= 0);
-    const nl = this.buf.indexOf(10);
-    const header = this.buf.subarray(0, nl).toString("utf8");
-    if (header.endsWith(" missing")) {
-      this.buf = this.buf.subarray(nl + 1);
-      return undefined;
-    }
-    const m = /^[0-9a-f]+ (\S+) (\d+)$/.exec(header);
+    await waitFor(() => this.buf.newline() >= 0);
+    const header = this.buf.take(this.buf.newline() + 1).toString("utf8", 0);
+    const line = header.slice(0, -1);
+    if (line.endsWith(" missing")) return undefined;
+    const m = /^[0-9a-f]+ (\S+) (\d+)$/.exec(line);
     if (!m) {
       p.kill();
       this.proc = undefined;
-      throw new Error(`git cat-file: unexpected header "${header.slice(0, 100)}"`);
+      throw new Error(`git cat-file: unexpected header "${line.slice(0, 100)}"`);
     }
-    const size = Number(m[2]);
-    await waitFor(() => this.buf.length >= nl + 1 + size + 1);
-    const content = new Uint8Array(this.buf.subarray(nl + 1, nl + 1 + size));
-    this.buf = this.buf.subarray(nl + 1 + size + 1);
-    return m[1] === "blob" ? content : undefined;
+    const info: BlobInfo = { type: m[1]!, size: Number(m[2]) };
+    if (this.mode === "--batch-check") return { info };
+    await waitFor(() => this.buf.length >= info.size + 1);
+    const content = this.buf.take(info.size);
+    this.buf.take(1);
+    return info.type === "blob" ? { info, content } : { info };
   }
 
   close(): void {
@@ -122,11 +202,70 @@ class CatFile {
   }
 }
 
+/** A blob of `size` bytes read by a `git cat-file blob` of its own: one buffer of that size, hashed as it streams. */
+function readLarge(repoPath: string, oid: string, size: number): Promise<BaseBlob> {
+  return new Promise((resolve, reject) => {
+    const p = spawnGit(repoPath, ["cat-file", "blob", oid]);
+    p.stdin.end();
+    const content = Buffer.allocUnsafe(size);
+    const hash = createHash("sha256");
+    let off = 0;
+    let failure: Error | undefined;
+    const fail = (err: Error) => {
+      failure ??= err;
+      p.kill();
+    };
+    const timer = setTimeout(() => fail(new Error("git cat-file blob timed out")), TIMEOUT_MS + Math.ceil((size / (1024 * 1024)) * LARGE_MS_PER_MIB));
+    p.stdout.on("data", (chunk: Buffer) => {
+      if (failure) return;
+      if (off + chunk.length > size) return fail(new Error(`git cat-file blob ${oid}: more than the ${size} bytes announced`));
+      chunk.copy(content, off);
+      hash.update(chunk);
+      off += chunk.length;
+    });
+    p.stderr.resume();
+    p.on("error", fail);
+    p.on("close", (code) => {
+      clearTimeout(timer);
+      if (!failure && code !== 0) failure = new Error(`git cat-file blob ${oid} exited with ${code}`);
+      if (!failure && off !== size) failure = new Error(`git cat-file blob ${oid}: ${off} of the ${size} bytes announced`);
+      if (failure) reject(failure);
+      else resolve({ content, hash: hash.digest("hex") });
+    });
+  });
+}
+
+/** At most `n` holders at a time; the others wait in order. */
+class Permits {
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private free: number) {}
+
+  async with<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
+    }
+  }
+}
+
+/** The two long-lived processes of a repository. */
+interface CatFiles {
+  readonly check: CatFile;
+  readonly batch: CatFile;
+}
+
 export class GitBase {
   private readonly trees = new Map<string, Promise<BaseTree>>();
-  private readonly catFiles = new Map<string, CatFile>();
+  private readonly catFiles = new Map<string, CatFiles>();
   private readonly blobs = new Map<string, BaseBlob>();
   private blobBytes = 0;
+  private readonly large = new Permits(LARGE_READS);
 
   constructor(private readonly maxFileBytes: number) {}
 
@@ -152,7 +291,7 @@ export class GitBase {
     try {
       stdout = await execGit(sourcePath, ["ls-tree", "-r", "-z", "--full-tree", commit], { timeoutMs: 30_000, maxBuffer: 512 * 1024 * 1024 });
     } catch {
-      throw new BerthError("unavailable", "SOURCE_UNREADABLE", "the repository's source could not be read", { source_path: sourcePath, commit });
+      throw unreadable(sourcePath, commit);
     }
     const blobs = new Map<string, string>();
     const symlinks = new Set<string>();
@@ -169,8 +308,13 @@ export class GitBase {
     return { paths, blobs, symlinks, executables };
   }
 
-  /** The content of `path` at `commit`; undefined when it does not exist there. */
-  async read(sourcePath: string | null, commit: string, path: string): Promise<BaseBlob | undefined> {
+  /**
+   * The content of `path` at `commit`; undefined when it does not exist there. With `bounded`,
+   * a file over BERTH_MAX_FILE_BYTES is refused (FILE_TOO_LARGE) before any of it is read:
+   * what is answered to an agent is bounded as what it may write is. Without, the whole file
+   * (a write or rebase over a large base file still needs it; its memory is its size, once).
+   */
+  async read(sourcePath: string | null, commit: string, path: string, options: { bounded?: boolean } = {}): Promise<BaseBlob | undefined> {
     if (!sourcePath) return undefined;
     const tree = await this.tree(sourcePath, commit);
     const oid = tree.blobs.get(path);
@@ -182,18 +326,31 @@ export class GitBase {
       return cached;
     }
     let cat = this.catFiles.get(sourcePath);
-    if (!cat) this.catFiles.set(sourcePath, (cat = new CatFile(sourcePath)));
-    let content: Uint8Array | undefined;
+    if (!cat) this.catFiles.set(sourcePath, (cat = { check: new CatFile(sourcePath, "--batch-check"), batch: new CatFile(sourcePath, "--batch") }));
+    let info: BlobInfo | undefined;
     try {
-      content = await cat.read(oid);
+      info = (await cat.check.ask(oid))?.info;
     } catch {
-      throw new BerthError("unavailable", "SOURCE_UNREADABLE", "the repository's source could not be read", { source_path: sourcePath, commit });
+      throw unreadable(sourcePath, commit);
     }
-    if (!content) return undefined;
-    const blob: BaseBlob = { content, hash: sha256Hex(content) };
-    if (content.byteLength <= this.maxFileBytes) {
+    if (info?.type !== "blob") return undefined;
+    if (options.bounded && info.size > this.maxFileBytes) throw fileTooLarge(path, info.size, this.maxFileBytes);
+    let blob: BaseBlob | undefined;
+    try {
+      if (info.size <= SMALL_BLOB_BYTES) {
+        const content = (await cat.batch.ask(oid))?.content;
+        blob = content && { content, hash: sha256Hex(content) };
+      } else {
+        const size = info.size;
+        blob = await this.large.with(() => readLarge(sourcePath, oid, size));
+      }
+    } catch {
+      throw unreadable(sourcePath, commit);
+    }
+    if (!blob) return undefined;
+    if (blob.content.byteLength <= CACHED_BLOB_BYTES) {
       this.blobs.set(oid, blob);
-      this.blobBytes += content.byteLength;
+      this.blobBytes += blob.content.byteLength;
       while (this.blobBytes > BLOB_CACHE_BYTES) {
         const oldest = this.blobs.entries().next().value!;
         this.blobs.delete(oldest[0]);
@@ -204,9 +361,16 @@ export class GitBase {
   }
 
   close(): void {
-    for (const c of this.catFiles.values()) c.close();
+    for (const c of this.catFiles.values()) {
+      c.check.close();
+      c.batch.close();
+    }
     this.catFiles.clear();
   }
+}
+
+function unreadable(sourcePath: string, commit: string): BerthError {
+  return new BerthError("unavailable", "SOURCE_UNREADABLE", "the repository's source could not be read", { source_path: sourcePath, commit });
 }
 
 /** Path order of ListFiles: plain code-unit order (stable, and what page tokens compare with). */

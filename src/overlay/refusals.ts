@@ -3,7 +3,7 @@
  * FILE_NOT_FOUND, the state of the row a write locked); one definition keeps their codes and
  * metadata from drifting apart.
  */
-import { failedPrecondition, notFound, type BerthError } from "../platform/errors.js";
+import { BerthError, failedPrecondition, notFound } from "../platform/errors.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import { isTerminal } from "../sessions/changeset-states.js";
 import { assertActive, type Workspace } from "../sessions/workspace.js";
@@ -62,4 +62,13 @@ export function pathShape(path: string, c: ShapeConflict): BerthError {
         `${path} is below ${c.conflicting}, a file in this workspace: a path is a file or a directory, never both; delete ${c.conflicting} first to make it a directory`,
         details,
       );
+}
+
+/** A file over BERTH_MAX_FILE_BYTES, written or read (a base file is refused before any of it is read). */
+export function fileTooLarge(path: string, size: number, limit: number): BerthError {
+  return new BerthError("resource_exhausted", "FILE_TOO_LARGE", `${path}: ${size} bytes is over the limit of ${limit}`, {
+    path,
+    size_bytes: String(size),
+    limit_bytes: String(limit),
+  });
 }

@@ -199,7 +199,7 @@ export const REASON_ROWS = [
   {
     code: "RESOURCE_EXHAUSTED",
     reasons: ["FILE_TOO_LARGE"],
-    when: "a file is over `BERTH_MAX_FILE_BYTES`",
+    when: "a file is over `BERTH_MAX_FILE_BYTES`: WriteFile's content, or ReadFile of a base file (refused before it is read)",
     metadata: "`path`, `size_bytes`, `limit_bytes`",
   },
   {

@@ -42,6 +42,11 @@ export interface ChangesetTable {
   /** The commit last written for it (migrations/0012_changeset_commits.ts); NULL before. */
   commit_id: Generated<string | null>;
   committed_at: Generated<Timestamp | null>;
+  /**
+   * Bumped by every statement that changes the state (migrations/0018_changeset_version.ts):
+   * the order of a changeset's states, assigned by the database; read it through toSeq().
+   */
+  version: Generated<Int8>;
 }
 
 export type LifecycleName = "active" | "stranded" | "abandoned" | "destroyed";
@@ -236,7 +241,7 @@ export interface Database {
 
 const COLUMNS = {
   repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude", "request_id"],
-  changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at", "commit_id", "committed_at"],
+  changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at", "commit_id", "committed_at", "version"],
   workspaces: [
     "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",
     "created_at", "last_active_at", "lifecycle", "lifecycle_reason", "stranded_at", "ended_at", "resumed_from", "owner_instance",

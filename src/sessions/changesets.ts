@@ -3,9 +3,18 @@
  * interned object per changeset, kept current here, is what lets them all see one state. Its
  * state machine's write path (TransitionChangeset) lives beside that cache so the two cannot
  * disagree.
+ *
+ * What the cache hears of a changeset (rows read or written here, another instance's transition
+ * heard from the commit feed) comes in no fixed order; it takes a row only when the row's version
+ * (changesets.version, bumped by the database in the statement that changes the state) is newer
+ * than the one it holds. Not updated_at: each instance stamps it with its own clock, and an
+ * instance whose clock is behind would have its transitions ignored by the others.
  */
+import type { Logger } from "pino";
 import { canTransition, isTerminal, sourcesOf } from "./changeset-states.js";
 import type { Clock } from "../platform/clock.js";
+import { CoalescedLookup } from "../platform/coalesced-lookup.js";
+import { toSeq } from "../platform/schema.js";
 import { type BerthError, failedPrecondition, notFound } from "../platform/errors.js";
 import type { Changeset } from "./workspace.js";
 import type { Change, UnitOfWork } from "../platform/unit-of-work.js";
@@ -21,12 +30,17 @@ export class Changesets {
    * so reading other sessions (another instance's, stranded, ended) never grows the cache.
    */
   private readonly changesets = new Map<string, { cs: Changeset; refs: number }>();
+  /** The rows of changesets another instance moved, read again when this one hears of it (many in one statement). */
+  private readonly heard: CoalescedLookup<string, sqlRepo.ChangesetRow>;
 
   constructor(
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
     private readonly hooks: SessionHooks,
-  ) {}
+    private readonly logger: Logger,
+  ) {
+    this.heard = new CoalescedLookup((ids) => sqlRepo.findChangesets(uow.db, ids), { maxRunning: 2 });
+  }
 
   /**
    * A live workspace references `cs`: the one interned object of its id (cs itself when none is
@@ -39,11 +53,7 @@ export class Changesets {
       return cs;
     }
     entry.refs++;
-    if (entry.cs !== cs && cs.updatedAt > entry.cs.updatedAt) {
-      entry.cs.state = cs.state;
-      entry.cs.reason = cs.reason;
-      entry.cs.updatedAt = cs.updatedAt;
-    }
+    if (entry.cs !== cs) bringForward(entry.cs, cs);
     return entry.cs;
   }
 
@@ -61,23 +71,29 @@ export class Changesets {
 
   /** Brings a cached changeset up to date with a row read or written elsewhere. */
   refreshChangeset(row: sqlRepo.ChangesetRow): Changeset {
-    const cs = this.internChangeset(row);
-    // Rows given here were just read or written: they win even at an equal updated_at.
-    if (row.updated_at.getTime() >= cs.updatedAt) {
-      cs.state = row.state;
-      cs.reason = row.reason;
-      cs.updatedAt = row.updated_at.getTime();
-    }
-    return cs;
+    return this.internChangeset(row);
   }
 
-  /** A changeset transition (made here or by another instance): the cached state follows, never backwards. */
-  noteChangesetState(changesetId: string, state: ChangesetStateName, reason: string, at: number): void {
+  /** The changeset's state as a row read just now has it (a live session's check): the cached state follows, never backwards. */
+  noteChangesetState(changesetId: string, state: ChangesetStateName, reason: string, updatedAt: number, version: number): void {
     const cs = this.changesets.get(changesetId)?.cs;
-    if (!cs || at < cs.updatedAt) return;
-    cs.state = state;
-    cs.reason = reason;
-    cs.updatedAt = at;
+    if (cs) bringForward(cs, { state, reason, updatedAt, version });
+  }
+
+  /**
+   * A transition committed (here or by another instance, heard from the commit feed): a cached
+   * changeset is brought forward by its row, read after the commit. The event's own stamps are
+   * not the order (see the top of this file); a row is.
+   */
+  noteTransitioned(changesetId: string): void {
+    if (!this.changesets.has(changesetId)) return;
+    this.heard.get(changesetId).then(
+      (row) => {
+        if (row) this.internChangeset(row);
+      },
+      // The next read of a live session's row (every call checks one) brings it forward instead.
+      (err: unknown) => this.logger.warn({ err, changesetId }, "changeset not read again after its transition"),
+    );
   }
 
   /**
@@ -126,14 +142,7 @@ export class Changesets {
       });
       return { row, unchanged: false };
     });
-    const cached = this.changesets.get(changesetId)?.cs;
-    if (cached) {
-      cached.state = outcome.row.state;
-      cached.reason = outcome.row.reason;
-      cached.updatedAt = outcome.row.updated_at.getTime();
-      return { changeset: cached, unchanged: outcome.unchanged };
-    }
-    return { changeset: changesetFromRow(outcome.row), unchanged: outcome.unchanged };
+    return { changeset: this.internChangeset(outcome.row), unchanged: outcome.unchanged };
   }
 
   /**
@@ -143,15 +152,20 @@ export class Changesets {
   internChangeset(row: sqlRepo.ChangesetRow): Changeset {
     const cached = this.changesets.get(row.id)?.cs;
     if (cached) {
-      if (row.updated_at.getTime() > cached.updatedAt) {
-        cached.state = row.state;
-        cached.reason = row.reason;
-        cached.updatedAt = row.updated_at.getTime();
-      }
+      bringForward(cached, changesetFromRow(row));
       return cached;
     }
     return changesetFromRow(row);
   }
+}
+
+/** `cs` takes the state of `seen` when seen's version is newer (the one rule of the cache's order). */
+function bringForward(cs: Changeset, seen: Pick<Changeset, "state" | "reason" | "updatedAt" | "version">): void {
+  if (seen.version <= cs.version) return;
+  cs.state = seen.state;
+  cs.reason = seen.reason;
+  cs.updatedAt = seen.updatedAt;
+  cs.version = seen.version;
 }
 
 /** CHANGESET_TERMINAL or INVALID_TRANSITION unless a changeset in `from` may move to `to`. */
@@ -178,8 +192,14 @@ function invalidTransition(changesetId: string, from: ChangesetStateName, to: Ch
   });
 }
 
-/** A changeset row as the domain holds it (the commit columns when the row was read with them). */
-export function changesetFromRow(row: Pick<sqlRepo.ChangesetRow, "id" | "repo_id" | "state" | "reason" | "created_at" | "updated_at"> & { readonly commit_id?: string | null; readonly committed_at?: Date | null }): Changeset {
+/** A changeset row as the domain holds it (the commit columns when the row was read with them; version -1 when without it). */
+export function changesetFromRow(
+  row: Pick<sqlRepo.ChangesetRow, "id" | "repo_id" | "state" | "reason" | "created_at" | "updated_at"> & {
+    readonly version?: sqlRepo.ChangesetRow["version"];
+    readonly commit_id?: string | null;
+    readonly committed_at?: Date | null;
+  },
+): Changeset {
   return {
     id: row.id,
     repoId: row.repo_id,
@@ -187,6 +207,7 @@ export function changesetFromRow(row: Pick<sqlRepo.ChangesetRow, "id" | "repo_id
     reason: row.reason,
     createdAt: row.created_at.getTime(),
     updatedAt: row.updated_at.getTime(),
+    version: row.version === undefined ? -1 : Number(toSeq(row.version)),
     ...(row.commit_id ? { commitId: row.commit_id } : {}),
     ...(row.committed_at ? { committedAt: row.committed_at.getTime() } : {}),
   };

@@ -7,14 +7,13 @@
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { CommittedEvent } from "../platform/outbox.js";
-import { changesetStateName } from "../platform/proto-enums.js";
 import type { CommitFollower } from "../platform/unit-of-work.js";
-import type { ChangesetStateName } from "../platform/schema.js";
 import { endedLifecycle, type ExitLifecycle } from "./session-hooks.js";
 
 /** What the follower changes in the registry (an interface: the registry imports this module). */
 export interface CoherentRegistry {
-  noteChangesetState(changesetId: string, state: ChangesetStateName, reason: string, at: number): void;
+  /** Reads the changeset's row again when cached (the event's stamp, from its instance's clock, orders nothing). */
+  noteTransitioned(changesetId: string): void;
   noteSessionEnded(sessionId: string, lifecycle: ExitLifecycle, reason: string, at: number): void;
   resync(): Promise<void>;
 }
@@ -24,8 +23,7 @@ export function registryFollower(registry: CoherentRegistry): CommitFollower {
     apply(e: CommittedEvent): void {
       const at = e.occurredAt ? timestampMs(e.occurredAt) : 0;
       if (e.kind === "changeset.transitioned") {
-        const state = e.payload.case === "changesetTransitioned" ? changesetStateName(e.payload.value.toState) : undefined;
-        if (state) registry.noteChangesetState(e.changesetId, state, e.reason, at);
+        registry.noteTransitioned(e.changesetId);
         return;
       }
       const ended = endedLifecycle(e.kind);

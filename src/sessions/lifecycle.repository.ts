@@ -118,19 +118,19 @@ export interface RejectedChangeset extends ChangesetRow {
 export async function rejectChangesets(trx: Transaction<Database>, ids: readonly string[], reason: string, at: Date): Promise<RejectedChangeset[]> {
   if (ids.length === 0) return [];
   const r = await sql<RejectedChangeset>`
-    UPDATE changesets AS c SET state = 'rejected', reason = ${reason}, updated_at = ${at}
+    UPDATE changesets AS c SET state = 'rejected', reason = ${reason}, updated_at = ${at}, version = c.version + 1
     FROM (SELECT id, state AS old_state FROM changesets
           WHERE id = ANY(${uuids(ids)}) AND state NOT IN ${TERMINAL}
           ORDER BY id FOR UPDATE) AS o
     WHERE c.id = o.id
-    RETURNING c.id, c.repo_id, c.state, c.reason, c.created_at, c.updated_at, o.old_state`.execute(trx);
+    RETURNING c.id, c.repo_id, c.state, c.reason, c.created_at, c.updated_at, c.version, o.old_state`.execute(trx);
   return r.rows;
 }
 
 export async function changesetStates(db: Executor, ids: readonly string[]): Promise<ChangesetRow[]> {
   if (ids.length === 0) return [];
   const r = await sql<ChangesetRow>`
-    SELECT id, repo_id, state, reason, created_at, updated_at FROM changesets WHERE id = ANY(${uuids(ids)})`.execute(db);
+    SELECT id, repo_id, state, reason, created_at, updated_at, version FROM changesets WHERE id = ANY(${uuids(ids)})`.execute(db);
   return r.rows;
 }
 
@@ -182,7 +182,7 @@ export async function resumeCas(
 
 export async function lockChangesetShared(trx: Transaction<Database>, id: string): Promise<ChangesetRow | undefined> {
   const r = await sql<ChangesetRow>`
-    SELECT id, repo_id, state, reason, created_at, updated_at FROM changesets WHERE id = ${id}::uuid FOR SHARE`.execute(trx);
+    SELECT id, repo_id, state, reason, created_at, updated_at, version FROM changesets WHERE id = ${id}::uuid FOR SHARE`.execute(trx);
   return r.rows[0];
 }
 

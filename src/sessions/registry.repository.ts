@@ -16,6 +16,7 @@ export type WorkspaceRow = Omit<Selectable<WorkspaceTable>, "owner_instance"> & 
   cs_reason: string;
   cs_created_at: Date;
   cs_updated_at: Date;
+  cs_version: ChangesetRow["version"];
 };
 
 export function isUniqueViolation(err: unknown): boolean {
@@ -61,13 +62,22 @@ export async function takeAgentNumber(trx: Transaction<Database>, repoId: string
   return row?.next_agent_number;
 }
 
+/** The columns of a changeset the registry caches (ChangesetRow). */
+const CHANGESET_ROW = ["id", "repo_id", "state", "reason", "created_at", "updated_at", "version"] as const;
+
 export function findChangeset(db: Executor, id: string, lock: "share" | "none" = "none"): Promise<ChangesetRow | undefined> {
-  let q = db.selectFrom("changesets").select(["id", "repo_id", "state", "reason", "created_at", "updated_at"]).where("id", "=", id);
+  let q = db.selectFrom("changesets").select(CHANGESET_ROW).where("id", "=", id);
   if (lock === "share") q = q.forShare();
   return q.executeTakeFirst();
 }
 
-/** Compare-and-set: moves the changeset only if it is still in one of `from`. */
+/** The rows of these changesets (those that exist), by id: one statement for many. */
+export async function findChangesets(db: Executor, ids: readonly string[]): Promise<Map<string, ChangesetRow>> {
+  const rows = await db.selectFrom("changesets").select(CHANGESET_ROW).where(sql<boolean>`id = any(${ids}::uuid[])`).execute();
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** Compare-and-set: moves the changeset only if it is still in one of `from` (and bumps its version). */
 export function casChangesetState(
   db: Executor,
   id: string,
@@ -78,10 +88,10 @@ export function casChangesetState(
 ): Promise<ChangesetRow | undefined> {
   return db
     .updateTable("changesets")
-    .set({ state: to, reason, updated_at: at })
+    .set((eb) => ({ state: to, reason, updated_at: at, version: eb("version", "+", 1) }))
     .where("id", "=", id)
     .where("state", "in", from)
-    .returning(["id", "repo_id", "state", "reason", "created_at", "updated_at"])
+    .returning(CHANGESET_ROW)
     .executeTakeFirst();
 }
 
@@ -172,7 +182,7 @@ function selectWorkspaces(db: Executor) {
     .selectFrom("workspaces as w")
     .innerJoin("changesets as c", "c.id", "w.changeset_id")
     .selectAll("w")
-    .select(["c.state as cs_state", "c.reason as cs_reason", "c.created_at as cs_created_at", "c.updated_at as cs_updated_at"]);
+    .select(["c.state as cs_state", "c.reason as cs_reason", "c.created_at as cs_created_at", "c.updated_at as cs_updated_at", "c.version as cs_version"]);
 }
 
 export function findWorkspaceBySession(db: Executor, sessionId: string): Promise<WorkspaceRow | undefined> {
@@ -197,7 +207,8 @@ export async function findWorkspacesBySessions(db: Executor, sessionIds: readonl
  * still current (registry.ts, getWorkspace): which workspace holds the session, its lifecycle,
  * the base a RebaseWorkspace moves, and its changeset's state. Nothing else of a live row moves
  * under it, so the check reads only these, with no timestamp to parse (the changeset's
- * updated_at as epoch ms, truncated as pg's and PGlite's Date parsing truncate it).
+ * updated_at as epoch ms, truncated as pg's and PGlite's Date parsing truncate it; its version
+ * as a float8, exact far beyond any count of transitions).
  */
 export interface LiveCheckRow {
   readonly session_id: string;
@@ -208,11 +219,12 @@ export interface LiveCheckRow {
   readonly cs_state: ChangesetStateName;
   readonly cs_reason: string;
   readonly cs_updated_ms: number;
+  readonly cs_version: number;
 }
 
 /** Compiled once: the check runs for nearly every RPC, and its text never changes (a batch is one array parameter). */
 const LIVE_CHECK_SQL = `SELECT w.session_id, w.id, w.lifecycle, w.base_commit, w.changeset_id, c.state AS cs_state, c.reason AS cs_reason,
-  floor(extract(epoch FROM c.updated_at) * 1000)::float8 AS cs_updated_ms
+  floor(extract(epoch FROM c.updated_at) * 1000)::float8 AS cs_updated_ms, c.version::float8 AS cs_version
   FROM workspaces w JOIN changesets c ON c.id = w.changeset_id WHERE w.session_id = any($1::uuid[])`;
 
 /** The live checks of these sessions (those that have a row), by session id: one statement for many. */
@@ -232,6 +244,7 @@ export function liveCheckOf(row: WorkspaceRow): LiveCheckRow {
     cs_state: row.cs_state,
     cs_reason: row.cs_reason,
     cs_updated_ms: row.cs_updated_at.getTime(),
+    cs_version: Number(toSeq(row.cs_version)),
   };
 }
 

@@ -114,7 +114,7 @@ export class WorkspaceRegistry {
   constructor(private readonly deps: RegistryDeps) {
     this.newId = deps.newId ?? randomUUID;
     this.repositories = new Repositories(deps.uow.db, deps.clock, this.newId);
-    this.changesets = new Changesets(deps.uow, deps.clock, this.hooks);
+    this.changesets = new Changesets(deps.uow, deps.clock, this.hooks, deps.logger);
     this.drafts = draftCreates(deps.uow);
     deps.uow.addFollower("registry", registryFollower(this));
   }
@@ -248,7 +248,7 @@ export class WorkspaceRegistry {
     const live = this.live.get(sessionId);
     if (!live) return undefined;
     if (row?.lifecycle === "active" && row.id === live.workspaceId) {
-      this.changesets.noteChangesetState(row.changeset_id, row.cs_state, row.cs_reason, row.cs_updated_ms);
+      this.changesets.noteChangesetState(row.changeset_id, row.cs_state, row.cs_reason, row.cs_updated_ms, row.cs_version);
       // A RebaseWorkspace (on any instance) moves the base in the row.
       live.baseCommit = row.base_commit;
       return live;
@@ -354,9 +354,9 @@ export class WorkspaceRegistry {
     return this.changesets.refreshChangeset(row);
   }
 
-  /** A changeset transition (made here or by another instance): the cached state follows, never backwards. */
-  noteChangesetState(changesetId: string, state: ChangesetStateName, reason: string, at: number): void {
-    this.changesets.noteChangesetState(changesetId, state, reason, at);
+  /** A changeset transition committed (here or by another instance): the cached state follows its row, never backwards. */
+  noteTransitioned(changesetId: string): void {
+    this.changesets.noteTransitioned(changesetId);
   }
 
   /** A session ended (here or by another instance) while this instance may hold it live. */
@@ -506,5 +506,5 @@ export class WorkspaceRegistry {
 
 /** The changeset columns of a workspace row (joined). */
 function changesetRowOf(row: sqlRepo.WorkspaceRow): sqlRepo.ChangesetRow {
-  return { id: row.changeset_id, repo_id: row.repo_id, state: row.cs_state, reason: row.cs_reason, created_at: row.cs_created_at, updated_at: row.cs_updated_at };
+  return { id: row.changeset_id, repo_id: row.repo_id, state: row.cs_state, reason: row.cs_reason, created_at: row.cs_created_at, updated_at: row.cs_updated_at, version: row.cs_version };
 }

@@ -154,7 +154,7 @@ export async function makeWorkspace(deps: CreationDeps, repo: Repository, input:
       occurredAt: now,
       payload: { case: "sessionCreated", value: { agentName, mode: modeEnum(input.mode), intent: input.intent, baseCommit } },
   });
-  const draft = (): sqlRepo.ChangesetRow => ({ id: row.changeset_id, repo_id: repo.id, state: "draft", reason: "", created_at: row.created_at, updated_at: row.created_at });
+  const draft = (): sqlRepo.ChangesetRow => ({ id: row.changeset_id, repo_id: repo.id, state: "draft", reason: "", created_at: row.created_at, updated_at: row.created_at, version: 0 });
 
   let result: { changeset: sqlRepo.ChangesetRow; agentName: string };
   try {

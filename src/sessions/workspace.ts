@@ -18,6 +18,12 @@ export interface Changeset {
   reason: string;
   readonly createdAt: number;
   updatedAt: number;
+  /**
+   * The row's version (changesets.version, bumped by the database with every state change): what
+   * orders the states an instance hears of, whichever instance's clock stamped updatedAt. -1:
+   * read without it (landing's rows), older than any.
+   */
+  version: number;
   /** The commit landing last wrote for it (src/overlay/landing.ts), when the caller read it. */
   commitId?: string;
   committedAt?: number;

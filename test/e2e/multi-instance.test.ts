@@ -3,13 +3,17 @@
  * other, which holds the session live in its memory. The safety-net poll is set to 60 s, so
  * what crosses between them crosses by LISTEN/NOTIFY (docs/events.md).
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { sql } from "kysely";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import type { Event } from "../../gen/berth/v1/event_pb.js";
 import { ChangesetState, LifecycleState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { failure } from "../support/rpc-error.js";
 import { needs } from "../support/services.js";
+import { changesetStateEnum } from "../../src/platform/proto-enums.js";
+import type { Clock } from "../../src/platform/clock.js";
+import type { ChangesetStateName } from "../../src/platform/schema.js";
 
 async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
   const until = Date.now() + timeoutMs;
@@ -106,3 +110,54 @@ needs({ postgres: true })("two instances on one database", () => {
     );
   });
 });
+
+needs({ postgres: true })("two instances whose clocks disagree", () => {
+  let database: TestDatabase;
+  let a: TestBerth;
+  let b: TestBerth;
+  /** Three hours behind: what each instance stamps a transition with is no order between them. */
+  const behind: Clock = { now: () => Date.now() - 3 * 3600_000 };
+  beforeAll(async () => {
+    database = await createTestDatabase("postgres");
+    a = await startBerth({ database });
+    const second = await database.reopen();
+    b = await startBerth({ database: { ...database, opened: second }, clock: behind });
+  });
+  afterAll(async () => {
+    await b?.stop();
+    await a?.stop();
+    await database?.drop();
+  });
+
+  it("shows every changeset transition, made alternately through either instance, as the database has it, on both", async () => {
+    const { repository } = await a.grpc.registerRepository({ name: "skewed" });
+    // A session held live by each instance, both on one changeset: each instance caches it.
+    const onA = (await a.grpc.createWorkspace({ repoId: repository!.id, baseCommit: "main", mode: WorkspaceMode.EPHEMERAL, agentId: "x" })).workspace!;
+    const changesetId = onA.changesetId;
+    const onB = (await b.grpc.createWorkspace({ repoId: repository!.id, baseCommit: "main", mode: WorkspaceMode.EPHEMERAL, agentId: "x", changesetId })).workspace!;
+    expect(a.server.registry.liveWorkspace(onA.sessionId)).toBeDefined();
+    expect(b.server.registry.liveWorkspace(onB.sessionId)).toBeDefined();
+    const inDatabase = async () =>
+      (await sql<{ state: ChangesetStateName }>`SELECT state FROM changesets WHERE id = ${changesetId}::uuid`.execute(database.opened.db)).rows[0]!.state;
+    const steps: [TestBerth, ChangesetState][] = [
+      [a, ChangesetState.SUBMITTED],
+      [b, ChangesetState.VERIFYING],
+      [a, ChangesetState.APPROVED],
+      [b, ChangesetState.CLOSED],
+    ];
+    for (const [through, toState] of steps) {
+      await through.grpc.transitionChangeset({ changesetId, toState });
+      const state = changesetStateEnum(await inDatabase());
+      expect(state).toBe(toState);
+      // Each instance's cached changeset follows the transition's event, whichever clock stamped it.
+      await vi.waitFor(() => {
+        expect([a.server.registry.liveWorkspace(onA.sessionId)?.changeset.state, b.server.registry.liveWorkspace(onB.sessionId)?.changeset.state].map((s) => s && changesetStateEnum(s))).toEqual([state, state]);
+      }, { timeout: 10_000, interval: 20 });
+      // And every instance answers it for every session.
+      const shown = [];
+      for (const server of [a, b]) for (const ws of [onA, onB]) shown.push((await server.grpc.getWorkspace({ sessionId: ws.sessionId })).workspace?.changesetState);
+      expect(shown).toEqual([state, state, state, state]);
+    }
+  });
+});
+

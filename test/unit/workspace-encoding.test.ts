@@ -18,7 +18,7 @@ function workspace(): Workspace {
     repoId: "c3b2a190-8f7e-4d6c-9b5a-4e3d2c1b0a9f",
     agentId: "agent",
     agentName: "agent-1",
-    changeset: { id: "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", repoId: "c3b2a190-8f7e-4d6c-9b5a-4e3d2c1b0a9f", state: "draft", reason: "", createdAt: 1_700_000_000_000, updatedAt: 1_700_000_000_000 },
+    changeset: { id: "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", repoId: "c3b2a190-8f7e-4d6c-9b5a-4e3d2c1b0a9f", state: "draft", reason: "", createdAt: 1_700_000_000_000, updatedAt: 1_700_000_000_000, version: 0 },
     intent: "fix the bug",
     baseCommit: "main",
     mode: "persistent",
