@@ -366,6 +366,7 @@ export class FileWrites {
       at: now,
       changesetState: state,
       changesetAt: ws.changeset.updatedAt,
+      changesetVersion: ws.changeset.version,
     });
     return { hash: d.newHash, change: d.change, symbols: d.symbols, conflicts: publicOthers(d.others) };
   }

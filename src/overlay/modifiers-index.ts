@@ -11,6 +11,10 @@
  * hold across instances (DescribeOtherModifiers, a ListFiles page, a ReadFile, a write's checks)
  * first refreshes the entries of its paths from PostgreSQL (refreshed(): one indexed query).
  *
+ * A changeset's state is ordered by its row's version (changesets.version, bumped by the statement
+ * that changes the state), never by a timestamp: those come from each instance's clock. A
+ * transition's event carries no version, so it makes the index read the row again (batched).
+ *
  * Counted: active and stranded sessions (stranded work is pending work: it comes back on
  * resume) whose changeset is not terminal. Abandoned, destroyed and expired sessions leave.
  */
@@ -18,6 +22,9 @@ import type { Logger } from "pino";
 import { isTerminal } from "../sessions/changeset-states.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import type { Db } from "../platform/database.js";
+import { CoalescedLookup } from "../platform/coalesced-lookup.js";
+import { toSeq } from "../platform/schema.js";
+import { findChangesets, type ChangesetRow } from "../sessions/registry.repository.js";
 import type { OtherModifierInfo } from "./overlay-port.js";
 import * as sqlRepo from "./overlay.repository.js";
 
@@ -39,7 +46,14 @@ export interface RepoIndex {
   readonly paths: Map<string, Map<string, Touch>>;
   readonly byWorkspace: Map<string, Set<string>>;
   readonly sessions: Map<string, SessionMeta>;
-  readonly changesets: Map<string, { state: ChangesetStateName; at: number }>;
+  readonly changesets: Map<string, ChangesetSeen>;
+}
+
+/** A changeset's state as last seen: `version` orders (changesets.version; -1 unknown), `at` is only reported. */
+interface ChangesetSeen {
+  state: ChangesetStateName;
+  at: number;
+  version: number;
 }
 
 /** An event as the index needs it (from a local EventInput or a stored Event). */
@@ -64,6 +78,8 @@ export interface TouchInput {
   readonly at: number;
   readonly changesetState: ChangesetStateName;
   readonly changesetAt: number;
+  /** The changeset's version as the writer's cache holds it (-1: unknown). */
+  readonly changesetVersion: number;
 }
 
 export interface OtherTouch extends OtherModifierInfo {
@@ -77,7 +93,12 @@ export class ModifiersIndex {
   private readonly repos = new Map<string, RepoIndex>();
   private readonly loading = new Map<string, { promise: Promise<RepoIndex>; queued: (() => void)[] }>();
 
-  constructor(private readonly db: Db, private readonly logger: Logger) {}
+  /** Changeset rows read again after a transition's event (one query for the transitions heard together). */
+  private readonly heard: CoalescedLookup<string, ChangesetRow>;
+
+  constructor(private readonly db: Db, private readonly logger: Logger) {
+    this.heard = new CoalescedLookup((ids) => findChangesets(db, ids), { maxRunning: 2 });
+  }
 
   /** Forgets everything (events were missed); repositories load again on next use. */
   reset(): void {
@@ -131,9 +152,7 @@ export class ModifiersIndex {
       const was = before.get(row.path)?.get(row.workspace_id);
       // A local touch since the snapshot is at least as new as the row.
       if (t && (!was || was.touch !== t || was.at !== t.updatedAt)) {
-        const at = row.cs_updated_at.getTime();
-        const cs = idx.changesets.get(row.changeset_id);
-        if (!cs || cs.at <= at) idx.changesets.set(row.changeset_id, { state: row.cs_state, at });
+        seeChangeset(idx, row.changeset_id, seenOfRow(row));
         continue;
       }
       applyRow(idx, row);
@@ -160,8 +179,7 @@ export class ModifiersIndex {
   touch(t: TouchInput): void {
     this.withRepo(t.repoId, (idx) => {
       idx.sessions.set(t.workspaceId, { ...t.meta });
-      const cs = idx.changesets.get(t.meta.changesetId);
-      if (!cs || cs.at <= t.changesetAt) idx.changesets.set(t.meta.changesetId, { state: t.changesetState, at: t.changesetAt });
+      seeChangeset(idx, t.meta.changesetId, { state: t.changesetState, at: t.changesetAt, version: t.changesetVersion });
       if (t.symbols === undefined) removePath(idx, t.workspaceId, t.path);
       else setTouch(idx, t.workspaceId, t.path, t.symbols, t.at);
     });
@@ -175,8 +193,15 @@ export class ModifiersIndex {
     if (e.kind === "changeset.transitioned") {
       // Changesets are shared across repositories' indexes only within their repository.
       this.withRepo(e.repoId, (idx) => {
-        const cs = idx.changesets.get(e.changesetId);
-        if (e.toState && (!cs || cs.at <= e.at)) idx.changesets.set(e.changesetId, { state: e.toState, at: e.at });
+        if (!idx.changesets.has(e.changesetId)) return;
+        this.heard.get(e.changesetId).then(
+          (row) => {
+            const now = this.repos.get(e.repoId);
+            if (row && now) seeChangeset(now, row.id, { state: row.state, at: row.updated_at.getTime(), version: Number(toSeq(row.version)) });
+          },
+          // Every answer refreshes its paths' rows (refreshed()), which carry the state and version.
+          (err: unknown) => this.logger.warn({ err, changesetId: e.changesetId }, "modifiers index: could not read a transitioned changeset"),
+        );
       });
       return;
     }
@@ -272,10 +297,18 @@ function applyRow(idx: RepoIndex, row: sqlRepo.ModifierRow): void {
     changesetId: row.changeset_id,
     lifecycle: row.lifecycle === "stranded" ? "stranded" : "active",
   });
-  const at = row.cs_updated_at.getTime();
-  const cs = idx.changesets.get(row.changeset_id);
-  if (!cs || cs.at <= at) idx.changesets.set(row.changeset_id, { state: row.cs_state, at });
+  seeChangeset(idx, row.changeset_id, seenOfRow(row));
   setTouch(idx, row.workspace_id, row.path, row.symbols, row.updated_at.getTime());
+}
+
+function seenOfRow(row: sqlRepo.ModifierRow): ChangesetSeen {
+  return { state: row.cs_state, at: row.cs_updated_at.getTime(), version: Number(toSeq(row.cs_version)) };
+}
+
+/** The one rule of the index's changeset order: a state seen at a version no older than the one held. */
+function seeChangeset(idx: RepoIndex, changesetId: string, seen: ChangesetSeen): void {
+  const cs = idx.changesets.get(changesetId);
+  if (!cs || cs.version <= seen.version) idx.changesets.set(changesetId, seen);
 }
 
 function setTouch(idx: RepoIndex, workspaceId: string, path: string, symbols: readonly string[], at: number): void {

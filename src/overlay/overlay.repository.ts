@@ -269,10 +269,11 @@ export interface ModifierRow {
   lifecycle: LifecycleName;
   cs_state: ChangesetStateName;
   cs_updated_at: Date;
+  cs_version: string | number | bigint;
 }
 
 const MODIFIER_COLUMNS = sql.raw(`o.path, o.symbols, o.updated_at, o.change, w.id AS workspace_id, w.session_id, w.agent_id, w.agent_name,
-  w.changeset_id, w.lifecycle, c.state AS cs_state, c.updated_at AS cs_updated_at`);
+  w.changeset_id, w.lifecycle, c.state AS cs_state, c.updated_at AS cs_updated_at, c.version AS cs_version`);
 
 /** Every overlay path of the live (active or stranded) workspaces of a repository. */
 export async function modifiersOfRepo(db: Executor, repoId: string): Promise<ModifierRow[]> {

@@ -159,5 +159,23 @@ needs({ postgres: true })("two instances whose clocks disagree", () => {
       expect(shown).toEqual([state, state, state, state]);
     }
   });
+
+  it("reports another session's file on both instances exactly while its changeset, moved through the instance whose clock is behind, is not terminal", async () => {
+    const { repository } = await a.grpc.registerRepository({ name: "skewed-modifiers" });
+    const repoId = repository!.id;
+    const path = "src/touched.ts";
+    const writer = (await a.grpc.createWorkspace({ repoId, baseCommit: "main", mode: WorkspaceMode.EPHEMERAL, agentId: "writer" })).workspace!;
+    // Written through A: A's index holds the changeset's state as A's clock stamped it.
+    await a.grpc.writeFile({ sessionId: writer.sessionId, path, content: new TextEncoder().encode("export const touched = 1;\n") });
+    const shownBy = async (server: TestBerth) => (await server.grpc.describeOtherModifiers({ repoId, path })).modifiers.map((m) => [m.sessionId, m.changesetState]);
+    for (const server of [a, b]) expect(await shownBy(server)).toEqual([[writer.sessionId, ChangesetState.DRAFT]]);
+    for (const toState of [ChangesetState.SUBMITTED, ChangesetState.VERIFYING]) {
+      await b.grpc.transitionChangeset({ changesetId: writer.changesetId, toState });
+      for (const server of [a, b]) expect(await shownBy(server)).toEqual([[writer.sessionId, toState]]);
+    }
+    // CLOSED through B, stamped three hours before what A holds: the file is no one's pending work any more.
+    await b.grpc.transitionChangeset({ changesetId: writer.changesetId, toState: ChangesetState.CLOSED });
+    for (const server of [a, b]) expect(await shownBy(server)).toEqual([]);
+  });
 });
 
