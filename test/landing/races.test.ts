@@ -66,7 +66,7 @@ async function bulkSession(client: TestBerth["grpc"], name: string) {
 type Outcome = { readonly path: string; readonly content: string; readonly ok: true } | { readonly path: string; readonly ok: false; readonly code: string; readonly reason: string | undefined };
 
 /**
- * Writes racing a MERGED: `lanes` writers write new files on `writer` from before the MERGED is
+ * Writes racing a MERGED: three writers write new files on `writer` from before the MERGED is
  * sent (on `merger`) until each has been refused once the changeset is terminal. Every write
  * acknowledged must be in the merged commit, every other one refused CHANGESET_TERMINAL.
  */
@@ -137,7 +137,7 @@ async function commitsRacing(setup: TestBerth["grpc"], slow: Client, fast: Clien
   await put(fast, ws.sessionId, "state.txt", "round 2\n", "round 1\n");
   const second = fast.commitChangeset({ changesetId: ws.changesetId, message });
   const settled = await Promise.allSettled([first, second]);
-  expect(settled.filter((s) => s.status === "rejected").map((s) => rpcFailure((s as PromiseRejectedResult).reason))).toEqual([]);
+  expect(settled.flatMap((s) => (s.status === "rejected" ? [rpcFailure(s.reason)] : []))).toEqual([]);
 
   const ref = `refs/heads/berth/${ws.changesetId}`;
   const roundOf = (commit: string) => Number(/round (\d+)/.exec(repo.git("show", `${commit}:state.txt`))![1]);
