@@ -5,14 +5,25 @@
  * was recorded, git's refs say what was published, and the order between them is what makes a
  * crash harmless:
  *
- * - commit: the objects are written first (unreferenced objects are harmless), then, in one
- *   transaction holding the changeset row FOR UPDATE, the branch ref is moved and commit_id
- *   recorded. A crash after the ref moved leaves the ref ahead of commit_id; the next commit of
- *   the same overlay writes the same commit and records it.
- * - merge: the merge is computed first, then the transition's transaction (its compare-and-set
- *   holds the changeset row) moves the target with a compare-and-set and commits only when that
- *   succeeded. A crash after the ref moved leaves the changeset APPROVED with its commit already
- *   in the target: MERGED again finds it there ("already merged") and only records the transition.
+ * - commit: one transaction holds the changeset row FOR UPDATE while it reads the overlay, writes
+ *   the objects, moves the branch ref by compare-and-set and records commit_id. Every write of
+ *   the overlay holds that row FOR SHARE (src/overlay/file-writes.ts), so the commit is exactly
+ *   the overlay committed when the row was taken, and commits of one changeset take turns.
+ *   Objects written by a transaction that then fails are unreferenced and harmless. A crash
+ *   after the ref moved leaves the ref ahead of commit_id; the next commit of the same overlay
+ *   writes the same commit and records it.
+ * - merge: all of it runs in the transition's transaction, once its compare-and-set holds the
+ *   changeset row: the overlay is read and committed as above, the merge computed, the target
+ *   moved with a compare-and-set, and the transaction commits only when that succeeded. A crash
+ *   after the target moved leaves the changeset APPROVED with its commit already in the target:
+ *   MERGED again builds the same commit (same overlay, message and author), finds it there
+ *   ("already merged") and only records the transition. A merge refused after the changeset's
+ *   own ref moved (MERGE_CONFLICT, TARGET_MOVED) leaves that ref ahead of commit_id, as a crash
+ *   would.
+ *
+ * The row is held across git's work (seconds for thousands of files): a write of the changeset's
+ * overlay waits that long, and a write that waited for a MERGED finds the changeset terminal.
+ * That is the price of merging exactly the overlay that was locked (docs/decisions.md).
  */
 import { BerthError, failedPrecondition, invalidArgument, notFound } from "../platform/errors.js";
 import type { Clock } from "../platform/clock.js";
@@ -20,6 +31,7 @@ import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { Changeset } from "../sessions/workspace.js";
 import { assertCanTransition, assertNotTerminal, changesetFromRow, stateMismatch } from "../sessions/changesets.js";
 import type { ChangesetStateName } from "../platform/schema.js";
+import type { Change, Tx } from "../platform/unit-of-work.js";
 import { changesetOverlay, findLandingChangeset, recordCommit, type LandingChangeset } from "./landing.repository.js";
 import { cleanCheckoutsOf, moveWithCheckouts } from "./checkout-update.js";
 import { commitIdentity, compareAndSetRef, headBranch, planMerge, readRef, validRefName, writeCommit, type Identity, type PathChange } from "./landing-git.js";
@@ -74,36 +86,52 @@ export class Landing {
     return this.deps.registry.db;
   }
 
-  /** CommitChangeset: the changeset's combined overlay as one commit on its base, on <prefix><id>. */
+  /**
+   * CommitChangeset: the changeset's combined overlay as one commit on its base, on <prefix><id>.
+   * The overlay is read and the commit built inside the transaction holding the changeset row
+   * FOR UPDATE: a write of the overlay holds that row FOR SHARE, so none commits between the read
+   * and the record, and two commits of one changeset take turns, each building what is committed
+   * when it holds the row (the later overlay always wins; the ref never moves back).
+   */
   async commit(input: CommitInput): Promise<CommitResult> {
     const { changesetId } = input;
     const cs = await this.changeset(changesetId);
     assertNotTerminal(changesetId, cs.state);
     const source = await this.sourceOf(cs);
-    const built = await this.build(cs, source, input);
-    const ref = `${this.deps.refPrefix}${changesetId}`;
-    const now = this.deps.clock.now();
     return this.deps.registry.uow.run(async (change) => {
       const locked = (await findLandingChangeset(change.trx, changesetId, "update"))!;
       assertNotTerminal(changesetId, locked.state);
-      const old = await readRef(source, ref);
-      if (old === built.commit && locked.commit_id === built.commit) {
-        return { changeset: changesetFromRow(locked), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: true };
-      }
-      if (old !== built.commit && !(await compareAndSetRef(source, ref, built.commit, old, `berth: commit changeset ${changesetId}`))) {
-        throw targetMoved(changesetId, ref, old, await readRef(source, ref));
-      }
-      const row = await recordCommit(change.trx, changesetId, built.commit, new Date(now));
-      change.record({
-        kind: "changeset.committed",
-        repoId: row.repo_id,
-        changesetId,
-        agentId: input.agentId,
-        occurredAt: now,
-        payload: { case: "changesetCommitted", value: { commitId: built.commit, ref, paths: built.paths, baseCommit: built.base } },
-      });
-      return { changeset: changesetFromRow(row), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: false };
+      return this.commitLocked(change, locked, source, input);
     });
+  }
+
+  /**
+   * The commit of the overlay as it is now, its ref moved and commit_id recorded, in `change`,
+   * whose transaction holds the changeset row (FOR UPDATE, or the MERGED transition's
+   * compare-and-set): no write of the overlay can commit until it ends.
+   */
+  private async commitLocked(change: Change, locked: LandingChangeset, source: string, input: CommitInput): Promise<CommitResult> {
+    const { changesetId } = input;
+    const built = await this.build(change.trx, locked, source, input);
+    const ref = `${this.deps.refPrefix}${changesetId}`;
+    const old = await readRef(source, ref);
+    if (old === built.commit && locked.commit_id === built.commit) {
+      return { changeset: changesetFromRow(locked), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: true };
+    }
+    if (old !== built.commit && !(await compareAndSetRef(source, ref, built.commit, old, `berth: commit changeset ${changesetId}`))) {
+      throw targetMoved(changesetId, ref, old, await readRef(source, ref));
+    }
+    const now = this.deps.clock.now();
+    const row = await recordCommit(change.trx, changesetId, built.commit, new Date(now));
+    change.record({
+      kind: "changeset.committed",
+      repoId: row.repo_id,
+      changesetId,
+      agentId: input.agentId,
+      occurredAt: now,
+      payload: { case: "changesetCommitted", value: { commitId: built.commit, ref, paths: built.paths, baseCommit: built.base } },
+    });
+    return { changeset: changesetFromRow(row), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: false };
   }
 
   /**
@@ -127,27 +155,32 @@ export class Landing {
     }
     const source = await this.sourceOf(cs);
     const target = await this.target(source, targetRef, changesetId);
-    const changesetCommit = await this.commitForMerge(cs, source, agentId);
-    const old = await readRef(source, target);
-    if (old === undefined) {
-      throw failedPrecondition("TARGET_NOT_FOUND", `the target ${target} does not exist in the repository`, { changeset_id: changesetId, target_ref: target });
-    }
-    const at = Math.floor(this.deps.clock.now() / 1000);
-    const message = `Merge changeset ${changesetId} into ${target.replace(/^refs\/heads\//, "")}\n`;
-    const plan = await planMerge(source, old, changesetCommit, message, { ...COMMITTER, at });
-    if (plan.kind === "conflict") {
-      throw failedPrecondition("MERGE_CONFLICT", `changeset ${changesetId} conflicts with ${target} in ${plan.paths.length} path(s): ${plan.paths.join(", ")}`, {
-        changeset_id: changesetId,
-        target_ref: target,
-        target_commit: old,
-        changeset_commit: changesetCommit,
-        paths: JSON.stringify(plan.paths),
-      });
-    }
-    const checkouts = plan.commit === old ? [] : await cleanCheckoutsOf(source, { changesetId, targetRef: target });
-    const merge: MergeOutcome = { targetRef: target, oldCommit: old, newCommit: plan.commit, changesetCommit, fastForward: plan.kind === "fast_forward" };
+    let merge: MergeOutcome | undefined;
+    // Everything from the overlay's read to the target's move runs once the transition's
+    // compare-and-set holds the changeset row: a write that committed before is in the commit,
+    // one that waited for the row finds the changeset MERGED and is refused (CHANGESET_TERMINAL).
     const moved = await this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected, during: async (change) => {
+      const locked = (await findLandingChangeset(change.trx, changesetId))!;
+      const changesetCommit = await this.commitForMerge(change, locked, source, agentId);
+      const old = await readRef(source, target);
+      if (old === undefined) {
+        throw failedPrecondition("TARGET_NOT_FOUND", `the target ${target} does not exist in the repository`, { changeset_id: changesetId, target_ref: target });
+      }
+      const at = Math.floor(this.deps.clock.now() / 1000);
+      const message = `Merge changeset ${changesetId} into ${target.replace(/^refs\/heads\//, "")}\n`;
+      const plan = await planMerge(source, old, changesetCommit, message, { ...COMMITTER, at });
+      if (plan.kind === "conflict") {
+        throw failedPrecondition("MERGE_CONFLICT", `changeset ${changesetId} conflicts with ${target} in ${plan.paths.length} path(s): ${plan.paths.join(", ")}`, {
+          changeset_id: changesetId,
+          target_ref: target,
+          target_commit: old,
+          changeset_commit: changesetCommit,
+          paths: JSON.stringify(plan.paths),
+        });
+      }
+      merge = { targetRef: target, oldCommit: old, newCommit: plan.commit, changesetCommit, fastForward: plan.kind === "fast_forward" };
       if (plan.commit !== old) {
+        const checkouts = await cleanCheckoutsOf(source, { changesetId, targetRef: target });
         await this.deps.beforeTargetUpdate?.(source, target);
         const cas = () => compareAndSetRef(source, target, plan.commit, old, `berth: merge changeset ${changesetId}`);
         if (!(await moveWithCheckouts(checkouts, old, plan.commit, cas, { changesetId, targetRef: target }))) {
@@ -164,18 +197,21 @@ export class Landing {
         payload: { case: "changesetMerged", value: { targetRef: target, oldCommitId: old, newCommitId: plan.commit, changesetCommitId: changesetCommit, fastForward: merge.fastForward } },
       });
     } });
-    if (moved.unchanged) return moved;
-    return { changeset: { ...moved.changeset, commitId: changesetCommit }, merge, unchanged: false };
+    if (moved.unchanged || merge === undefined) return moved;
+    return { changeset: { ...moved.changeset, commitId: merge.changesetCommit }, merge, unchanged: false };
   }
 
-  /** The commit to merge: the current overlay's, or the one recorded when no live session holds an overlay any more. */
-  private async commitForMerge(cs: LandingChangeset, source: string, agentId: string): Promise<string> {
-    const prior = cs.commit_id ? await commitIdentity(source, cs.commit_id) : undefined;
+  /**
+   * The commit to merge, in the transition's transaction: the current overlay's, or the one
+   * recorded when no live session holds an overlay any more.
+   */
+  private async commitForMerge(change: Change, locked: LandingChangeset, source: string, agentId: string): Promise<string> {
+    const prior = locked.commit_id ? await commitIdentity(source, locked.commit_id) : undefined;
     try {
-      const r = await this.commit({ changesetId: cs.id, message: prior?.message ?? "", author: prior, agentId });
+      const r = await this.commitLocked(change, locked, source, { changesetId: locked.id, message: prior?.message ?? "", author: prior, agentId });
       return r.commit;
     } catch (err) {
-      if (cs.commit_id && err instanceof BerthError && err.reason === "NOTHING_TO_COMMIT") return cs.commit_id;
+      if (locked.commit_id && err instanceof BerthError && err.reason === "NOTHING_TO_COMMIT") return locked.commit_id;
       throw err;
     }
   }
@@ -228,8 +264,8 @@ export class Landing {
    * (BASE_MISMATCH otherwise), and a date that is the overlay's (its last change), so that the
    * same overlay, message and author give the same commit id.
    */
-  private async build(cs: LandingChangeset, source: string, input: CommitInput) {
-    const { sessions, rows } = await changesetOverlay(this.db, cs.id);
+  private async build(trx: Tx, cs: LandingChangeset, source: string, input: CommitInput) {
+    const { sessions, rows } = await changesetOverlay(trx, cs.id);
     if (rows.length === 0) {
       throw failedPrecondition("NOTHING_TO_COMMIT", `changeset ${cs.id} has no change in any live session`, { changeset_id: cs.id });
     }
