@@ -10,8 +10,12 @@
  *
  * What capture leaves out on purpose is reported too (EndTurn's `left_out`): paths the
  * environment's .gitignore files or the repository's capture_exclude list exclude (an
- * `npm install` inside a turn would otherwise become thousands of overlay rows and claims), and
- * files over the overlay's size limit, which are never read (their size is known from lstat).
+ * `npm install` inside a turn would otherwise become thousands of overlay rows and claims),
+ * files over the overlay's size limit, which are never read (their size is known from lstat),
+ * and whatever is not a regular file with one name (links, FIFOs, sockets, devices, hard links,
+ * a submodule's directory), which is never opened. The directory is the agent's: nothing in it
+ * may hang capture (git is stopped after a bounded time), or cost the server more memory than a
+ * few files (files are streamed into the overlay, the quota asked before a read).
  * A path the manifest holds (a file of the base or of the overlay) is captured whatever the
  * ignore rules say, as git tracks a tracked file whatever .gitignore says: so a deletion is
  * never inferred from a rule.
@@ -25,7 +29,7 @@ import { BerthError, failedPrecondition } from "../platform/errors.js";
 import type { OverlayPort, OverlayUse } from "../overlay/overlay-port.js";
 import type { Workspace } from "../sessions/workspace.js";
 import { gitBlobId, MARKER, saveManifest, type Environment, type ManifestEntry } from "./environment.js";
-import { compileGitignore, isIgnored } from "./map/walk-core.mjs";
+import { compileGitignore, isIgnored, RULE_FILE_MAX_BYTES } from "./map/walk-core.mjs";
 import type { GitignoreRuleSet } from "./map/walk-core.mjs";
 import type { LeftOut, LeftOutReason } from "./turn.js";
 import { isGitName } from "../overlay/paths.js";
@@ -74,22 +78,18 @@ export interface CaptureDeps {
 /** At most this many left-out entries are reported per capture (the rest are counted in the log). */
 const LEFT_OUT_REPORTED = 200;
 
-/** Files read (and held, until written into the overlay) at once by one capture: its memory is this many files, not their sum. Two: one read while the other is written (the overlay takes one workspace's writes one at a time anyway). */
-const READ_CONCURRENCY = 2;
-
 /**
- * The most of a `.gitignore` or `.gitattributes` capture reads, or lets git read: rules that big
- * are no real repository's, and a file of hundreds of MB would cost its size in memory (and
- * pattern matching) on every capture. A larger one is left out (`too_large`) and its rules are
- * not applied.
+ * Files read (and held, until written into the overlay) at once by one capture: its memory is
+ * this many files, not their sum. Two: one is read while the other is written (the overlay takes
+ * one workspace's writes one at a time anyway).
  */
-export const RULE_FILE_MAX_BYTES = 1024 * 1024;
+const READ_CONCURRENCY = 2;
 
 /** Left-out reasons whose paths hold content the agent wrote that the overlay cannot take. */
 const UNSAVED_REASONS: ReadonlySet<LeftOutReason> = new Set(["submodule", "hardlink"]);
 
 /** How long git may take to list an environment's changes before capture stops it and walks instead. */
-export function gitTimeoutMs(manifestSize: number): number {
+function gitTimeoutMs(manifestSize: number): number {
   return Math.min(120_000, 5_000 + manifestSize);
 }
 
@@ -314,6 +314,7 @@ class Limiter {
   }
 }
 
+/** A `.gitignore` or `.gitattributes`: over RULE_FILE_MAX_BYTES it is left out (`too_large`) and its rules are not applied. */
 function isRuleFile(rel: string): boolean {
   const name = rel.slice(rel.lastIndexOf("/") + 1);
   return name === ".gitignore" || name === ".gitattributes";

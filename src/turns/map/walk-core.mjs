@@ -261,8 +261,13 @@ function escapeGlob(p) {
 // ---------------------------------------------------------------------------------------
 // The walk
 
-/** The most of a .gitignore the walk reads (capture's bound too: src/turns/capture.ts RULE_FILE_MAX_BYTES). */
-const RULE_FILE_MAX_BYTES = 1024 * 1024;
+/**
+ * The most of a .gitignore (or .gitattributes) read, here and by capture (src/turns/capture.ts,
+ * which also lets git read no more): no real repository's rules come near it, and every path is
+ * matched against every rule, so a file of hundreds of MB would cost its size in memory and time
+ * on every walk.
+ */
+export const RULE_FILE_MAX_BYTES = 1024 * 1024;
 
 /**
  * A .gitignore's text: opened without following a link and without blocking, read only when it
