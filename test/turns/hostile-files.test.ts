@@ -106,7 +106,7 @@ describe("issue 26: capture holds against any file an agent can make", () => {
     // A huge ignore file in a directory the base has: neither read by Berth nor handed to git.
     writeFileSync(path.join(env, "pkg1", ".gitignore"), "");
     truncateSync(path.join(env, "pkg1", ".gitignore"), 300 * MiB);
-    const sparse = sparseFiles(env, "sparse", 12, 8 * MiB);
+    const sparse = sparseFiles(env, "sparse", 4, 8 * MiB);
     writeFileSync(path.join(env, "README.md"), "# changed\n");
     writeFileSync(path.join(env, "notes.txt"), "notes\n");
 
@@ -150,13 +150,14 @@ describe("issue 26: capture holds against any file an agent can make", () => {
     const { sessionId } = await newSession(b, source);
     const t = await b.turns.beginTurn({ sessionId });
     const sparse = sparseFiles(t.environmentPath, "blobs", 30, 8 * MiB);
-    const { result: ended, arrayBuffers, rss } = await peakGrowth(() => b.turns.endTurn({ turnId: t.turnId, outcome: TurnOutcome.COMPLETED }, { deadlineMs: 60_000 }));
+    // The deadline is not what this test is about (30 writes of 8 MiB into PostgreSQL on a loaded machine).
+    const { result: ended, arrayBuffers, rss } = await peakGrowth(() => b.turns.endTurn({ turnId: t.turnId, outcome: TurnOutcome.COMPLETED }, { deadlineMs: 240_000 }));
     expect([...ended.capturedPaths].sort()).toEqual(sparse);
     expect(ended.leftOut).toEqual([]);
     // Today: 30 × 8 MiB = 240 MiB read before the first write.
     expect(arrayBuffers).toBeLessThan(128 * MiB);
     expect(rss).toBeLessThan(256 * MiB);
-  }, 120_000);
+  }, 300_000);
 });
 
 describe("issue 26: capture checks the overlay's quota before it reads a file", () => {
