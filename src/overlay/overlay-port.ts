@@ -70,6 +70,22 @@ export interface OverlayEntry {
   readonly hash: string | null;
 }
 
+/**
+ * The overlay's size against its quota as this instance knows it (its cache, checked against
+ * workspaces.overlay_version): what a capture asks before it reads a file, so that a file that
+ * cannot fit is never read. An estimate: the write's own check, in PostgreSQL, decides.
+ */
+export interface OverlayUse {
+  /** Rows (written and deleted paths) and content bytes the overlay holds. */
+  readonly files: number;
+  readonly bytes: number;
+  /** BERTH_MAX_OVERLAY_FILES / BERTH_MAX_OVERLAY_BYTES; 0: no limit. */
+  readonly maxFiles: number;
+  readonly maxBytes: number;
+  /** The content bytes of a path's row (0 for a deletion), undefined when the overlay has no row for it. */
+  rowBytes(path: string): number | undefined;
+}
+
 export interface OverlayPort {
   writeFile(input: WriteInput): Promise<WriteResult>;
   deleteFile(input: DeleteInput): Promise<DeleteResult>;
@@ -77,4 +93,6 @@ export interface OverlayPort {
   entries(workspace: Workspace): Promise<readonly OverlayEntry[]>;
   /** The base content of a path at the workspace's base commit; undefined when it does not exist there. */
   readBase(workspace: Workspace, path: string): Promise<Uint8Array | undefined>;
+  /** The overlay's size and quota (an estimate; see OverlayUse). */
+  usage(workspace: Workspace): Promise<OverlayUse>;
 }

@@ -26,7 +26,7 @@ import { GitBase, comparePaths } from "./git-base.js";
 import { describeText, ModifiersIndex, publicOthers, type IndexEvent } from "./modifiers-index.js";
 import { OverlayCache } from "./overlay-cache.js";
 import type { OverlayContext, OverlayDeps, OverlaySettings } from "./overlay-context.js";
-import type { DeleteInput, DeleteResult, OtherModifierInfo, OverlayEntry, OverlayPort, WriteInput, WriteResult } from "./overlay-port.js";
+import type { DeleteInput, DeleteResult, OtherModifierInfo, OverlayEntry, OverlayPort, OverlayUse, WriteInput, WriteResult } from "./overlay-port.js";
 import * as sqlRepo from "./overlay.repository.js";
 import { SymbolPool } from "./symbols/pool.js";
 
@@ -147,6 +147,18 @@ export class OverlayService implements OverlayPort {
       if (v) out.push({ path, content: v.content, hash: v.file.hash });
     }
     return out;
+  }
+
+  /** From the cache (one pass over its rows' sizes, no content): once per capture, not per write. */
+  async usage(ws: Workspace): Promise<OverlayUse> {
+    const ov = await this.cache.current(ws);
+    const sizes = new Map<string, number>();
+    let bytes = 0;
+    for (const [p, f] of ov.files) {
+      sizes.set(p, f.size ?? 0);
+      bytes += f.size ?? 0;
+    }
+    return { files: sizes.size, bytes, maxFiles: this.settings.maxOverlayFiles ?? 0, maxBytes: this.settings.maxOverlayBytes ?? 0, rowBytes: (p) => sizes.get(p) };
   }
 
   async readBase(ws: Workspace, path: string): Promise<Uint8Array | undefined> {

@@ -10,38 +10,55 @@
  *
  * What capture leaves out on purpose is reported too (EndTurn's `left_out`): paths the
  * environment's .gitignore files or the repository's capture_exclude list exclude (an
- * `npm install` inside a turn would otherwise become thousands of overlay rows and claims), and
- * files over the overlay's size limit, which are never read (their size is known from lstat).
+ * `npm install` inside a turn would otherwise become thousands of overlay rows and claims),
+ * files over the overlay's size limit, which are never read (their size is known from lstat),
+ * and whatever is not a regular file with one name (links, FIFOs, sockets, devices, hard links,
+ * a submodule's directory), which is never opened. The directory is the agent's: nothing in it
+ * may hang capture (git is stopped after a bounded time), or cost the server more memory than a
+ * few files (files are streamed into the overlay, the quota asked before a read).
  * A path the manifest holds (a file of the base or of the overlay) is captured whatever the
  * ignore rules say, as git tracks a tracked file whatever .gitignore says: so a deletion is
  * never inferred from a rule.
  */
 import { lstat, readdir } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import path from "node:path";
 import type { Ignore } from "ignore";
 import type { Logger } from "pino";
 import { BerthError, failedPrecondition } from "../platform/errors.js";
-import type { OverlayPort } from "../overlay/overlay-port.js";
+import type { OverlayPort, OverlayUse } from "../overlay/overlay-port.js";
 import type { Workspace } from "../sessions/workspace.js";
-import { gitBlobId, MARKER, saveManifest, type DirectoryDiff, type Environment } from "./environment.js";
-import { compileGitignore, isIgnored } from "./map/walk-core.mjs";
+import { gitBlobId, MARKER, saveManifest, type Environment, type ManifestEntry } from "./environment.js";
+import { compileGitignore, isIgnored, RULE_FILE_MAX_BYTES } from "./map/walk-core.mjs";
 import type { GitignoreRuleSet } from "./map/walk-core.mjs";
 import type { LeftOut, LeftOutReason } from "./turn.js";
 import { isGitName } from "../overlay/paths.js";
 import { lstatIfPresent, readInside, rootOf } from "./safe-fs.js";
-import { gitChanges, type GitChanges } from "./env-git.js";
+import { gitChanges, gitCannotRead, type GitChanges } from "./env-git.js";
 
 export type { LeftOut, LeftOutReason } from "./turn.js";
 
 export interface CaptureResult {
   readonly captured: string[];
   readonly failed: { path: string; reason: string }[];
+  /** At most LEFT_OUT_REPORTED of them. */
   readonly leftOut: LeftOut[];
+  /**
+   * Left-out paths that hold what the agent wrote and Berth cannot store (UNSAVED_REASONS): a
+   * teardown keeps the directory for them, as for a failed path.
+   */
+  readonly unsaved: LeftOut[];
 }
 
 export interface CaptureOptions {
   /** The session has just been stranded: the overlay accepts this capture (WriteInput.ending). */
   readonly ending?: boolean;
+  /**
+   * There is no overlay to write into any more (the session ended for good while the directory
+   * waited for a restart): nothing is written, and every change is reported failed with this
+   * reason, so the teardown keeps the directory and says so.
+   */
+  readonly nowhere?: string;
 }
 
 export interface CaptureDeps {
@@ -61,26 +78,64 @@ export interface CaptureDeps {
 /** At most this many left-out entries are reported per capture (the rest are counted in the log). */
 const LEFT_OUT_REPORTED = 200;
 
+/**
+ * Files read (and held, until written into the overlay) at once by one capture: its memory is
+ * this many files, not their sum. Two: one is read while the other is written (the overlay takes
+ * one workspace's writes one at a time anyway).
+ */
+const READ_CONCURRENCY = 2;
+
+/** Left-out reasons whose paths hold content the agent wrote that the overlay cannot take. */
+const UNSAVED_REASONS: ReadonlySet<LeftOutReason> = new Set(["submodule", "hardlink"]);
+
+/** How long git may take to list an environment's changes before capture stops it and walks instead. */
+function gitTimeoutMs(manifestSize: number): number {
+  return Math.min(120_000, 5_000 + manifestSize);
+}
+
 export class Capture {
   constructor(private readonly deps: CaptureDeps) {}
 
-  /** Captures the directory's changes into the overlay through writeFile/deleteFile (claims, events). */
+  /**
+   * Captures the directory's changes into the overlay through writeFile/deleteFile (claims,
+   * events), one file at a time per reader (READ_CONCURRENCY): each is read, hashed and written,
+   * then dropped. A file that the overlay's quota cannot take (an estimate from usage()) is
+   * reported failed without being read.
+   */
   async capture(ws: Workspace, env: Environment, options: CaptureOptions = {}): Promise<CaptureResult> {
     const ending = options.ending === true;
+    const nowhere = options.nowhere;
     const exclude = await this.deps.excludeOf(ws);
-    const d = await changes(env, await this.deps.baseOf(ws), exclude.length > 0 ? compileGitignore(exclude.join("\n")) : undefined, this.deps.maxFileBytes, this.deps.logger);
     const captured: string[] = [];
     const failed: { path: string; reason: string }[] = [];
-    for (const w of d.written) {
-      try {
-        await this.deps.overlay.writeFile({ workspace: ws, path: w.path, content: w.content, ...(ending ? { ending } : {}) });
-        env.manifest.set(w.path, w.entry);
-        captured.push(w.path);
-      } catch (err) {
-        failed.push({ path: w.path, reason: reasonOf(err) });
-      }
-    }
+    let use: Promise<QuotaEstimate> | undefined;
+    const sink: Sink = {
+      admit: async (p, size) => {
+        if (nowhere !== undefined) return undefined;
+        use ??= this.deps.overlay.usage(ws).then((u) => new QuotaEstimate(u));
+        return (await use).admit(p, size) ? undefined : "OVERLAY_QUOTA_EXCEEDED";
+      },
+      write: async (p, content, entry) => {
+        if (nowhere !== undefined) {
+          failed.push({ path: p, reason: nowhere });
+          return;
+        }
+        try {
+          await this.deps.overlay.writeFile({ workspace: ws, path: p, content, ...(ending ? { ending } : {}) });
+          env.manifest.set(p, entry);
+          captured.push(p);
+        } catch (err) {
+          failed.push({ path: p, reason: reasonOf(err) });
+        }
+      },
+      fail: (p, reason) => failed.push({ path: p, reason }),
+    };
+    const d = await changes(env, await this.deps.baseOf(ws), exclude.length > 0 ? compileGitignore(exclude.join("\n")) : undefined, this.deps.maxFileBytes, this.deps.logger, sink);
     for (const p of d.deleted) {
+      if (nowhere !== undefined) {
+        failed.push({ path: p, reason: nowhere });
+        continue;
+      }
       try {
         await this.deps.overlay.deleteFile({ workspace: ws, path: p, ...(ending ? { ending } : {}) });
         env.manifest.delete(p);
@@ -97,8 +152,46 @@ export class Capture {
       this.deps.track(saveManifest(this.deps.root, env).catch((err: unknown) => this.deps.logger.warn({ err }, "turn pool: saving the manifest failed")));
     }
     if (captured.length > 0) this.deps.logger.info({ workspaceId: ws.workspaceId, paths: captured.length, failed: failed.length, ending }, "turn: captured the directory's changes into the overlay");
-    if (d.leftOut.length > 0) this.deps.logger.info({ workspaceId: ws.workspaceId, leftOut: d.leftOut.length, first: d.leftOut.slice(0, 5) }, "turn: capture left paths out (gitignored, excluded or too large)");
-    return { captured, failed, leftOut: d.leftOut.slice(0, LEFT_OUT_REPORTED) };
+    if (d.leftOut.length > 0) this.deps.logger.info({ workspaceId: ws.workspaceId, leftOut: d.leftOut.length, first: d.leftOut.slice(0, 5) }, "turn: capture left paths out (gitignored, excluded, too large, or not regular files)");
+    const unsaved = d.leftOut.filter((l) => UNSAVED_REASONS.has(l.reason));
+    return { captured, failed, leftOut: d.leftOut.slice(0, LEFT_OUT_REPORTED), unsaved };
+  }
+}
+
+/** Where the collector's findings go as it makes them: a changed file's content is written, then dropped. */
+interface Sink {
+  /** Before a file is read: undefined when it may be, else the reason it fails (it is not read). */
+  admit(path: string, size: number): Promise<string | undefined>;
+  write(path: string, content: Uint8Array, entry: ManifestEntry): Promise<void>;
+  fail(path: string, reason: string): void;
+}
+
+/**
+ * The overlay's use as a capture goes on: each file admitted is counted in before it is read (its
+ * size from lstat), so files read at the same time cannot together overrun what one alone may
+ * take. The rule is the overlay's own (file-writes.ts checkQuota): a change that grows neither
+ * measure always passes.
+ */
+class QuotaEstimate {
+  private files: number;
+  private bytes: number;
+  private readonly mine = new Map<string, number>();
+
+  constructor(private readonly use: OverlayUse) {
+    this.files = use.files;
+    this.bytes = use.bytes;
+  }
+
+  admit(p: string, size: number): boolean {
+    const had = this.mine.has(p) ? this.mine.get(p) : this.use.rowBytes(p);
+    const files = this.files + (had === undefined ? 1 : 0);
+    const bytes = this.bytes - (had ?? 0) + size;
+    if (this.use.maxFiles > 0 && files > this.use.maxFiles && files > this.files) return false;
+    if (this.use.maxBytes > 0 && bytes > this.use.maxBytes && bytes > this.bytes) return false;
+    this.files = files;
+    this.bytes = bytes;
+    this.mine.set(p, size);
+    return true;
   }
 }
 
@@ -106,28 +199,51 @@ export class Capture {
 export interface CaptureBase {
   readonly commit: string;
   readonly files: ReadonlyMap<string, { blob: string; size: number }>;
+  /** Its submodules (gitlinks): empty directories in the checkout, whose content no overlay path can hold. */
+  readonly gitlinks: ReadonlySet<string>;
+  /** Its symbolic links: extracted as links, not reported as the agent's. */
+  readonly links: ReadonlySet<string>;
+}
+
+const NO_BASE: Pick<CaptureBase, "gitlinks" | "links"> = { gitlinks: new Set(), links: new Set() };
+
+/** What a capture found: deletions and touches (written files went to the sink), and what it left out. */
+interface Changes {
+  readonly deleted: string[];
+  /** Size/mtime changed but the content did not: only the manifest needs the new stat. */
+  readonly touched: { path: string; entry: ManifestEntry }[];
+  readonly leftOut: LeftOut[];
 }
 
 /**
  * What changed in the directory since the manifest, with the ignore rules and the size limit
- * applied. A checkout asks git (gitChanges): only what git names, plus every path where the
- * manifest and the base disagree (the overlay's own paths, which git would call unchanged once
- * an agent restored the base version), is looked at. Otherwise — no base, or the environment's
- * .git gone or unusable — the tree is walked. Either way a candidate's size and mtime (lstat)
- * come first, its content is read only when they differ and it is within the limit, and hashed
- * to tell a real change from a touch.
+ * applied; changed files go to the sink as they are read. A checkout asks git (gitChanges):
+ * only what git names, plus every path where the manifest and the base disagree (the overlay's
+ * own paths, which git would call unchanged once an agent restored the base version), is looked
+ * at. Otherwise — no base, the environment's .git gone or unusable, a file git would read that is
+ * not a small regular file (gitCannotRead), or git not done within gitTimeoutMs (it blocks on a
+ * FIFO .gitignore in a new directory) — the tree is walked, which opens nothing but regular
+ * files. Either way a candidate's lstat comes first: anything but a regular file with one name
+ * is reported and never opened; a file's content is read only when its size or mtime differ, it
+ * is within the limit and the quota admits it, and it is hashed to tell a real change from a touch.
  */
-async function changes(env: Environment, base: CaptureBase | undefined, exclude: Ignore | undefined, maxBytes: number, logger: Logger): Promise<DirectoryDiff & { leftOut: LeftOut[] }> {
+async function changes(env: Environment, base: CaptureBase | undefined, exclude: Ignore | undefined, maxBytes: number, logger: Logger, sink: Sink): Promise<Changes> {
   let git: GitChanges | undefined;
+  const known = base ? dirsOf([base.files.keys(), env.manifest.keys()]) : new Set<string>();
   if (base) {
-    try {
-      git = await gitChanges(env.path, base.commit);
-    } catch (err) {
-      logger.warn({ err, path: env.path }, "turn: git could not list the environment's changes; walking the directory instead");
+    const unreadable = await gitCannotRead(env.path, known, RULE_FILE_MAX_BYTES);
+    if (unreadable !== undefined) {
+      logger.warn({ path: env.path, file: unreadable }, "turn: a file git would read in the environment is not a small regular file; walking the directory instead");
+    } else {
+      try {
+        git = await gitChanges(env.path, base.commit, gitTimeoutMs(env.manifest.size));
+        if (!git) logger.warn({ path: env.path }, "turn: the environment's .git is missing or not a directory; walking the directory instead");
+      } catch (err) {
+        logger.warn({ err, path: env.path }, "turn: git could not list the environment's changes (failed or timed out); walking the directory instead");
+      }
     }
-    if (!git) logger.warn({ path: env.path }, "turn: the environment's .git is missing or not a directory; walking the directory instead");
   }
-  const c = new Collector(env, await rootOf(env.path), exclude, maxBytes, base !== undefined);
+  const c = new Collector(env, await rootOf(env.path), exclude, maxBytes, base ?? NO_BASE, base !== undefined, sink);
   if (!base || !git) {
     await c.walk("", [], undefined);
     return c.result([...env.manifest.keys()]);
@@ -156,9 +272,11 @@ async function changes(env: Environment, base: CaptureBase | undefined, exclude:
     if (p === MARKER || env.manifest.has(p) || c.leftOutGit(p)) continue;
     c.leaveOut(p, exclude?.ignores(p) || c.excludedAbove(p) ? "excluded" : "gitignored");
   }
+  for (const d of dirsOf([git.untracked, git.changed])) known.add(d);
   await Promise.all([
     ...[...candidates].filter((p) => p !== MARKER && !c.leftOutGit(p)).map((p) => c.file(p, undefined)),
-    c.gitDirectoriesIn(dirsOf([base.files.keys(), env.manifest.keys(), git.untracked, git.changed])),
+    c.gitDirectoriesIn(known),
+    ...[...base.gitlinks].map((g) => c.submodule(g)),
   ]);
   return c.result([...candidates].filter((p) => env.manifest.has(p)));
 }
@@ -176,10 +294,35 @@ function dirsOf(lists: Iterable<string>[]): Set<string> {
   return dirs;
 }
 
-/** Collects one capture's findings (written, touched, left out, seen) for the git and the walk paths alike. */
+/** At most `max` of the functions run() is given run at once; the others wait their turn, in order. */
+class Limiter {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly max: number) {}
+
+  async run<T>(f: () => Promise<T>): Promise<T> {
+    if (this.active < this.max) this.active++;
+    else await new Promise<void>((r) => this.waiting.push(r)); // the slot is handed over, still counted
+    try {
+      return await f();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active--;
+    }
+  }
+}
+
+/** A `.gitignore` or `.gitattributes`: over RULE_FILE_MAX_BYTES it is left out (`too_large`) and its rules are not applied. */
+function isRuleFile(rel: string): boolean {
+  const name = rel.slice(rel.lastIndexOf("/") + 1);
+  return name === ".gitignore" || name === ".gitattributes";
+}
+
+/** Collects one capture's findings (touched, left out, seen; written files go to the sink) for the git and the walk paths alike. */
 class Collector {
-  readonly written: DirectoryDiff["written"] = [];
-  readonly touched: DirectoryDiff["touched"] = [];
+  readonly touched: Changes["touched"] = [];
   readonly leftOut: LeftOut[] = [];
   private readonly reported = new Set<string>();
   private readonly seen = new Set<string>();
@@ -187,14 +330,17 @@ class Collector {
   private readonly excludedDirs = new Map<string, boolean>();
   /** The directories holding a manifest path: descended into even when a rule excludes them. */
   private readonly trackedDirs = new Set<string>();
+  private readonly reads = new Limiter(READ_CONCURRENCY);
 
   constructor(
     private readonly env: Environment,
     private readonly root: Awaited<ReturnType<typeof rootOf>>,
     private readonly exclude: Ignore | undefined,
     private readonly maxBytes: number,
+    private readonly base: Pick<CaptureBase, "gitlinks" | "links">,
     /** The top-level .git is Berth's (a checkout): skipped without a word. */
     private readonly ownGit: boolean,
+    private readonly sink: Sink,
   ) {
     for (const p of env.manifest.keys()) for (let i = p.lastIndexOf("/"); i > 0; i = p.lastIndexOf("/", i - 1)) this.trackedDirs.add(p.slice(0, i));
   }
@@ -235,10 +381,20 @@ class Collector {
     const parts = rel.split("/");
     for (let i = 0; i < parts.length; i++) {
       const dir = parts.slice(0, i).join("/");
-      const text = (await readInside(this.root, dir ? `${dir}/.gitignore` : ".gitignore"))?.content.toString("utf8");
-      if (text !== undefined) sets.push({ base: dir, rules: compileGitignore(text) });
+      const rules = await this.rulesIn(dir);
+      if (rules) sets.push(rules);
     }
     return sets;
+  }
+
+  /**
+   * The rules of `dir`'s .gitignore: only a regular file with one name and at most
+   * RULE_FILE_MAX_BYTES (safe-fs: no link followed, nothing else opened); any other is reported
+   * by file() like every path, and its rules are not applied.
+   */
+  private async rulesIn(dir: string): Promise<GitignoreRuleSet | undefined> {
+    const read = await readInside(this.root, dir ? `${dir}/.gitignore` : ".gitignore", RULE_FILE_MAX_BYTES, (st) => st.nlink === 1);
+    return read?.content ? { base: dir, rules: compileGitignore(read.content.toString("utf8")) } : undefined;
   }
 
   /**
@@ -256,6 +412,30 @@ class Collector {
     );
   }
 
+  /**
+   * A submodule's directory (a gitlink of the base) holding anything: its content cannot be
+   * overlay files (the path is a commit in the base tree) and git does not look into it, so it is
+   * reported once as `dir/` (`submodule`, one of UNSAVED_REASONS) and nothing in it is read.
+   */
+  async submodule(rel: string): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(path.join(this.env.path, rel));
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") return;
+      throw err;
+    }
+    if (names.length > 0) this.leaveOut(`${rel}/`, "submodule");
+  }
+
+  /**
+   * One path: lstat first, then by what it is. Symbolic links (not the base's own), FIFOs,
+   * sockets and devices are reported and never opened; as before, a manifest path that is no
+   * longer a regular file counts as deleted. A regular file with several names is reported
+   * (`hardlink`) and not read: another name may be outside the environment — a server file, such
+   * as a token — and where the others are cannot be told without a search.
+   */
   async file(rel: string, excludedBy: LeftOutReason | undefined): Promise<void> {
     if (this.done.has(rel)) return;
     this.done.add(rel);
@@ -264,7 +444,7 @@ class Collector {
       this.leaveOut(rel, excludedBy);
       return;
     }
-    let st;
+    let st: Stats;
     try {
       st = await lstat(path.join(this.env.path, rel));
     } catch (err) {
@@ -272,26 +452,44 @@ class Collector {
       if (code === "ENOENT" || code === "ENOTDIR") return;
       throw err;
     }
-    if (!st.isFile()) return;
+    if (st.isDirectory()) return;
+    if (st.isSymbolicLink()) {
+      if (!this.base.links.has(rel)) this.leaveOut(rel, "symlink");
+      return;
+    }
+    if (!st.isFile()) {
+      this.leaveOut(rel, "special_file");
+      return;
+    }
     this.seen.add(rel);
+    if (st.nlink > 1) {
+      this.leaveOut(rel, "hardlink");
+      return;
+    }
     if (old && old.size === st.size && old.mtimeMs === st.mtimeMs) return;
-    if (st.size > this.maxBytes) {
+    if (st.size > (isRuleFile(rel) ? Math.min(this.maxBytes, RULE_FILE_MAX_BYTES) : this.maxBytes)) {
       this.leaveOut(rel, "too_large");
       return;
     }
-    // Read without following a link anywhere on the path (safe-fs.ts): a file swapped for a
-    // link, a FIFO or a directory since the lstat is no file of the directory.
-    const read = await readInside(this.root, rel);
-    if (read === undefined) return;
-    const content: Uint8Array = read.content;
-    if (content.byteLength > this.maxBytes) {
-      this.leaveOut(rel, "too_large");
+    const refused = await this.sink.admit(rel, st.size);
+    if (refused !== undefined) {
+      this.sink.fail(rel, refused);
       return;
     }
-    const blob = gitBlobId(content);
-    const entry = { size: content.byteLength, mtimeMs: st.mtimeMs, blob };
-    if (old && old.blob === blob) this.touched.push({ path: rel, entry });
-    else this.written.push({ path: rel, content, entry, added: !old });
+    await this.reads.run(async () => {
+      // Read without following a link anywhere on the path (safe-fs.ts), and only the file the
+      // lstat saw, still with one name: one swapped for another since is not read (the next capture sees it).
+      const read = await readInside(this.root, rel, this.maxBytes, (o) => o.dev === st.dev && o.ino === st.ino && o.nlink === 1);
+      if (read === undefined) return;
+      if (read.tooLarge) {
+        this.leaveOut(rel, "too_large");
+        return;
+      }
+      const blob = gitBlobId(read.content);
+      const entry = { size: read.content.byteLength, mtimeMs: st.mtimeMs, blob };
+      if (old && old.blob === blob) this.touched.push({ path: rel, entry });
+      else await this.sink.write(rel, read.content, entry);
+    });
   }
 
   /** `inherited`: the directory itself is excluded (descended into only for its manifest paths). */
@@ -304,9 +502,8 @@ class Collector {
       throw err;
     }
     if (!inheritedReason && entries.some((d) => d.name === ".gitignore" && d.isFile())) {
-      // Through safe-fs like every read here: a .gitignore that is a link is not read.
-      const text = (await readInside(this.root, rel ? `${rel}/.gitignore` : ".gitignore"))?.content.toString("utf8");
-      if (text !== undefined) sets = [...sets, { base: rel, rules: compileGitignore(text) }];
+      const rules = await this.rulesIn(rel);
+      if (rules) sets = [...sets, rules];
     }
     const files: Promise<void>[] = [];
     const dirs: [string, LeftOutReason | undefined][] = [];
@@ -320,15 +517,16 @@ class Collector {
         continue;
       }
       const isDir = d.isDirectory();
-      // symlinks, sockets, FIFOs: not files of the overlay (docs/turns.md)
-      if (!isDir && !d.isFile()) continue;
       const reason = inheritedReason ?? excludedReason(this.exclude, sets, child, isDir);
-      if (isDir) {
+      if (isDir && this.base.gitlinks.has(child)) {
+        if (!reason) files.push(this.submodule(child));
+      } else if (isDir) {
         if (!reason) dirs.push([child, undefined]);
         else {
           if (!inheritedReason) this.leaveOut(`${child}/`, reason);
           if (this.trackedDirs.has(child)) dirs.push([child, reason]);
         }
+        // Files, links and special files alike: file() tells them apart by lstat (docs/turns.md).
       } else if (!(inheritedReason && !this.env.manifest.has(child))) files.push(this.file(child, reason));
     }
     await Promise.all(files);
@@ -336,8 +534,8 @@ class Collector {
   }
 
   /** The findings; `known` are the manifest paths looked at, and those not seen as files are deletions. */
-  result(known: readonly string[]): DirectoryDiff & { leftOut: LeftOut[] } {
-    return { written: this.written, touched: this.touched, deleted: known.filter((p) => !this.seen.has(p)), leftOut: this.leftOut };
+  result(known: readonly string[]): Changes {
+    return { touched: this.touched, deleted: known.filter((p) => !this.seen.has(p)), leftOut: this.leftOut };
   }
 }
 

@@ -83,6 +83,29 @@ export interface GitChanges {
   readonly ignored: readonly string[];
 }
 
+/** The files of Berth's .git in an environment that git reads on every status (the agent can replace any of them). */
+const GIT_READS = [".git/config", ".git/HEAD", ".git/index", ".git/commondir", ".git/packed-refs", ".git/info/exclude", ".git/info/attributes", ".git/objects/info/alternates"];
+
+/**
+ * The first file git would open during gitChanges that could hang it or make it read a lot: one
+ * of GIT_READS, or a `.gitignore` / `.gitattributes` at the top or in one of `dirs` (the
+ * directories the base and the manifest know), that is there and is not a regular file (git
+ * opens a FIFO and blocks, with no timeout of its own), or a rule file over `maxRuleBytes`.
+ * Undefined when there is none. One lstat each, nothing opened. A new directory's files are not
+ * asked (that would be a walk): there, gitChanges' timeout is the guard.
+ */
+export async function gitCannotRead(dir: string, dirs: Iterable<string>, maxRuleBytes: number): Promise<string | undefined> {
+  const checks: [string, number][] = GIT_READS.map((p) => [p, p === ".git/info/exclude" || p === ".git/info/attributes" ? maxRuleBytes : Infinity]);
+  for (const d of ["", ...dirs]) for (const name of [".gitignore", ".gitattributes"]) checks.push([d ? `${d}/${name}` : name, maxRuleBytes]);
+  const bad = await Promise.all(
+    checks.map(async ([rel, max]) => {
+      const st = await lstatIfPresent(path.join(dir, rel));
+      return st && (!st.isFile() || st.size > max) ? rel : undefined;
+    }),
+  );
+  return bad.find((r) => r !== undefined);
+}
+
 /**
  * `git status` (against the index and HEAD, untracked and ignored files) and `git diff
  * --name-only <base>` (the work tree against the base commit: an agent that committed in its
@@ -92,7 +115,7 @@ export interface GitChanges {
  * Status may refresh the index (optional locks on): the index is Berth's, and its stat cache is
  * what keeps the next capture from re-reading unchanged files.
  */
-export async function gitChanges(dir: string, baseCommit: string): Promise<GitChanges | undefined> {
+export async function gitChanges(dir: string, baseCommit: string, timeoutMs: number): Promise<GitChanges | undefined> {
   const gitDir = path.join(dir, ".git");
   const st = await lstatIfPresent(gitDir);
   if (!st?.isDirectory()) return undefined;
@@ -105,7 +128,8 @@ export async function gitChanges(dir: string, baseCommit: string): Promise<GitCh
     ["status.relativePaths", "false"],
   ];
   const where = [`--git-dir=${gitDir}`, `--work-tree=${dir}`];
-  const opts = { ...RUN, config, optionalLocks: true };
+  // Past the timeout git is stopped (SIGTERM: it removes its index.lock) and the caller walks.
+  const opts = { ...RUN, timeoutMs, config, optionalLocks: true };
   const [status, diff] = await Promise.all([
     execGit(dir, [...where, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--ignore-submodules=all"], opts),
     execGit(dir, [...where, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all", baseCommit, "--"], opts),

@@ -117,6 +117,10 @@ async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
  */
 export interface BaseInfo {
   readonly files: ReadonlyMap<string, { blob: string; size: number }>;
+  /** Submodules (gitlinks, mode 160000): checked out as empty directories, whose content no overlay path can hold. */
+  readonly gitlinks: ReadonlySet<string>;
+  /** Committed symbolic links (mode 120000): extracted as links, never files of the manifest. */
+  readonly links: ReadonlySet<string>;
 }
 const BASE_INFO_MAX = 16;
 const baseInfos = new Map<string, Promise<BaseInfo>>();
@@ -129,7 +133,7 @@ export function baseInfo(sourcePath: string, commit: string): Promise<BaseInfo> 
     baseInfos.set(key, hit);
     return hit;
   }
-  const p = lsTree(sourcePath, commit).then((files) => ({ files }));
+  const p = lsTree(sourcePath, commit);
   baseInfos.set(key, p);
   // Un-caches a failure (the caller gets the rejection itself).
   p.catch(() => {
@@ -139,18 +143,23 @@ export function baseInfo(sourcePath: string, commit: string): Promise<BaseInfo> 
   return p;
 }
 
-/** path → blob id and size of every regular file at `commit` (`git ls-tree -r -l -z`; links are no files of the manifest). */
-async function lsTree(sourcePath: string, commit: string): Promise<Map<string, { blob: string; size: number }>> {
+/** path → blob id and size of every regular file at `commit` (`git ls-tree -r -l -z`; links are no files of the manifest), and its gitlinks and links. */
+async function lsTree(sourcePath: string, commit: string): Promise<BaseInfo> {
   const p = git(sourcePath, ["ls-tree", "-r", "-l", "-z", "--full-tree", commit]);
   const [out] = await Promise.all([collect(p.stdout), p.done]);
-  const map = new Map<string, { blob: string; size: number }>();
+  const files = new Map<string, { blob: string; size: number }>();
+  const gitlinks = new Set<string>();
+  const links = new Set<string>();
   for (const rec of out.toString("utf8").split("\0")) {
     if (!rec) continue;
     const tab = rec.indexOf("\t");
     const [mode, type, oid, size] = rec.slice(0, tab).split(/ +/);
-    if (type === "blob" && mode !== "120000") map.set(rec.slice(tab + 1), { blob: oid!, size: Number(size) });
+    const at = rec.slice(tab + 1);
+    if (type === "commit") gitlinks.add(at);
+    else if (type === "blob" && mode === "120000") links.add(at);
+    else if (type === "blob") files.set(at, { blob: oid!, size: Number(size) });
   }
-  return map;
+  return { files, gitlinks, links };
 }
 
 export interface MaterialiseInput {

@@ -161,12 +161,20 @@ export async function lstatIfPresent(abs: string): Promise<Stats | undefined> {
   }
 }
 
+/** What readInside found at a path: the file's content, or only its stat when it is over the bound (not read). */
+export type ReadInside = { readonly content: Buffer; readonly stats: Stats; readonly tooLarge?: undefined } | { readonly content?: undefined; readonly stats: Stats; readonly tooLarge: true };
+
 /**
  * The content and stat of the regular file at `rel`, read without following a link anywhere on
- * the path; undefined when there is none there now (gone, a link, a FIFO, a directory, or a
- * path through a link — none of these is a file of the directory).
+ * the path; undefined when there is none there now (gone, a link, a FIFO, a socket, a device, a
+ * directory, or a path through a link — none of these is a file of the directory). The last
+ * component is lstat'ed first, so a special file is never opened (only one swapped in between the
+ * lstat and the open is, and O_NONBLOCK keeps a FIFO from blocking even then). At most `maxBytes`
+ * are read: a larger file (by fstat, or grown while read) answers `tooLarge` with no content.
+ * `accept` may refuse the opened file by its fstat (a file with several names, a file that is not
+ * the one an earlier lstat saw): undefined then, nothing read.
  */
-export async function readInside(root: Root, rel: string): Promise<{ content: Buffer; stats: Stats } | undefined> {
+export async function readInside(root: Root, rel: string, maxBytes: number, accept?: (st: Stats) => boolean): Promise<ReadInside | undefined> {
   const segs = segmentsOf(rel);
   try {
     if (!(await checkParents(root, rel, segs, false))) return undefined;
@@ -174,9 +182,12 @@ export async function readInside(root: Root, rel: string): Promise<{ content: Bu
     if (err instanceof UnsafePath) return undefined;
     throw err;
   }
+  const abs = path.join(root.dir, ...segs);
+  const before = await lstatIfPresent(abs);
+  if (!before?.isFile()) return undefined;
   let fh: FileHandle;
   try {
-    fh = await open(path.join(root.dir, ...segs), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fh = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ELOOP" || code === "ENOTDIR" || code === "ENXIO") return undefined;
@@ -184,15 +195,42 @@ export async function readInside(root: Root, rel: string): Promise<{ content: Bu
   }
   try {
     const stats = await fh.stat();
-    if (!stats.isFile()) return undefined;
+    if (!stats.isFile() || (accept && !accept(stats))) return undefined;
     try {
       await checkOpened(root, rel, fh);
     } catch (err) {
       if (err instanceof UnsafePath) return undefined;
       throw err;
     }
-    return { content: await fh.readFile(), stats };
+    if (stats.size > maxBytes) return { stats, tooLarge: true };
+    const content = await readUpTo(fh, stats.size, maxBytes);
+    return content === undefined ? { stats, tooLarge: true } : { content, stats };
   } finally {
     await fh.close();
+  }
+}
+
+/**
+ * The file's content, at most `maxBytes` (undefined past that): one buffer of the size fstat
+ * gave, read to its end; a file still growing is read on in chunks, never past the bound.
+ */
+async function readUpTo(fh: FileHandle, size: number, maxBytes: number): Promise<Buffer | undefined> {
+  const first = Buffer.allocUnsafe(size + 1);
+  let total = 0;
+  for (;;) {
+    const { bytesRead } = await fh.read(first, total, first.length - total, null);
+    if (bytesRead === 0) return first.subarray(0, total);
+    total += bytesRead;
+    if (total > maxBytes) return undefined;
+    if (total === first.length) break;
+  }
+  const chunks = [first];
+  for (;;) {
+    const chunk = Buffer.allocUnsafe(Math.min(1 << 20, maxBytes + 1 - total));
+    const { bytesRead } = await fh.read(chunk, 0, chunk.length, null);
+    if (bytesRead === 0) return Buffer.concat(chunks, total);
+    total += bytesRead;
+    if (total > maxBytes) return undefined;
+    chunks.push(chunk.subarray(0, bytesRead));
   }
 }

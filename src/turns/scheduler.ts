@@ -129,7 +129,7 @@ export class TurnScheduler {
       excludeOf: async (ws) => (await deps.registry.repository(ws.repoId)).captureExclude,
       baseOf: async (ws) => {
         const { sourcePath } = await deps.registry.repository(ws.repoId);
-        return sourcePath ? { commit: ws.baseCommit, files: (await baseInfo(sourcePath, ws.baseCommit)).files } : undefined;
+        return sourcePath ? { commit: ws.baseCommit, ...(await baseInfo(sourcePath, ws.baseCommit)) } : undefined;
       },
     });
     this.teardowns = new Teardowns({ root, logger: deps.logger, pool: this.pool, records: this.records, capture: (ws, env, options) => this.capture.capture(ws, env, options), track });
@@ -644,7 +644,9 @@ export class TurnScheduler {
    * that ran out of grace) are captured against their saved manifests, then torn down — into
    * the overlay as the session is now: stranded (the startup reconcile strands what a dead
    * incarnation owned: "ending" writes) or still active (ordinary writes). A workspace that has
-   * ended for good, or whose changeset is terminal, has no overlay to write into: discarded. A
+   * ended for good, or whose changeset is terminal, has no overlay to write into: what differs
+   * is reported failed (SESSION_ENDED) and the teardown keeps the directory under .unsaved/ with
+   * a turn.capture_failed event, by the rule every failed capture follows (teardown.ts). A
    * directory without a matching manifest cannot be diffed: moved to .orphaned/ (kept) and
    * reported as a turn.capture_failed event (NO_MANIFEST); so is one that is no longer the
    * session's latest word: resumed since its turn ran here (SESSION_RESUMED), or a later turn
@@ -681,8 +683,10 @@ export class TurnScheduler {
           return;
         }
         if (!leftover) return;
+        // Ended for good meanwhile: no overlay to write into, and nobody asked for this directory's
+        // edits to go (they were never captured) — kept and reported, as any capture that fails.
         const live = ws.lifecycle === "active" || ws.lifecycle === "stranded";
-        const mode: CaptureMode = !live || isTerminal(ws.changeset.state) ? "discard" : ws.lifecycle === "stranded" ? "ending" : "capture";
+        const mode: CaptureMode = !live || isTerminal(ws.changeset.state) ? "nowhere" : ws.lifecycle === "stranded" ? "ending" : "capture";
         const r = await this.teardowns.teardown(state, leftover, "server-restart", ws.sessionId, mode);
         this.deps.logger.info({ workspaceId: id, mode, captured: r.capturedPaths.length, failed: r.failedPaths.length }, "turns: captured what a previous process left in an environment");
       }).catch((err: unknown) => this.deps.logger.error({ err, workspaceId: id }, "turns: recovering a directory left by a previous process failed; it stays on disk"));

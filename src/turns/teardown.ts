@@ -10,10 +10,17 @@
  *    is moved under .unsaved/ for an operator, the path is still freed for the next turn, and
  *    the loss is stored as a turn.capture_failed event (paths, reasons, where it is kept) and
  *    counted (berth_turn_capture_failures_total) — never only a log line;
+ *  - what capture left out but could not store (CaptureResult.unsaved: a submodule's content, a
+ *    file with several names) counts as not captured: the directory is kept the same way, the
+ *    event names those paths with their reason (SUBMODULE, HARDLINK);
  *  - how the capture writes: as any WriteFile ("capture"); as the capture of a session that
  *    has just been stranded ("ending": the overlay accepts it for the stranded workspace, so
- *    ResumeSession restores it); or not at all ("discard": the session was destroyed or
- *    abandoned, its overlay deleted in the same transaction — there is nothing to write into).
+ *    ResumeSession restores it); not at all ("discard": the session was destroyed or
+ *    abandoned under a running turn, its overlay deleted in the same transaction, the end
+ *    asked for while the directory was live — there is nothing to write into); or not at all
+ *    but said ("nowhere": the session ended for good while a previous process's directory
+ *    waited for the restart — whatever differs is reported failed, SESSION_ENDED, so the
+ *    directory is kept like any other that could not be captured).
  * Every teardown and eviction is counted, logged and stored as an env.evicted event.
  */
 import path from "node:path";
@@ -35,7 +42,10 @@ export interface TeardownDeps {
 }
 
 /** How a teardown's capture writes (see the header). */
-export type CaptureMode = "capture" | "ending" | "discard";
+export type CaptureMode = "capture" | "ending" | "discard" | "nowhere";
+
+/** The reason a "nowhere" teardown gives each path that differs. */
+export const SESSION_ENDED = "SESSION_ENDED";
 
 export class Teardowns {
   /** Teardowns whose capture could not complete (the directory kept under .unsaved/). */
@@ -62,9 +72,9 @@ export class Teardowns {
       let gone = false;
       if (mode !== "discard") {
         try {
-          const r = await this.deps.capture(state.ws, env, { ending: mode === "ending" });
+          const r = await this.deps.capture(state.ws, env, { ending: mode === "ending", ...(mode === "nowhere" ? { nowhere: SESSION_ENDED } : {}) });
           captured = r.captured;
-          failed = r.failed;
+          failed = [...r.failed, ...r.unsaved.map((u) => ({ path: u.path, reason: u.reason.toUpperCase() }))];
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code === "ENOENT") gone = true;
           else failed = [{ path: "*", reason: err instanceof Error ? err.message : String(err) }];

@@ -13,7 +13,8 @@ import type { OutcomeName, TurnStateName } from "./store.js";
 
 export type OnBusyName = "supersede" | "reject";
 
-export type LeftOutReason = "gitignored" | "excluded" | "too_large" | "git_directory";
+/** Why capture left a path out (LeftOutPath.reason in proto/berth/v1/turn_service.proto says what each means). */
+export type LeftOutReason = "gitignored" | "excluded" | "too_large" | "git_directory" | "symlink" | "special_file" | "hardlink" | "submodule";
 
 /** A path capture did not send to the overlay on purpose; a directory ends with "/". */
 export interface LeftOut {

@@ -145,6 +145,7 @@ export async function startBerth(options: StartOptions = {}): Promise<TestBerth>
                 deleteFile: (input) => real!.deleteFile(input),
                 entries: (w) => real!.entries(w),
                 readBase: (w, p) => real!.readBase(w, p),
+                usage: (w) => real!.usage(w),
               } satisfies OverlayPort,
             }
           : {}),

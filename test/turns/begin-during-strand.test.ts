@@ -24,6 +24,7 @@ needs({ postgres: true })("BeginTurn while its session is stranded", () => {
       wrapOverlay: (real) => ({
         ...real,
         readBase: (w, p) => real.readBase(w, p),
+        usage: (w) => real.usage(w),
         writeFile: (i) => real.writeFile(i),
         deleteFile: (i) => real.deleteFile(i),
         entries: async (w) => {

@@ -70,6 +70,7 @@ describe("filesystem safety", () => {
         writeFile: (i) => real.writeFile(i),
         deleteFile: (i) => real.deleteFile(i),
         readBase: (ws, p) => real.readBase(ws, p),
+        usage: (ws) => real.usage(ws),
         entries: async (ws) => [...(await real.entries(ws)), ...crafted.map((c) => ({ ...c, hash: null }))],
       }),
     });

@@ -106,6 +106,45 @@ needs({ postgres: true })("issue 14: a running turn's edits survive the end of t
     }
   });
 
+  it("kill -9, the session abandoned by another instance before the restart: the restart keeps the directory under .unsaved/ and reports it (turn.capture_failed SESSION_ENDED), as every other capture that cannot write does", async () => {
+    const root = mkdtempSync(path.join(tmpdir(), "berth-lostwork-ended-"));
+    const otherRoot = mkdtempSync(path.join(tmpdir(), "berth-lostwork-ender-"));
+    const first = await start("lostwork-ended", root);
+    const w = await runningTurnWithEdits(first, "ended");
+    first.ws.close();
+    first.turns.close();
+    first.s.child.kill("SIGKILL");
+    await first.s.exited;
+
+    // Meanwhile the session ends for good elsewhere: its overlay goes with it.
+    const other = await start("lostwork-ender", otherRoot);
+    try {
+      await other.ws.abandonSession({ sessionId: w.sessionId, reason: "test" });
+    } finally {
+      other.ws.close();
+      other.turns.close();
+      other.s.child.kill("SIGTERM");
+      await other.s.exited;
+    }
+
+    const second = await start("lostwork-ended", root);
+    try {
+      const r = await sql<{ reason: string }>`SELECT reason FROM events WHERE workspace_id = ${w.workspaceId}::uuid AND kind = 'turn.capture_failed'`.execute(database.opened.db);
+      expect(r.rows.map((x) => x.reason)).toEqual(["SESSION_ENDED"]);
+      const kept = readdirSync(path.join(root, ".unsaved")).filter((d) => d.startsWith(w.workspaceId));
+      expect(kept).toHaveLength(1);
+      expect(existsSync(path.join(root, ".unsaved", kept[0]!, "ended.txt"))).toBe(true);
+      expect(existsSync(w.turn.environmentPath)).toBe(false); // the path is free for the workspace's next environment
+    } finally {
+      second.ws.close();
+      second.turns.close();
+      second.s.child.kill("SIGTERM");
+      await second.s.exited;
+      rmSync(root, { recursive: true, force: true });
+      rmSync(otherRoot, { recursive: true, force: true });
+    }
+  }, 90_000);
+
   it("SIGTERM during a running turn: the graceful stop captures it into the overlay before the process exits", async () => {
     const root = mkdtempSync(path.join(tmpdir(), "berth-lostwork-term-"));
     const first = await start("lostwork-sigterm", root);

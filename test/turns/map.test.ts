@@ -750,4 +750,25 @@ describe("workspace map: gitignore semantics", () => {
     expect(outcome.unreadableGitignores).toBe(1);
     expect(outcome.unreadable).toBe(0);
   });
+
+  it("a .gitignore over 1 MiB is not read (its rules not applied) and is counted in the walk's outcome", async () => {
+    const { truncateSync } = await import("node:fs");
+    const dir = freshDir({ "big/.gitignore": "*.log\n", "big/a.log": "" });
+    truncateSync(path.join(dir, "big", ".gitignore"), 300 * 1024 * 1024);
+    const outcome = walkTree(dir, { maxDepth: 10, maxEntries: 1000, home: "/nonexistent-home-for-tests" });
+    expect(outcome.kind).toBe("ok");
+    if (outcome.kind !== "ok") return;
+    expect(listingEntries(outcome.listing).map((e) => e.path)).toEqual(["big", "big/.gitignore", "big/a.log"]);
+    expect(outcome.unreadableGitignores).toBe(1);
+  });
+
+  it("a .gitignore that is a FIFO is never opened for reading (the walk's thread would block for good) and is counted in the walk's outcome", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const dir = freshDir({ "sub/b.log": "" });
+    execFileSync("mkfifo", [path.join(dir, "sub", ".gitignore")]);
+    const outcome = walkTree(dir, { maxDepth: 10, maxEntries: 1000, home: "/nonexistent-home-for-tests" });
+    expect(outcome.kind).toBe("ok");
+    if (outcome.kind !== "ok") return;
+    expect(outcome.unreadableGitignores).toBe(1);
+  });
 });

@@ -281,6 +281,7 @@ needs({ postgres: true })("turns on several instances", () => {
       ...real,
       entries: (w) => real.entries(w),
       readBase: (w, p) => real.readBase(w, p),
+      usage: (w) => real.usage(w),
       deleteFile: (i) => real.deleteFile(i),
       writeFile: async (i) => {
         if (gate) await gate;

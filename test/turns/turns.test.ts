@@ -322,6 +322,7 @@ describe("TurnService: a capture that fails", () => {
         ...real,
         entries: (w) => real.entries(w),
         readBase: (w, p) => real.readBase(w, p),
+        usage: (w) => real.usage(w),
         deleteFile: (i) => real.deleteFile(i),
         writeFile: async (i) => {
           if (locked.has(i.path)) throw new BerthError("failed_precondition", "SYMBOL_LOCKED", `${i.path} is claimed by another session`);

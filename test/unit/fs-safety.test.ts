@@ -4,7 +4,7 @@
  * test/turns/fs-safety.test.ts.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -89,11 +89,23 @@ describe("safe-fs", () => {
     symlinkSync(outside, path.join(dir, "out"));
     execFileSync("mkfifo", [path.join(dir, "fifo")]);
     const root = await rootOf(dir);
-    expect((await readInside(root, "real.txt"))?.content.toString()).toBe("real");
-    expect(await readInside(root, "peek.txt")).toBeUndefined();
-    expect(await readInside(root, "out/secret.txt")).toBeUndefined();
-    expect(await readInside(root, "fifo")).toBeUndefined();
-    expect(await readInside(root, "missing/x")).toBeUndefined();
+    expect((await readInside(root, "real.txt", 100))?.content?.toString()).toBe("real");
+    expect(await readInside(root, "peek.txt", 100)).toBeUndefined();
+    expect(await readInside(root, "out/secret.txt", 100)).toBeUndefined();
+    expect(await readInside(root, "fifo", 100)).toBeUndefined();
+    expect(await readInside(root, "missing/x", 100)).toBeUndefined();
+  });
+
+  it("reads at most the bound it is given, and nothing of a file its check refuses", async () => {
+    writeFileSync(path.join(dir, "ten.txt"), "0123456789");
+    const root = await rootOf(dir);
+    expect((await readInside(root, "ten.txt", 10))?.content?.toString()).toBe("0123456789");
+    const over = await readInside(root, "ten.txt", 9);
+    expect(over?.tooLarge).toBe(true);
+    expect(over?.content).toBeUndefined();
+    expect(await readInside(root, "ten.txt", 100, (st) => st.nlink === 1)).toBeDefined();
+    linkSync(path.join(dir, "ten.txt"), path.join(dir, "ten-again.txt"));
+    expect(await readInside(root, "ten.txt", 100, (st) => st.nlink === 1)).toBeUndefined();
   });
 });
 

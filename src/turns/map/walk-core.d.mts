@@ -48,6 +48,8 @@ export declare const DEFAULT_MAX_NAME_LENGTH: number;
 export declare function isOpaqueComponent(name: string): boolean;
 export declare function skipReason(dir: string, home: string | undefined): SkipReason | undefined;
 export declare function sanitizeName(name: string, maxLength?: number): string;
+/** The most of a .gitignore (or .gitattributes) read, by the walk and by capture. */
+export declare const RULE_FILE_MAX_BYTES: number;
 export declare function compileGitignore(text: string): Ignore;
 export declare function isIgnored(ruleSets: readonly GitignoreRuleSet[], relPath: string, isDir: boolean): boolean;
 export declare function walkTree(root: string, options: WalkOptions): WalkOutcome;

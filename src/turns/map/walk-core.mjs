@@ -16,7 +16,7 @@
  * helpers (skipReason, sanitizeName, isOpaqueComponent, compileGitignore). walkTree does
  * filesystem calls and runs only in the worker (or in a benchmark/test).
  */
-import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import ignore from "ignore";
 import { FILE, NAME_SEPARATOR, NOT_DESCENDED } from "./listing.mjs";
@@ -262,6 +262,39 @@ function escapeGlob(p) {
 // The walk
 
 /**
+ * The most of a .gitignore (or .gitattributes) read, here and by capture (src/turns/capture.ts,
+ * which also lets git read no more): no real repository's rules come near it, and every path is
+ * matched against every rule, so a file of hundreds of MB would cost its size in memory and time
+ * on every walk.
+ */
+export const RULE_FILE_MAX_BYTES = 1024 * 1024;
+
+/**
+ * A .gitignore's text: opened without following a link and without blocking, read only when it
+ * is a regular file of at most RULE_FILE_MAX_BYTES (throws otherwise), and only as many bytes as
+ * its fstat said.
+ * @param {string} file
+ * @returns {string}
+ */
+function readRuleFile(file) {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > RULE_FILE_MAX_BYTES) throw new Error("not a regular file of at most 1 MiB");
+    const buf = Buffer.alloc(st.size);
+    let got = 0;
+    while (got < buf.length) {
+      const n = readSync(fd, buf, got, buf.length - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buf.toString("utf8", 0, got);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
  * Walks `root` synchronously, breadth first (so a truncated map keeps the top of the tree),
  * and returns the kept entries packed (listing.mjs; listingEntries gives them in tree order,
  * siblings sorted by name). Must only run on a
@@ -373,7 +406,10 @@ export function walkTree(root, options) {
       if (name === ".gitignore" && !d.isDirectory()) {
         let text;
         try {
-          text = readFileSync(abs + path.sep + ".gitignore", "utf8");
+          // A link, FIFO, socket or device is not read (the directory may be an agent's: a FIFO
+          // would block this thread for good), nor a file of more than RULE_FILE_MAX_BYTES.
+          if (!d.isFile()) throw new Error("not a regular file");
+          text = readRuleFile(abs + path.sep + ".gitignore");
         } catch {
           // Not fatal: the directory is walked without its rules (so the map may list what
           // they would hide), and the outcome counts it, as it counts unreadable directories.
