@@ -59,6 +59,8 @@ export interface CaptureOptions {
    * reason, so the teardown keeps the directory and says so.
    */
   readonly nowhere?: string;
+  /** The second pass after a path's shape changed (capture() runs at most one). */
+  readonly again?: boolean;
 }
 
 export interface CaptureDeps {
@@ -84,6 +86,9 @@ const LEFT_OUT_REPORTED = 200;
  * one workspace's writes one at a time anyway).
  */
 const READ_CONCURRENCY = 2;
+
+/** The overlay's refusals of a write for the path's shape (a file where the view has a directory, or below a file). */
+const SHAPE_REASONS: ReadonlySet<string> = new Set(["PATH_IS_DIRECTORY", "PATH_UNDER_FILE"]);
 
 /** Left-out reasons whose paths hold content the agent wrote that the overlay cannot take. */
 const UNSAVED_REASONS: ReadonlySet<LeftOutReason> = new Set(["submodule", "hardlink"]);
@@ -153,6 +158,13 @@ export class Capture {
     }
     if (captured.length > 0) this.deps.logger.info({ workspaceId: ws.workspaceId, paths: captured.length, failed: failed.length, ending }, "turn: captured the directory's changes into the overlay");
     if (d.leftOut.length > 0) this.deps.logger.info({ workspaceId: ws.workspaceId, leftOut: d.leftOut.length, first: d.leftOut.slice(0, 5) }, "turn: capture left paths out (gitignored, excluded, too large, or not regular files)");
+    // A directory the agent replaced by a file (or the reverse): its write came before the
+    // deletions that make room for it and was refused for the path's shape; once they are in,
+    // one more pass writes it (the rest is unchanged by then and only compared).
+    if (!options.again && failed.some((f) => SHAPE_REASONS.has(f.reason)) && captured.some((p) => !env.manifest.has(p))) {
+      const again = await this.capture(ws, env, { ...options, again: true });
+      return { captured: [...captured, ...again.captured], failed: again.failed, leftOut: again.leftOut, unsaved: again.unsaved };
+    }
     const unsaved = d.leftOut.filter((l) => UNSAVED_REASONS.has(l.reason));
     return { captured, failed, leftOut: d.leftOut.slice(0, LEFT_OUT_REPORTED), unsaved };
   }

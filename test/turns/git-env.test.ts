@@ -101,6 +101,24 @@ describe("environments are git checkouts", () => {
     expect(status(env)).toEqual([" D README.md", " M pkg0/mod0/file0.ts", " M pkg1/mod1/file1.ts", "?? docs/new.md"]);
   });
 
+  it("captures a directory the agent replaced by a file, and a file it replaced by a directory, in one EndTurn", async () => {
+    const { sessionId } = await session();
+    const t = await b.turns.beginTurn({ sessionId });
+    const env = t.environmentPath;
+    // The base has pkg3/mod3/file3.ts (the only file under pkg3) and a file README.md.
+    rmSync(path.join(env, "pkg3"), { recursive: true });
+    writeFileSync(path.join(env, "pkg3"), "now a file\n");
+    rmSync(path.join(env, "README.md"));
+    mkdirSync(path.join(env, "README.md"));
+    writeFileSync(path.join(env, "README.md", "inside.md"), "now a directory\n");
+    const ended = await b.turns.endTurn({ turnId: t.turnId, outcome: TurnOutcome.COMPLETED });
+    expect([...ended.capturedPaths].sort()).toEqual(["README.md", "README.md/inside.md", "pkg3", "pkg3/mod3/file3.ts"]);
+    expect(decode((await b.ws.readFile({ sessionId, path: "pkg3" })).content)).toBe("now a file\n");
+    expect(decode((await b.ws.readFile({ sessionId, path: "README.md/inside.md" })).content)).toBe("now a directory\n");
+    const listed = (await b.ws.listFiles({ sessionId })).entries.filter((e) => !e.deleted).map((e) => e.path);
+    expect(listed.filter((p) => p.startsWith("pkg3") || p.startsWith("README.md"))).toEqual(["README.md/inside.md", "pkg3"]);
+  });
+
   it("writes nothing into the source repository's .git, and an agent's git commit in its environment stays there (its changes are still captured)", async () => {
     const before = snapshot(path.join(source, ".git"));
     const refsBefore = git(source, "for-each-ref");
