@@ -12,14 +12,7 @@
  */
 import type { BaseTree } from "./git-base.js";
 import { lowerBound } from "./git-base.js";
-
-export type ShapeReason = "PATH_IS_DIRECTORY" | "PATH_UNDER_FILE";
-
-export interface ShapeConflict {
-  readonly reason: ShapeReason;
-  /** A file below the path (PATH_IS_DIRECTORY) or the file above it (PATH_UNDER_FILE). */
-  readonly conflicting: string;
-}
+import type { ShapeConflict } from "./refusals.js";
 
 /**
  * The directories of an overlay's live files (not tombstones): directory → the names in it that

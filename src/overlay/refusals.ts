@@ -7,7 +7,6 @@ import { BerthError, failedPrecondition, notFound } from "../platform/errors.js"
 import type { ChangesetStateName } from "../platform/schema.js";
 import { isTerminal } from "../sessions/changeset-states.js";
 import { assertActive, type Workspace } from "../sessions/workspace.js";
-import type { ShapeConflict } from "./path-shape.js";
 
 /**
  * The row a write locked must still be this session's, active, with a non-terminal changeset.
@@ -46,6 +45,14 @@ export function traversesSymlink(path: string, symlink: string): BerthError {
     `${path} goes through ${symlink}, a symbolic link in the base commit: a change there would land where the link points; delete ${symlink} first to make it a directory of this workspace`,
     { field: "path", path, symlink },
   );
+}
+
+export type ShapeReason = "PATH_IS_DIRECTORY" | "PATH_UNDER_FILE";
+
+export interface ShapeConflict {
+  readonly reason: ShapeReason;
+  /** A file below the path (PATH_IS_DIRECTORY) or the file above it (PATH_UNDER_FILE). */
+  readonly conflicting: string;
 }
 
 /** A write that would make a path of the view both a file and a directory (path-shape.ts). */

@@ -34,7 +34,7 @@ export const VARIABLES = [
     { name: "BERTH_IDLE_TTL_S", default: "3600", meaning: "a workspace idle this long is collected (pin-aware)" },
     { name: "BERTH_MAX_TTL_S", default: "86400", meaning: "a workspace alive this long is collected (pin-aware)" },
     { name: "BERTH_STRANDED_TTL_S", default: "14400", meaning: "a stranded workspace is abandoned (reason session_abandoned:auto_ttl) after this long" },
-    { name: "BERTH_MAX_FILE_BYTES", default: "8388608", meaning: "largest file WriteFile accepts (8 MiB); larger content is RESOURCE_EXHAUSTED FILE_TOO_LARGE" },
+    { name: "BERTH_MAX_FILE_BYTES", default: "8388608", meaning: "largest file WriteFile accepts and ReadFile answers from the base (8 MiB); larger is RESOURCE_EXHAUSTED FILE_TOO_LARGE" },
     { name: "BERTH_MAX_OVERLAY_FILES", default: "10000", meaning: "overlay rows (written or deleted paths) a workspace may hold; a write beyond is RESOURCE_EXHAUSTED OVERLAY_QUOTA_EXCEEDED; 0: no limit" },
     { name: "BERTH_MAX_OVERLAY_BYTES", default: "268435456", meaning: "bytes of content a workspace's overlay may hold (256 MiB); a write beyond is RESOURCE_EXHAUSTED OVERLAY_QUOTA_EXCEEDED; 0: no limit" },
     { name: "BERTH_MAX_CALLS_PER_AGENT", default: "32", meaning: "unary calls one authenticated agent may have in flight on an instance; more are RESOURCE_EXHAUSTED TOO_MANY_CALLS with RetryInfo; 0: no limit" },

@@ -49,6 +49,12 @@ export const REASON_ROWS = [
     },
     {
         code: "FAILED_PRECONDITION",
+        reasons: ["PATH_IS_DIRECTORY", "PATH_UNDER_FILE"],
+        when: "a write would make a path of the workspace's view both a file and a directory, which no git tree can hold: `PATH_IS_DIRECTORY` when the path has files below it (the base's, not deleted, or the overlay's), `PATH_UNDER_FILE` when a parent is a file; nothing changed. Delete what is in the way first ([overlay.md](overlay.md#files-and-directories))",
+        metadata: "`field` (`path`), `path`, `conflicting_path` (a file below the path, or the file above it)",
+    },
+    {
+        code: "FAILED_PRECONDITION",
         reasons: ["TURN_IN_PROGRESS"],
         when: "BeginTurn `ON_BUSY_REJECT` while a turn runs; RebaseWorkspace while the session has a running turn (end it first: its environment holds the old base)",
         metadata: "`session_id`, `turn_id`",
@@ -97,9 +103,21 @@ export const REASON_ROWS = [
     },
     {
         code: "FAILED_PRECONDITION",
-        reasons: ["TARGET_NOT_FOUND", "NO_DEFAULT_BRANCH"],
-        when: "MERGED: the `target_ref` branch does not exist; no `target_ref` and the repository's HEAD is detached",
+        reasons: ["TARGET_NOT_FOUND"],
+        when: "MERGED: the `target_ref` branch (or the one HEAD names) does not exist",
         metadata: "`changeset_id`, `target_ref`",
+    },
+    {
+        code: "FAILED_PRECONDITION",
+        reasons: ["NO_DEFAULT_BRANCH"],
+        when: "MERGED without a `target_ref`: the repository's HEAD is detached, or names no branch a `target_ref` could name (a changeset's own `berth/…` branch, a ref outside `refs/heads/`); name the `target_ref`. Nothing changed ([landing-work.md](landing-work.md#the-merge))",
+        metadata: "`changeset_id`, `source_head` (the ref HEAD names, or `detached`)",
+    },
+    {
+        code: "FAILED_PRECONDITION",
+        reasons: ["TARGET_CHECKED_OUT_DIRTY"],
+        when: "MERGED: the target branch is checked out in a work tree of the repository (its own, or a linked worktree) that has uncommitted changes, or an untracked file where the merge would write one, or that git could not update (busy): nothing changed. Commit or stash there, or name another `target_ref` ([landing-work.md](landing-work.md#the-checked-out-branch))",
+        metadata: "`changeset_id`, `target_ref`, `worktree` (relative to the repository's `source_path`; `.` for its own work tree)",
     },
     {
         code: "FAILED_PRECONDITION",
@@ -164,7 +182,7 @@ export const REASON_ROWS = [
     {
         code: "RESOURCE_EXHAUSTED",
         reasons: ["FILE_TOO_LARGE"],
-        when: "a file is over `BERTH_MAX_FILE_BYTES`",
+        when: "a file is over `BERTH_MAX_FILE_BYTES`: WriteFile's content, or ReadFile of a base file (refused before it is read)",
         metadata: "`path`, `size_bytes`, `limit_bytes`",
     },
     {

@@ -510,7 +510,10 @@ export type PathFailure = Message<"berth.v1.PathFailure"> & {
      */
     path: string;
     /**
-     * The refusal's machine-readable reason, or the error's message.
+     * The refusal's machine-readable reason (e.g. SYMBOL_LOCKED, OVERLAY_QUOTA_EXCEEDED), or the
+     * error's message; SUBMODULE or HARDLINK for what capture left out and the overlay cannot hold
+     * (LeftOutPath.reason); SESSION_ENDED when the session ended for good before a restart could
+     * capture the directory (no overlay to write into).
      *
      * @generated from field: string reason = 2;
      */

@@ -294,8 +294,20 @@ export type LeftOutPath = Message<"berth.v1.LeftOutPath"> & {
      */
     path: string;
     /**
-     * gitignored, excluded (capture_exclude), too_large, or git_directory (a .git in any spelling:
-     * never the overlay's, never read).
+     * Why (docs/turns.md, "What it leaves out"):
+     * - gitignored: the environment's .gitignore files or .git/info/exclude match it;
+     * - excluded: the repository's capture_exclude matches it;
+     * - too_large: a file over BERTH_MAX_FILE_BYTES, or a .gitignore / .gitattributes over 1 MiB
+     *   (its rules are not applied either); never read;
+     * - git_directory: a .git in any spelling: never the overlay's, never read;
+     * - symlink: a symbolic link the agent made (the base's own links are not listed); never followed;
+     * - special_file: a FIFO, socket or device node; never opened;
+     * - hardlink: a regular file with more than one name: another name may be outside the
+     *   environment (a server file, a token), so it is never read; copy the file instead;
+     * - submodule: a directory the base commit holds as a submodule (gitlink) that is not empty: its
+     *   content cannot be overlay files; the directory is kept at teardown (under .unsaved/, with a
+     *   turn.capture_failed event), never deleted unsaid.
+     * hardlink and submodule paths hold what the agent wrote: a teardown keeps the directory for them.
      *
      * @generated from field: string reason = 2;
      */
