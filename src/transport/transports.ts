@@ -24,6 +24,7 @@ import { connectHandler } from "./connect-routes.js";
 import { Health, healthRegistration, type HealthState } from "./health.js";
 import { reflectionRegistrations } from "./reflection.js";
 import { consoleRoute } from "../console/serve.js";
+import { mcpHttpRoute } from "./mcp-route.js";
 
 export interface TransportOptions {
   readonly grpcAddr: ListenAddress;
@@ -53,6 +54,9 @@ export interface Transports {
 
 /** Services exempt from authentication. */
 export const PUBLIC_SERVICES: ReadonlySet<string> = new Set([Health.typeName]);
+
+/** The /mcp body cap when the server sets no RPC cap (tests' bare transports). */
+const DEFAULT_MCP_BODY_BYTES = 64 * 1024 * 1024;
 
 /** How long, after aborting what is left at the grace deadline, statuses get to reach clients. */
 const FLUSH_MS = 500;
@@ -122,10 +126,11 @@ export async function startTransports(opts: TransportOptions): Promise<Transport
 
   // Connect / gRPC-Web / gRPC (connect-node) on HTTP/1.1 + h2
   const connect = connectHandler(registrations, pipeline, PUBLIC_SERVICES, opts.maxReceiveMessageBytes);
-  // The web console (GET / and /console/*) answers first; every other request is an RPC.
+  // The web console (GET / and /console/*) and the MCP server (/mcp) answer first; every other request is an RPC.
   const serveConsole = consoleRoute();
+  const serveMcp = mcpHttpRoute({ registrations, pipeline, publicServices: PUBLIC_SERVICES, logger, maxBodyBytes: opts.maxReceiveMessageBytes ?? DEFAULT_MCP_BODY_BYTES });
   const handler: typeof connect = (req, res) => {
-    if (!serveConsole(req, res)) connect(req, res);
+    if (!serveConsole(req, res) && !serveMcp(req, res)) connect(req, res);
   };
   const tls = opts.tls;
   const sessions = new Set<http2.ServerHttp2Session>();
