@@ -48,6 +48,8 @@ export interface McpRouteOptions {
   readonly logger: Logger;
   /** The largest request body read (as the RPC ports' cap). */
   readonly maxBodyBytes: number;
+  /** Told of every request once answered (metrics): JSON-RPC method, tool ("" unless tools/call), HTTP status. */
+  served?(method: string, tool: string, status: number, seconds: number): void;
 }
 
 function isMcpPath(url: string | undefined): boolean {
@@ -106,8 +108,11 @@ export function mcpRoute(opts: McpRouteOptions): (req: Request, res: Response) =
 
 async function serve(opts: McpRouteOptions, req: Request, res: Response): Promise<void> {
   const start = performance.now();
-  const log = (fields: Record<string, unknown>) =>
-    opts.logger.info({ path: MCP_PATH, status: res.statusCode, durationMs: Math.round((performance.now() - start) * 1000) / 1000, ...fields }, "mcp");
+  const log = (fields: { mcp?: string; tool?: string } & Record<string, unknown>) => {
+    const seconds = (performance.now() - start) / 1000;
+    opts.served?.(fields.mcp ?? "", fields.tool ?? "", res.statusCode, seconds);
+    opts.logger.info({ path: MCP_PATH, status: res.statusCode, durationMs: Math.round(seconds * 1e6) / 1000, ...fields }, "mcp");
+  };
   const refusal = await opts.authenticate((name) => header(req, name));
   if (refusal !== undefined) {
     const head = `${refusal.code}${refusal.reason ? ` ${refusal.reason}` : ""}: ${refusal.message}`;

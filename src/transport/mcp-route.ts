@@ -8,7 +8,7 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { ServiceRegistration } from "../api/handler.js";
 import { BerthError } from "../platform/errors.js";
-import { mcpRoute } from "../mcp/http.js";
+import { mcpRoute, type McpRouteOptions } from "../mcp/http.js";
 import type { Refusal } from "../mcp/refusals.js";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { addToConnectRouter } from "./connect-routes.js";
@@ -21,6 +21,7 @@ export function mcpHttpRoute(opts: {
   readonly publicServices: ReadonlySet<string>;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
+  readonly served?: McpRouteOptions["served"];
 }): ReturnType<typeof mcpRoute> {
   const { pipeline } = opts;
   const transport = createRouterTransport((router) => addToConnectRouter(router, opts.registrations, pipeline, opts.publicServices), {
@@ -30,6 +31,7 @@ export function mcpHttpRoute(opts: {
     client: createClient(WorkspaceService, transport),
     logger: opts.logger,
     maxBodyBytes: opts.maxBodyBytes,
+    ...(opts.served ? { served: opts.served } : {}),
     // The pipeline's authenticator, as every RPC is authenticated: the same refusal, before any MCP work.
     async authenticate(header): Promise<Refusal | undefined> {
       if (pipeline.authenticator.fixedPrincipal !== undefined) return undefined;

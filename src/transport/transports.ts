@@ -42,6 +42,8 @@ export interface TransportOptions {
   readonly startClosed?: boolean;
   /** Per-agent fair use (./call-limits.ts). */
   readonly limits?: CallLimitSettings;
+  /** Sees every request to /mcp once answered (metrics). */
+  readonly mcpObserver?: { mcpRequest(method: string, tool: string, status: number, seconds: number): void };
 }
 
 export interface Transports {
@@ -128,7 +130,15 @@ export async function startTransports(opts: TransportOptions): Promise<Transport
   const connect = connectHandler(registrations, pipeline, PUBLIC_SERVICES, opts.maxReceiveMessageBytes);
   // The web console (GET / and /console/*) and the MCP server (/mcp) answer first; every other request is an RPC.
   const serveConsole = consoleRoute();
-  const serveMcp = mcpHttpRoute({ registrations, pipeline, publicServices: PUBLIC_SERVICES, logger, maxBodyBytes: opts.maxReceiveMessageBytes ?? DEFAULT_MCP_BODY_BYTES });
+  const mcpObserver = opts.mcpObserver;
+  const serveMcp = mcpHttpRoute({
+    registrations,
+    pipeline,
+    publicServices: PUBLIC_SERVICES,
+    logger,
+    maxBodyBytes: opts.maxReceiveMessageBytes ?? DEFAULT_MCP_BODY_BYTES,
+    ...(mcpObserver ? { served: (method: string, tool: string, status: number, seconds: number) => mcpObserver.mcpRequest(method, tool, status, seconds) } : {}),
+  });
   const handler: typeof connect = (req, res) => {
     if (!serveConsole(req, res) && !serveMcp(req, res)) connect(req, res);
   };

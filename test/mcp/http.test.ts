@@ -30,6 +30,18 @@ describe("MCP over Streamable HTTP", () => {
     await agentScenario(world, { alice: [await open(url, "alice")], bob: await open(url, "bob"), keepsBinding: false });
   });
 
+  it("meters its requests by JSON-RPC method, tool and status, and each tool's RPCs as RPCs", async () => {
+    const alice = await open(world.berth.server.httpUrl, "alice");
+    const s = await tool<{ session_id: string }>(alice, "create_session", { repo: world.repoName });
+    await alice.listTools();
+    await tool(alice, "list_files", { session_id: s.session_id });
+    const scraped = await (await fetch(world.berth.server.metricsUrl!)).text();
+    const count = (labels: string) => Number(new RegExp(`^${labels.replace(/[{}]/g, "\\$&")} (\\d+)$`, "m").exec(scraped)?.[1] ?? 0);
+    expect(count('berth_mcp_request_duration_seconds_count{method="tools/list",tool="",status="200"}')).toBeGreaterThanOrEqual(1);
+    expect(count('berth_mcp_request_duration_seconds_count{method="tools/call",tool="list_files",status="200"}')).toBeGreaterThanOrEqual(1);
+    expect(count('berth_rpc_duration_seconds_count{method="/berth.v1.WorkspaceService/ListFiles",code="OK"}')).toBeGreaterThanOrEqual(1);
+  });
+
   it("refuses a request without a token as the RPC is refused: UNAUTHENTICATED TOKEN_MISSING, with the RPC's message", async () => {
     const rpc = await failure(world.grpc("nobody").listRepositories({}));
     expect(rpc).toMatchObject({ code: "UNAUTHENTICATED", reason: "TOKEN_MISSING" });
