@@ -77,6 +77,12 @@ export async function refusal(client: Client, name: string, args: Record<string,
   return text;
 }
 
+/**
+ * A test that spawns processes (berth mcp, the inspector) or runs a whole agent scenario, whose
+ * first write also starts the symbol parser: on a loaded 2-core machine it has taken 20 s.
+ */
+export const SCENARIO_TIMEOUT_MS = 120_000;
+
 export const TOOL_NAMES = [
   "claim_symbols",
   "create_session",

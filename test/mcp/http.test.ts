@@ -6,7 +6,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { needs } from "../support/services.js";
 import { failure } from "../support/rpc-error.js";
-import { mcpWorld, overHttp, refusal, tool, type McpWorld } from "./helpers.js";
+import { mcpWorld, overHttp, refusal, tool, SCENARIO_TIMEOUT_MS, type McpWorld } from "./helpers.js";
 import { agentScenario } from "./scenario.js";
 
 describe("MCP over Streamable HTTP", () => {
@@ -28,7 +28,7 @@ describe("MCP over Streamable HTTP", () => {
   it("lists its tools, writes, reads back, claims, refuses another agent's claim with its holder, diffs and submits", async () => {
     const url = world.berth.server.httpUrl;
     await agentScenario(world, { alice: [await open(url, "alice")], bob: await open(url, "bob"), keepsBinding: false });
-  });
+  }, SCENARIO_TIMEOUT_MS);
 
   it("meters its requests by JSON-RPC method, tool and status, and each tool's RPCs as RPCs", async () => {
     const alice = await open(world.berth.server.httpUrl, "alice");
@@ -108,5 +108,5 @@ needs({ postgres: true })("MCP over Streamable HTTP on two instances", () => {
     const bob = await overHttp(two, "bob");
     clients.push(...alice, bob);
     await agentScenario(world, { alice, bob, keepsBinding: false });
-  });
+  }, SCENARIO_TIMEOUT_MS);
 });

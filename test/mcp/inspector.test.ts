@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BIN, cliEnv } from "../cli/helpers.js";
-import { mcpWorld, TOKENS, TOOL_NAMES, type McpWorld } from "./helpers.js";
+import { mcpWorld, TOKENS, TOOL_NAMES, SCENARIO_TIMEOUT_MS, type McpWorld } from "./helpers.js";
 
 const INSPECTOR = path.join(path.dirname(createRequire(import.meta.url).resolve("@modelcontextprotocol/inspector-cli/package.json")), "build/index.js");
 
@@ -50,12 +50,12 @@ describe("the MCP inspector's CLI", () => {
     const s = await call("create_session", `repo=${world.repoName}`);
     await call("write_file", `session_id=${String(s["session_id"])}`, "path=hello.txt", "content=hi from the inspector");
     expect(await call("read_file", `session_id=${String(s["session_id"])}`, "path=hello.txt")).toMatchObject({ content: "hi from the inspector", source: "overlay" });
-  });
+  }, SCENARIO_TIMEOUT_MS);
 
   it("lists the tools of `berth mcp` over stdio", async () => {
     // The server's command is the target; its environment is the inspector's.
     const listed = await inspector(["--method", "tools/list", process.execPath, BIN, "mcp"], { BERTH_SERVER: world.berth.server.httpUrl, BERTH_TOKEN: TOKENS.alice });
     expect(listed.code, listed.stderr).toBe(0);
     expect((JSON.parse(listed.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES);
-  });
+  }, SCENARIO_TIMEOUT_MS);
 });

@@ -6,7 +6,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { failure } from "../support/rpc-error.js";
 import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
-import { mcpWorld, overStdio, refusal, type McpWorld } from "./helpers.js";
+import { mcpWorld, overStdio, refusal, SCENARIO_TIMEOUT_MS, type McpWorld } from "./helpers.js";
 import { agentScenario } from "./scenario.js";
 
 describe("berth mcp (stdio)", () => {
@@ -29,7 +29,7 @@ describe("berth mcp (stdio)", () => {
     const url = world.berth.server.httpUrl;
     const [alice, bob] = await Promise.all([open(url, "alice"), open(url, "bob")]);
     await agentScenario(world, { alice: [alice], bob, keepsBinding: true });
-  });
+  }, SCENARIO_TIMEOUT_MS);
 
   it("without BERTH_TOKEN answers each tool with the RPC's refusal, UNAUTHENTICATED TOKEN_MISSING", async () => {
     const rpc = await failure(world.grpc("nobody").listRepositories({}));
