@@ -136,7 +136,8 @@ export function createBerthMcpServer(options: McpToolsOptions): McpServer {
     {
       title: "Resume a stranded session",
       description:
-        "Brings a stranded session back (ResumeSession) under a new session id, with its overlay, claims to re-take and changeset intact, and binds this MCP server to it. " +
+        "Brings a stranded session back (ResumeSession) under a new session id, its overlay and changeset intact, and binds this MCP server to it; " +
+        "its claims were released when it was stranded, so claim again what you need. " +
         "Use it when a tool answers SESSION_STRANDED. Only the agent that owned the session may resume it.",
       inputSchema: { session_id: z.string().optional().describe("The stranded session (UUID). Default: the bound session.") },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },

@@ -1,7 +1,8 @@
 /**
  * Starts both transports over one set of registrations and one Pipeline:
  * - grpc-js on grpcAddr (gRPC, HTTP/2),
- * - connect-node on httpAddr (Connect, gRPC-Web and gRPC; HTTP/1.1 and h2),
+ * - connect-node on httpAddr (Connect, gRPC-Web and gRPC; HTTP/1.1 and h2), after the web console's
+ *   route and the MCP server's (/mcp, ./mcp-route.ts),
  * each with health and reflection (v1 + v1alpha) added, TLS when configured, and a graceful
  * shutdown: stop accepting, let calls finish for graceMs, then end what is left with
  * UNAVAILABLE "server shutting down" and close every connection.
