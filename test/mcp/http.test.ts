@@ -82,6 +82,19 @@ describe("MCP over Streamable HTTP", () => {
     expect(await tool(alice, "read_file", { session_id: resumed.session_id, path: "new.txt" })).toMatchObject({ content: "kept\n", source: "overlay" });
   });
 
+  it("answers a write over a path another agent changed and submitted since it was read with STALE_OVERLAY and what to do", async () => {
+    const alice = await open(world.berth.server.httpUrl, "alice");
+    const bob = await open(world.berth.server.httpUrl, "bob");
+    const a = await tool<{ session_id: string }>(alice, "create_session", { repo: world.repoName });
+    const b = await tool<{ session_id: string }>(bob, "create_session", { repo: world.repoName });
+    await tool(alice, "read_file", { session_id: a.session_id, path: "notes.txt" });
+    await tool(bob, "write_file", { session_id: b.session_id, path: "notes.txt", content: "bob's notes\n" });
+    await tool(bob, "submit", { session_id: b.session_id });
+    const stale = await refusal(alice, "write_file", { session_id: a.session_id, path: "notes.txt", content: "alice's notes\n" });
+    expect(stale).toMatch(/^FAILED_PRECONDITION STALE_OVERLAY: notes\.txt was changed by agent-\d+/);
+    expect(stale).toContain("read_file it again");
+  });
+
   it("acts on the session named by ?session= when a call names none", async () => {
     const alice = await open(world.berth.server.httpUrl, "alice");
     const s = await tool<{ session_id: string }>(alice, "create_session", { repo: world.repoName });
