@@ -14,8 +14,9 @@
  *    9 observability/  platform, sessions, claims, overlay, turns, delivery, config
  *   10 api/            platform, auth, sessions, claims, overlay, turns, delivery, config
  *   10b console/       nothing from src/ (the web console: a static-file route and its browser modules)
+ *   10c mcp/           nothing from src/ but gen/ (the MCP tools: a client of WorkspaceService, used by cli/ and transport/)
  *   11 transport/      everything above (not cli/, not main.ts)
- *   12 cli/            config, platform/errors.ts, transport/status.ts, gen/ (a client, not the server)
+ *   12 cli/            config, platform/errors.ts, transport/status.ts, mcp/, gen/ (a client, not the server)
  *   13 main.ts         anything
  *
  * Plus: no cycles in src/; gen/ imports nothing from src/; the domain layers do not import gen/;
@@ -40,7 +41,8 @@ function layer(name, from, allowed, comment) {
 
 /** The only src/ modules outside cli/ that the CLI (a client) may load. */
 // error-reasons.ts is data (the list of reasons errors.ts types its reasons with): no imports of its own.
-const CLI_ALLOWED = ["^src/config\\.ts$", "^src/platform/errors\\.ts$", "^src/platform/error-reasons\\.ts$", "^src/transport/status\\.ts$"];
+// mcp/ is the MCP tool layer, itself a client of WorkspaceService (`berth mcp` serves it on stdio).
+const CLI_ALLOWED = ["^src/config\\.ts$", "^src/platform/errors\\.ts$", "^src/platform/error-reasons\\.ts$", "^src/transport/status\\.ts$", "^src/mcp/"];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -124,9 +126,17 @@ module.exports = {
         "transport/ mounts its route on the HTTP port, and no domain layer knows it exists.",
     ),
     layer(
+      "mcp-is-a-client",
+      "^src/mcp/",
+      ["^src/mcp/"],
+      "Layer 10c: mcp/ (the MCP tools and their Streamable HTTP route) is written against the generated " +
+        "WorkspaceService client only: it imports gen/ and nothing else from src/, so every rule stays in the RPC " +
+        "handlers it calls. cli/ serves it on stdio over the network; transport/ mounts it at /mcp over its own pipeline.",
+    ),
+    layer(
       "transport-layer",
       "^src/transport/",
-      ["^src/(transport|platform|auth|sessions|claims|overlay|turns|delivery|observability|api|console)/", "^src/config\\.ts$"],
+      ["^src/(transport|platform|auth|sessions|claims|overlay|turns|delivery|observability|api|console|mcp)/", "^src/config\\.ts$"],
       "Layer 11: transport/ (gRPC and Connect servers, the pipeline, health, reflection) may import every layer " +
         "below it; it does not import cli/ (a client) or main.ts (the composition root).",
     ),
@@ -135,7 +145,7 @@ module.exports = {
       "^src/cli/",
       ["^src/cli/", ...CLI_ALLOWED],
       "Layer 12: cli/ is a client of the server over gRPC/Connect: besides gen/ it may import only config.ts, " +
-        "platform/errors.ts and transport/status.ts (status-code names); it must not import server internals.",
+        "platform/errors.ts, transport/status.ts (status-code names) and mcp/ (the MCP tools, a client too); it must not import server internals.",
     ),
     {
       name: "cli-imports-stay-small",
@@ -172,13 +182,13 @@ module.exports = {
       comment:
         "The wire format (gen/) stays at the edges: only platform/outbox.ts and platform/proto-enums.ts (the stored " +
         "event format and the one mapping of state names to protobuf enums), delivery/, api/, transport/, " +
-        "observability/, cli/ and main.ts import gen/. config.ts, auth/ and the domain layers (sessions, claims, " +
+        "observability/, cli/, mcp/ and main.ts import gen/. config.ts, auth/ and the domain layers (sessions, claims, " +
         "overlay, turns) use their own types and map through platform/proto-enums.ts.",
       from: {
         path: "^src/",
         pathNot: [
           "^src/platform/(outbox|proto-enums)\\.ts$",
-          "^src/(delivery|api|transport|observability|cli)/",
+          "^src/(delivery|api|transport|observability|cli|mcp)/",
           "^src/main\\.ts$",
         ],
       },

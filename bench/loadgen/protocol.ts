@@ -1,6 +1,7 @@
 /** Messages between the load generator's parent (bench/loadgen/index.ts) and its worker processes. */
 
-export type LoadKind = "grpc" | "connect" | "pg";
+/** mcp: a JSON-RPC POST to /mcp (Streamable HTTP, JSON answer); a tool error in the answer counts as an error. */
+export type LoadKind = "grpc" | "connect" | "mcp" | "pg";
 
 export interface WorkerSpec {
   readonly kind: LoadKind;

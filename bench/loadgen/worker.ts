@@ -39,9 +39,12 @@ async function httpIssuers(spec: WorkerSpec): Promise<{ issue: Issue; close(): P
   const bodies = (spec.bodies ?? []).map((b) => Buffer.from(b, "base64"));
   if (bodies.length === 0) throw new Error("no request bodies");
   const grpc = spec.kind === "grpc";
+  const mcp = spec.kind === "mcp";
   const headers: http2.OutgoingHttpHeaders = grpc
     ? { ":method": "POST", ":path": spec.path, "content-type": "application/grpc", te: "trailers" }
-    : { ":method": "POST", ":path": spec.path, "content-type": "application/proto", "connect-protocol-version": "1" };
+    : mcp
+      ? { ":method": "POST", ":path": spec.path, "content-type": "application/json", accept: "application/json, text/event-stream" }
+      : { ":method": "POST", ":path": spec.path, "content-type": "application/proto", "connect-protocol-version": "1" };
   let next = 0;
   const issue: Issue = () =>
     new Promise((resolve) => {
@@ -63,9 +66,17 @@ async function httpIssuers(spec: WorkerSpec): Promise<{ issue: Issue; close(): P
           error = t["grpc-status"] === "0" ? undefined : `grpc-status ${String(t["grpc-status"])}: ${String(t["grpc-message"] ?? "")}`;
         });
       }
-      req.on("data", () => {});
+      // An MCP answer is HTTP 200 whether the tool worked or not: its body says which.
+      const answer: Buffer[] | undefined = mcp ? [] : undefined;
+      req.on("data", answer ? (c: Buffer) => answer.push(c) : () => {});
       req.on("error", (err) => (error = `stream error: ${err.message}`));
-      req.on("close", () => resolve(req.rstCode && req.rstCode !== 0 ? `rst ${req.rstCode}` : error));
+      req.on("close", () => {
+        if (answer !== undefined && error === undefined) {
+          const text = Buffer.concat(answer).toString("utf8");
+          if (text.includes('"isError":true') || text.includes('"error":{')) error = `mcp error: ${text.slice(0, 200)}`;
+        }
+        resolve(req.rstCode && req.rstCode !== 0 ? `rst ${req.rstCode}` : error);
+      });
       req.end(body);
     });
   return {

@@ -207,6 +207,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       logger,
       health,
       observer: observers(metrics, new RpcTracer(spanExporter?.tracer)),
+      mcpObserver: metrics,
       startClosed: true,
       limits: { maxCallsPerAgent: config.maxCallsPerAgent, maxStreamsPerAgent: config.maxStreamsPerAgent },
     });

@@ -1,7 +1,8 @@
 /**
  * Starts both transports over one set of registrations and one Pipeline:
  * - grpc-js on grpcAddr (gRPC, HTTP/2),
- * - connect-node on httpAddr (Connect, gRPC-Web and gRPC; HTTP/1.1 and h2),
+ * - connect-node on httpAddr (Connect, gRPC-Web and gRPC; HTTP/1.1 and h2), after the web console's
+ *   route and the MCP server's (/mcp, ./mcp-route.ts),
  * each with health and reflection (v1 + v1alpha) added, TLS when configured, and a graceful
  * shutdown: stop accepting, let calls finish for graceMs, then end what is left with
  * UNAVAILABLE "server shutting down" and close every connection.
@@ -24,6 +25,7 @@ import { connectHandler } from "./connect-routes.js";
 import { Health, healthRegistration, type HealthState } from "./health.js";
 import { reflectionRegistrations } from "./reflection.js";
 import { consoleRoute } from "../console/serve.js";
+import { mcpHttpRoute } from "./mcp-route.js";
 
 export interface TransportOptions {
   readonly grpcAddr: ListenAddress;
@@ -41,6 +43,8 @@ export interface TransportOptions {
   readonly startClosed?: boolean;
   /** Per-agent fair use (./call-limits.ts). */
   readonly limits?: CallLimitSettings;
+  /** Sees every request to /mcp once answered (metrics). */
+  readonly mcpObserver?: { mcpRequest(method: string, tool: string, status: number, seconds: number): void };
 }
 
 export interface Transports {
@@ -53,6 +57,9 @@ export interface Transports {
 
 /** Services exempt from authentication. */
 export const PUBLIC_SERVICES: ReadonlySet<string> = new Set([Health.typeName]);
+
+/** The /mcp body cap when the server sets no RPC cap (tests' bare transports). */
+const DEFAULT_MCP_BODY_BYTES = 64 * 1024 * 1024;
 
 /** How long, after aborting what is left at the grace deadline, statuses get to reach clients. */
 const FLUSH_MS = 500;
@@ -122,10 +129,19 @@ export async function startTransports(opts: TransportOptions): Promise<Transport
 
   // Connect / gRPC-Web / gRPC (connect-node) on HTTP/1.1 + h2
   const connect = connectHandler(registrations, pipeline, PUBLIC_SERVICES, opts.maxReceiveMessageBytes);
-  // The web console (GET / and /console/*) answers first; every other request is an RPC.
+  // The web console (GET / and /console/*) and the MCP server (/mcp) answer first; every other request is an RPC.
   const serveConsole = consoleRoute();
+  const mcpObserver = opts.mcpObserver;
+  const serveMcp = mcpHttpRoute({
+    registrations,
+    pipeline,
+    publicServices: PUBLIC_SERVICES,
+    logger,
+    maxBodyBytes: opts.maxReceiveMessageBytes ?? DEFAULT_MCP_BODY_BYTES,
+    ...(mcpObserver ? { served: (method: string, tool: string, status: number, seconds: number) => mcpObserver.mcpRequest(method, tool, status, seconds) } : {}),
+  });
   const handler: typeof connect = (req, res) => {
-    if (!serveConsole(req, res)) connect(req, res);
+    if (!serveConsole(req, res) && !serveMcp(req, res)) connect(req, res);
   };
   const tls = opts.tls;
   const sessions = new Set<http2.ServerHttp2Session>();

@@ -56,6 +56,7 @@ export class BerthMetrics implements RpcObserver {
   private readonly gcTicks: Histogram<string>;
   private readonly gcActions: Counter<"action">;
   private readonly mapRequests: Histogram<"outcome">;
+  private readonly mcpRequests: Histogram<"method" | "tool" | "status">;
   private published = 0;
 
   constructor(o: BerthMetricsOptions) {
@@ -136,6 +137,15 @@ export class BerthMetrics implements RpcObserver {
     });
     for (const outcome of MAP_OUTCOMES) this.mapRequests.zero({ outcome });
 
+    // The MCP server at /mcp: its requests (the RPCs its tools make are in berth_rpc_duration_seconds).
+    this.mcpRequests = new Histogram({
+      name: "berth_mcp_request_duration_seconds",
+      help: "Requests to the MCP server at /mcp by JSON-RPC method, tool (tools/call) and HTTP status; _count is the number of requests. The RPCs a tool makes are counted in berth_rpc_duration_seconds",
+      labelNames: ["method", "tool", "status"],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [reg],
+    });
+
     // The lifecycle GC.
     this.gcTicks = new Histogram({
       name: "berth_gc_tick_duration_seconds",
@@ -181,6 +191,11 @@ export class BerthMetrics implements RpcObserver {
   /** NatsRelay onPublished. */
   relayPublished(): void {
     this.published++;
+  }
+
+  /** One request served at /mcp (transport/mcp-route.ts). */
+  mcpRequest(method: string, tool: string, status: number, seconds: number): void {
+    this.mcpRequests.observe({ method, tool, status: String(status) }, seconds);
   }
 
   mapResult(result: MapResult, seconds: number): void {

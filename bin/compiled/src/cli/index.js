@@ -7,6 +7,7 @@ import { registerEvents } from "./events.js";
 import { registerFiles } from "./files.js";
 import { registerHold } from "./hold.js";
 import { registerLanding } from "./landing.js";
+import { registerMcp } from "./mcp.js";
 import { registerRepos } from "./repos.js";
 import { registerSessions } from "./sessions.js";
 import { registerTurns } from "./turns.js";
@@ -27,5 +28,6 @@ export function registerClientCommands(program) {
     registerEvents(program);
     registerTurns(program);
     registerDiffs(program);
+    registerMcp(program);
     registerCompletion(program);
 }
