@@ -10,6 +10,7 @@ import { registerFiles } from "./files.js";
 import { registerHold } from "./hold.js";
 import { registerLanding } from "./landing.js";
 import { registerRepos } from "./repos.js";
+import { registerRun } from "./run.js";
 import { registerSessions } from "./sessions.js";
 import { registerTurns } from "./turns.js";
 import { registerWorkspace } from "./workspace.js";
@@ -31,5 +32,6 @@ export function registerClientCommands(program: Command): void {
   registerEvents(program);
   registerTurns(program);
   registerDiffs(program);
+  registerRun(program);
   registerCompletion(program);
 }

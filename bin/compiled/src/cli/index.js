@@ -8,6 +8,7 @@ import { registerFiles } from "./files.js";
 import { registerHold } from "./hold.js";
 import { registerLanding } from "./landing.js";
 import { registerRepos } from "./repos.js";
+import { registerRun } from "./run.js";
 import { registerSessions } from "./sessions.js";
 import { registerTurns } from "./turns.js";
 import { registerWorkspace } from "./workspace.js";
@@ -27,5 +28,6 @@ export function registerClientCommands(program) {
     registerEvents(program);
     registerTurns(program);
     registerDiffs(program);
+    registerRun(program);
     registerCompletion(program);
 }
