@@ -225,11 +225,13 @@ async function runCommandTurn(cli: Cli, sessionId: string, argv: string[], opts:
   let interrupted: NodeJS.Signals | undefined;
   let killedAfterGrace = false;
   let killTimer: NodeJS.Timeout | undefined;
-  const stop = (first: NodeJS.Signals) => {
-    void running.signal(first);
+  const send = (signal: NodeJS.Signals) => void running.signal(signal).catch((err: unknown) => note(`sending ${signal} to the command failed: ${err instanceof Error ? err.message : String(err)}`));
+  /** The command gets `first` (unless undefined: it already has it), then SIGKILL after the grace period. */
+  const stop = (first: NodeJS.Signals | undefined) => {
+    if (first) send(first);
     killTimer ??= setTimeout(() => {
       killedAfterGrace = true;
-      void running.signal("SIGKILL");
+      send("SIGKILL");
     }, graceMs);
   };
 
@@ -265,13 +267,12 @@ async function runCommandTurn(cli: Cli, sessionId: string, argv: string[], opts:
     interrupted ??= signal;
     // With a terminal, Ctrl-C already reached the command (it is in the terminal's foreground
     // process group): a second SIGINT would read as a double Ctrl-C to many agents.
-    if (!(signal === "SIGINT" && process.stdin.isTTY)) void running.signal(signal);
-    killTimer ??= setTimeout(() => {
-      killedAfterGrace = true;
-      void running.signal("SIGKILL");
-    }, graceMs);
+    stop(signal === "SIGINT" && process.stdin.isTTY ? undefined : signal);
   };
   for (const s of SIGNALS) process.on(s, onSignal);
+  // A signal that came while the command was being started.
+  const meanwhile = earlySignal();
+  if (meanwhile) onSignal(meanwhile);
 
   let exit: Exit;
   try {

@@ -210,11 +210,14 @@ async function runCommandTurn(cli, sessionId, argv, opts, earlySignal) {
     let interrupted;
     let killedAfterGrace = false;
     let killTimer;
+    const send = (signal) => void running.signal(signal).catch((err) => note(`sending ${signal} to the command failed: ${err instanceof Error ? err.message : String(err)}`));
+    /** The command gets `first` (unless undefined: it already has it), then SIGKILL after the grace period. */
     const stop = (first) => {
-        void running.signal(first);
+        if (first)
+            send(first);
         killTimer ??= setTimeout(() => {
             killedAfterGrace = true;
-            void running.signal("SIGKILL");
+            send("SIGKILL");
         }, graceMs);
     };
     // Heartbeats: the turn is still the session's current one, or the command stops.
@@ -252,15 +255,14 @@ async function runCommandTurn(cli, sessionId, argv, opts, earlySignal) {
         interrupted ??= signal;
         // With a terminal, Ctrl-C already reached the command (it is in the terminal's foreground
         // process group): a second SIGINT would read as a double Ctrl-C to many agents.
-        if (!(signal === "SIGINT" && process.stdin.isTTY))
-            void running.signal(signal);
-        killTimer ??= setTimeout(() => {
-            killedAfterGrace = true;
-            void running.signal("SIGKILL");
-        }, graceMs);
+        stop(signal === "SIGINT" && process.stdin.isTTY ? undefined : signal);
     };
     for (const s of SIGNALS)
         process.on(s, onSignal);
+    // A signal that came while the command was being started.
+    const meanwhile = earlySignal();
+    if (meanwhile)
+        onSignal(meanwhile);
     let exit;
     try {
         exit = await running.exited;
