@@ -26,9 +26,10 @@ interface Run {
 }
 
 /** `berth run …` (or any berth command line, `prefix` before node), its output collected. */
-function start(args: readonly string[], env: Record<string, string> = {}, prefix: readonly string[] = []): Run {
+function start(args: readonly string[], env: Record<string, string> = {}, prefix: readonly string[] = [], stdin?: string): Run {
   const [file, ...rest] = [...prefix, process.execPath, BIN, ...args];
-  const child = spawn(file!, rest, { cwd: ROOT, env: cliEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(file!, rest, { cwd: ROOT, env: cliEnv(env), stdio: [stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+  if (stdin !== undefined) child.stdin!.end(stdin);
   const run: Run = {
     child,
     stdout: "",
@@ -36,8 +37,8 @@ function start(args: readonly string[], env: Record<string, string> = {}, prefix
     // "close", not "exit": the output may still be in the pipes when the process has exited.
     exited: new Promise((resolve) => child.once("close", (code, signal) => resolve(code ?? (signal ? -1 : -2)))),
   };
-  child.stdout.on("data", (d: Buffer) => (run.stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (run.stderr += d.toString()));
+  child.stdout!.on("data", (d: Buffer) => (run.stdout += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (run.stderr += d.toString()));
   return run;
 }
 
@@ -127,6 +128,14 @@ function suite(instances: number): void {
     const summary = JSON.parse(r.stderr.trim().split("\n").at(-1)!) as Record<string, unknown>;
     expect(summary).toMatchObject({ turnId: turn!.turnId, outcome: "failed", exitCode: 3, capturedPaths: ["half.txt"], diffStat: [{ path: "half.txt", added: 1, removed: 0 }] });
     expect(await diffPaths(s)).toEqual(["ADDED half.txt"]);
+  });
+
+  it("gives the agent the user's stdin and stdout", SLOW, async () => {
+    const s = await newSession();
+    const r = start(["run", s, "--server", url, "--", "sh", "-c", "cat > typed.txt; echo agent-says-hi"], {}, [], "typed by the user\n");
+    expect(await r.exited, r.stderr).toBe(0);
+    expect(r.stdout).toBe("agent-says-hi\n");
+    expect(readFileSync(path.join((await turnsOf(s))[0]!.environmentPath, "typed.txt"), "utf8")).toBe("typed by the user\n");
   });
 
   it("stops the first run's agent when a second run supersedes it (a steer), and the first says it was superseded", SLOW, async () => {
