@@ -13,7 +13,11 @@ export interface ServerCommands {
   migrate(opts: { dryRun?: boolean }): Promise<void>;
 }
 
-const wantsJson = (argv: readonly string[]) => argv.includes("--json");
+/** --json among berth's own arguments: after `--` they are another program's (berth run). */
+const wantsJson = (argv: readonly string[]) => {
+  const end = argv.indexOf("--");
+  return (end < 0 ? argv : argv.slice(0, end)).includes("--json");
+};
 
 export function createProgram(server: ServerCommands, argv: readonly string[] = process.argv): Command {
   const json = wantsJson(argv);

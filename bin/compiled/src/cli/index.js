@@ -9,6 +9,7 @@ import { registerHold } from "./hold.js";
 import { registerLanding } from "./landing.js";
 import { registerMcp } from "./mcp.js";
 import { registerRepos } from "./repos.js";
+import { registerRun } from "./run.js";
 import { registerSessions } from "./sessions.js";
 import { registerTurns } from "./turns.js";
 import { registerWorkspace } from "./workspace.js";
@@ -29,5 +30,6 @@ export function registerClientCommands(program) {
     registerTurns(program);
     registerDiffs(program);
     registerMcp(program);
+    registerRun(program);
     registerCompletion(program);
 }

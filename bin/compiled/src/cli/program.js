@@ -7,7 +7,11 @@ import { Command, CommanderError } from "commander";
 import { registerClientCommands } from "./index.js";
 import { CliExit, EXIT } from "./output.js";
 import { VERSION } from "./version.js";
-const wantsJson = (argv) => argv.includes("--json");
+/** --json among berth's own arguments: after `--` they are another program's (berth run). */
+const wantsJson = (argv) => {
+    const end = argv.indexOf("--");
+    return (end < 0 ? argv : argv.slice(0, end)).includes("--json");
+};
 export function createProgram(server, argv = process.argv) {
     const json = wantsJson(argv);
     const program = new Command()
