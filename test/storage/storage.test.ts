@@ -106,14 +106,14 @@ describe.each(DATABASE_KINDS)("storage on %s", (kind) => {
     expect((refused as BerthError).reason).toBe("INVALID_TRANSITION");
   });
 
-  it("a live session's lookup follows what another writer committed: base, changeset state (at a microsecond updated_at), and its end", async () => {
+  it("a live session's lookup follows what another writer committed: base, changeset state (a newer version, at a microsecond updated_at), and its end", async () => {
     const repo = await registry.registerRepository(`live-check-${kind}`, undefined);
     const ws = await registry.createWorkspace({ repoId: repo.id, intent: "", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: "a", agentName: undefined, sessionId: undefined, changesetId: undefined });
     const db = database.opened.db;
     // Another instance's writes: not through this registry, so only the row read can tell.
     await sql`UPDATE workspaces SET base_commit = 'rebased' WHERE id = ${ws.workspaceId}::uuid`.execute(db);
     const movedAt = ws.changeset.updatedAt + 5;
-    await sql`UPDATE changesets SET state = 'submitted', reason = 'elsewhere', updated_at = ${new Date(movedAt)}::timestamptz + interval '999 microseconds' WHERE id = ${ws.changeset.id}::uuid`.execute(db);
+    await sql`UPDATE changesets SET state = 'submitted', reason = 'elsewhere', version = version + 1, updated_at = ${new Date(movedAt)}::timestamptz + interval '999 microseconds' WHERE id = ${ws.changeset.id}::uuid`.execute(db);
     const seen = await registry.getWorkspace(ws.sessionId);
     expect(seen).toBe(ws);
     expect(seen.baseCommit).toBe("rebased");

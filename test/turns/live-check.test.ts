@@ -149,7 +149,7 @@ needs({ postgres: true })("the session check of a warm BeginTurn", () => {
     const s = await parkedSession(a);
     const live = a.server.registry.liveWorkspace(s.sessionId)!;
     expect(live.changeset.state).toBe("draft");
-    await sql`UPDATE changesets SET state = 'closed', reason = 'elsewhere', updated_at = now() WHERE id = ${live.changeset.id}::uuid`.execute(db());
+    await sql`UPDATE changesets SET state = 'closed', reason = 'elsewhere', version = version + 1, updated_at = now() WHERE id = ${live.changeset.id}::uuid`.execute(db());
     const t = await a.turns.beginTurn({ sessionId: s.sessionId });
     // The same answer as before the fold (BeginTurn does not refuse a terminal changeset), but
     // begun only once the row was read: the live object now carries the row's state.
