@@ -119,9 +119,10 @@ needs({ postgres: true })("two instances whose clocks disagree", () => {
   const behind: Clock = { now: () => Date.now() - 3 * 3600_000 };
   beforeAll(async () => {
     database = await createTestDatabase("postgres");
-    a = await startBerth({ database });
+    // One instance each (whatever BERTH_TEST_INSTANCES says): the test is about these two and their clocks.
+    a = await startBerth({ database, instances: 1 });
     const second = await database.reopen();
-    b = await startBerth({ database: { ...database, opened: second }, clock: behind });
+    b = await startBerth({ database: { ...database, opened: second }, clock: behind, instances: 1 });
   });
   afterAll(async () => {
     await b?.stop();

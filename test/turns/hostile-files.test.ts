@@ -38,6 +38,15 @@ function listenOn(file: string): Promise<Server> {
   });
 }
 
+/**
+ * The process's RSS grew by less than 256 MiB — where the database runs in another process. On the
+ * embedded PGlite the database is this process: the files capture stored are its pages, in this
+ * RSS, so there only the capture's own buffers (arrayBuffers, asserted on both) say what capture held.
+ */
+function rssGrowthAllowed(b: TurnBerth, rss: number): boolean {
+  return b.database.kind === "pglite" || rss < 256 * MiB;
+}
+
 /** The highest growth of rss and arrayBuffers over `base` while `work` runs, sampled every 5 ms. */
 async function peakGrowth<T>(work: () => Promise<T>): Promise<{ result: T; rss: number; arrayBuffers: number }> {
   const base = process.memoryUsage();
@@ -124,7 +133,7 @@ describe("issue 26: capture holds against any file an agent can make", () => {
       "pkg1/.gitignore": "too_large",
     });
     expect(arrayBuffers).toBeLessThan(128 * MiB);
-    expect(rss).toBeLessThan(256 * MiB);
+    expect(rssGrowthAllowed(b, rss), `rss grew by ${rss} bytes`).toBe(true);
     // The file outside was never read through its second name.
     const rows = await sql<{ path: string }>`SELECT path FROM overlay_files WHERE workspace_id = ${workspaceId}::uuid AND path IN ('hard-token', 'link-out', 'pkg1/.gitignore')`.execute(b.database.opened.db);
     expect(rows.rows).toEqual([]);
@@ -156,7 +165,7 @@ describe("issue 26: capture holds against any file an agent can make", () => {
     expect(ended.leftOut).toEqual([]);
     // Today: 30 × 8 MiB = 240 MiB read before the first write.
     expect(arrayBuffers).toBeLessThan(128 * MiB);
-    expect(rss).toBeLessThan(256 * MiB);
+    expect(rssGrowthAllowed(b, rss), `rss grew by ${rss} bytes`).toBe(true);
   }, 300_000);
 });
 

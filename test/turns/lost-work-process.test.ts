@@ -41,6 +41,14 @@ needs({ postgres: true })("issue 14: a running turn's edits survive the end of t
     return { s, ws: createGrpcClient(WorkspaceService, s.grpc), turns: createGrpcClient(TurnService, s.grpc) };
   };
 
+  /** Closes a started server's clients, signals its process and waits for it to exit. */
+  const halt = async (c: Awaited<ReturnType<typeof start>>, signal: NodeJS.Signals) => {
+    c.ws.close();
+    c.turns.close();
+    c.s.child.kill(signal);
+    await c.s.exited;
+  };
+
   /** A persistent workspace with a RUNNING turn that has written two files into its directory. */
   const runningTurnWithEdits = async (c: Awaited<ReturnType<typeof start>>, label: string) => {
     const repo = await c.ws.registerRepository({ name: `proc-${label}-${process.pid}`, sourcePath: source });
@@ -55,10 +63,7 @@ needs({ postgres: true })("issue 14: a running turn's edits survive the end of t
     envRoot = mkdtempSync(path.join(tmpdir(), "berth-lostwork-kill-"));
     const first = await start("lostwork-killed", envRoot);
     const w = await runningTurnWithEdits(first, "kill");
-    first.ws.close();
-    first.turns.close();
-    first.s.child.kill("SIGKILL");
-    await first.s.exited;
+    await halt(first, "SIGKILL");
     expect(existsSync(w.turn.environmentPath)).toBe(true); // the directory outlives the process
 
     const second = await start("lostwork-killed", envRoot);
@@ -70,10 +75,7 @@ needs({ postgres: true })("issue 14: a running turn's edits survive the end of t
       expect(existsSync(w.turn.environmentPath)).toBe(false); // captured, then torn down
       expect(second.s.lines.some((l) => l.msg === "turns: captured what a previous process left in an environment" && l.workspaceId === w.workspaceId)).toBe(true);
     } finally {
-      second.ws.close();
-      second.turns.close();
-      second.s.child.kill("SIGTERM");
-      await second.s.exited;
+      await halt(second, "SIGTERM");
     }
   });
 
@@ -81,10 +83,7 @@ needs({ postgres: true })("issue 14: a running turn's edits survive the end of t
     const root = mkdtempSync(path.join(tmpdir(), "berth-lostwork-nomanifest-"));
     const first = await start("lostwork-nomanifest", root);
     const w = await runningTurnWithEdits(first, "lost");
-    first.ws.close();
-    first.turns.close();
-    first.s.child.kill("SIGKILL");
-    await first.s.exited;
+    await halt(first, "SIGKILL");
     unlinkSync(path.join(root, ".manifests", `${w.workspaceId}.json`));
 
     const second = await start("lostwork-nomanifest", root);
@@ -98,10 +97,7 @@ needs({ postgres: true })("issue 14: a running turn's edits survive the end of t
       expect(typeof metricsUrl).toBe("string");
       expect(await (await fetch(String(metricsUrl))).text()).toMatch(/berth_turn_capture_failures_total 1/);
     } finally {
-      second.ws.close();
-      second.turns.close();
-      second.s.child.kill("SIGTERM");
-      await second.s.exited;
+      await halt(second, "SIGTERM");
       rmSync(root, { recursive: true, force: true });
     }
   });
@@ -111,20 +107,14 @@ needs({ postgres: true })("issue 14: a running turn's edits survive the end of t
     const otherRoot = mkdtempSync(path.join(tmpdir(), "berth-lostwork-ender-"));
     const first = await start("lostwork-ended", root);
     const w = await runningTurnWithEdits(first, "ended");
-    first.ws.close();
-    first.turns.close();
-    first.s.child.kill("SIGKILL");
-    await first.s.exited;
+    await halt(first, "SIGKILL");
 
     // Meanwhile the session ends for good elsewhere: its overlay goes with it.
     const other = await start("lostwork-ender", otherRoot);
     try {
       await other.ws.abandonSession({ sessionId: w.sessionId, reason: "test" });
     } finally {
-      other.ws.close();
-      other.turns.close();
-      other.s.child.kill("SIGTERM");
-      await other.s.exited;
+      await halt(other, "SIGTERM");
     }
 
     const second = await start("lostwork-ended", root);
@@ -136,10 +126,7 @@ needs({ postgres: true })("issue 14: a running turn's edits survive the end of t
       expect(existsSync(path.join(root, ".unsaved", kept[0]!, "ended.txt"))).toBe(true);
       expect(existsSync(w.turn.environmentPath)).toBe(false); // the path is free for the workspace's next environment
     } finally {
-      second.ws.close();
-      second.turns.close();
-      second.s.child.kill("SIGTERM");
-      await second.s.exited;
+      await halt(second, "SIGTERM");
       rmSync(root, { recursive: true, force: true });
       rmSync(otherRoot, { recursive: true, force: true });
     }
@@ -167,10 +154,7 @@ needs({ postgres: true })("issue 14: a running turn's edits survive the end of t
       expect(text((await other.ws.readFile({ sessionId: newSessionId, path: "term.txt" })).content)).toBe("written before the term\n");
       expect((await failure(other.turns.endTurn({ turnId: w.turn.turnId, outcome: TurnOutcome.COMPLETED }))).reason).toBe("TURN_NOT_RUNNING");
     } finally {
-      other.ws.close();
-      other.turns.close();
-      other.s.child.kill("SIGTERM");
-      await other.s.exited;
+      await halt(other, "SIGTERM");
       rmSync(root, { recursive: true, force: true });
     }
   });
