@@ -11,7 +11,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { startBerth, type StartOptions, type TestBerth } from "../support/berth.js";
 import { createGrpcClient } from "../support/grpc-client.js";
@@ -81,6 +81,30 @@ export async function refusal(client: Client, name: string, args: Record<string,
  * A test that spawns processes (berth mcp, the inspector) or runs a whole agent scenario, whose
  * first write also starts the symbol parser: on a loaded 2-core machine it has taken 20 s.
  */
+/**
+ * A describe block's world and the MCP clients it opens through `connect`: the world started before
+ * its tests; every client, then the world, closed after them.
+ */
+export function mcpSuite<A extends unknown[]>(connect: (...args: A) => Promise<Client>, options: Parameters<typeof mcpWorld>[0] = {}) {
+  const clients: Client[] = [];
+  const suite = {
+    world: undefined as unknown as McpWorld,
+    async open(...args: A): Promise<Client> {
+      const c = await connect(...args);
+      clients.push(c);
+      return c;
+    },
+  };
+  beforeAll(async () => {
+    suite.world = await mcpWorld(options);
+  });
+  afterAll(async () => {
+    for (const c of clients) await c.close();
+    await suite.world?.berth.close();
+  });
+  return suite;
+}
+
 export const SCENARIO_TIMEOUT_MS = 120_000;
 
 export const TOOL_NAMES = [
