@@ -6,6 +6,7 @@
  */
 import { invalidArgument, type FieldViolation } from "../platform/errors.js";
 import { normalisePath } from "../overlay/paths.js";
+import { uuidPrefixBounds, type UuidBounds } from "../platform/uuid.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // eslint-disable-next-line no-control-regex -- rejecting the ASCII controls (C0 and DEL) is the point; \p{Cc} would also take C1
@@ -26,6 +27,8 @@ export const LIMITS = {
   symbol: 1024,
   captureExcludePatterns: 100,
   captureExcludePattern: 200,
+  /** Hex digits an id prefix needs at least (ResolveIdPrefix): 1 in 65536 of the ids, so one agent's few. */
+  idPrefixDigits: 4,
 } as const;
 
 interface TextRule {
@@ -50,6 +53,16 @@ export class Check {
     if (value === "") return required ? this.add(field, "REQUIRED", "required") : undefined;
     if (!UUID.test(value)) return this.add(field, "INVALID_UUID", "must be a UUID such as 0b1c5e8e-4a3b-4f7e-9d2a-6c1e2f3a4b5c");
     return value.toLowerCase();
+  }
+
+  /** The start of a UUID's text (ResolveIdPrefix), as the range of UUIDs it names. */
+  uuidPrefix(field: string, value: string): UuidBounds | undefined {
+    if (value === "") return this.add(field, "REQUIRED", "required");
+    const bounds = uuidPrefixBounds(value);
+    if (!bounds) return this.add(field, "INVALID_FORMAT", `must be the start of a UUID such as 0b1c5e8e-4a3b-4f7e-9d2a-6c1e2f3a4b5c (hex digits, dashes where a UUID has them), got "${value}"`);
+    const digits = value.replace(/-/g, "").length;
+    if (digits < LIMITS.idPrefixDigits) return this.add(field, "TOO_SHORT", `at least ${LIMITS.idPrefixDigits} hex digits, got "${value}"`);
+    return bounds;
   }
 
   text(field: string, value: string, rule: TextRule): string | undefined {

@@ -21,6 +21,7 @@ import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
 import { overlayHandlers } from "./overlay-handlers.js";
 import { claimListHandler } from "./claim-list-handler.js";
+import { idPrefixHandler } from "./id-prefix-handler.js";
 import { changesetStateName, modeName } from "../platform/proto-enums.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { ownedSession } from "./session-access.js";
@@ -223,6 +224,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     ...eventHandlers(deps),
     ...overlayHandlers(deps),
     ...claimListHandler(deps),
+    ...idPrefixHandler(deps),
     ...diffHandlers(deps),
   };
 }

@@ -6,6 +6,7 @@ type EventRow = PreparedEvent["row"];
 import type { Db } from "../platform/database.js";
 import type { Database, LeftOutRow, OutcomeName, TurnStateName, TurnTable } from "../platform/schema.js";
 import { instanceAlive } from "../sessions/lifecycle.repository.js";
+import type { PrefixMatch, PrefixQuery } from "../sessions/id-prefixes.js";
 
 export type { OutcomeName, TurnStateName };
 
@@ -228,4 +229,18 @@ function normalise(r: TurnRow): TurnRow {
     started_at: r.started_at instanceof Date ? r.started_at : new Date(r.started_at),
     ended_at: r.ended_at === null ? null : r.ended_at instanceof Date ? r.ended_at : new Date(r.ended_at),
   };
+}
+
+/**
+ * The turn ids in the prefix's range (ResolveIdPrefix), ascending, with their repository: a range
+ * scan of the primary key, narrowed to the turns of one agent's workspaces when q.agentId is set
+ * (sessions/id-prefixes.ts says the same for the other kinds).
+ */
+export async function turnIdsWithPrefix(q: Q, query: PrefixQuery): Promise<PrefixMatch[]> {
+  const from = query.after === undefined ? sql`t.id >= ${query.bounds.lowest}` : sql`t.id > ${query.after}`;
+  const agent = query.agentId === undefined ? sql`` : sql`AND EXISTS (SELECT 1 FROM workspaces w WHERE w.id = t.workspace_id AND w.agent_id = ${query.agentId})`;
+  const { rows } = await sql<{ id: string; repo_id: string }>`SELECT t.id, t.repo_id FROM turns t
+    WHERE ${from} AND t.id <= ${query.bounds.highest} ${agent}
+    ORDER BY t.id LIMIT ${query.limit}`.execute(q);
+  return rows.map((r) => ({ id: r.id, repoId: r.repo_id }));
 }

@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import { IdKind, WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { TurnService } from "../../gen/berth/v1/turn_service_pb.js";
 import { ChangesetState, TurnOutcome, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
@@ -106,6 +106,15 @@ interface Row {
   readonly until?: (message: unknown, f: Fixtures, request: unknown) => boolean;
   /** What the caller saw, appended to OK (e.g. which repositories, whether paths are shown). */
   readonly note?: (responses: unknown[], f: Fixtures) => string;
+}
+
+const made = new WeakMap<Fixtures, Map<string, Promise<unknown>>>();
+/** A fixture made once per suite (its fixtures), for rows whose calls change nothing. */
+function onceFor<T>(f: Fixtures, key: string, make: () => Promise<T>): Promise<T> {
+  const mine = made.get(f) ?? new Map<string, Promise<unknown>>();
+  made.set(f, mine);
+  if (!mine.has(key)) mine.set(key, make());
+  return mine.get(key) as Promise<T>;
 }
 
 /** Files of the base commit a DeleteFile row may delete, one per call. */
@@ -211,6 +220,32 @@ const ROWS: Row[] = [
     method: "diffChangeset",
     request: async (f) => ({ changesetId: (await f.session()).changesetId }),
     expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+  },
+  // A prefix names only ids the caller may act on: to anyone else it names nothing (and tells nothing).
+  {
+    rpc: "ResolveIdPrefix (the first 8 characters of alice's session id)",
+    service: "ws",
+    method: "resolveIdPrefix",
+    request: async (f) => ({ kind: IdKind.SESSION, prefix: (await f.session()).sessionId.slice(0, 8) }),
+    expect: { owner: "OK: named", granted: "OK: nothing named", ungranted: "OK: nothing named", withdrawn: "OK: nothing named", admin: "OK: named", none: NO_TOKEN },
+    note: ([r]) => ((r as { ids: string[] }).ids.length > 0 ? "named" : "nothing named"),
+  },
+  {
+    rpc: "ResolveIdPrefix (of alice's changeset)",
+    service: "ws",
+    method: "resolveIdPrefix",
+    request: async (f) => ({ kind: IdKind.CHANGESET, prefix: (await f.session()).changesetId.slice(0, 8) }),
+    expect: { owner: "OK: named", granted: "OK: nothing named", ungranted: "OK: nothing named", withdrawn: "OK: nothing named", admin: "OK: named", none: NO_TOKEN },
+    note: ([r]) => ((r as { ids: string[] }).ids.length > 0 ? "named" : "nothing named"),
+  },
+  {
+    rpc: "ResolveIdPrefix (of alice's turn)",
+    service: "ws",
+    method: "resolveIdPrefix",
+    // One turn for every call (a read changes nothing): a running turn each would fill the pool.
+    request: async (f) => ({ kind: IdKind.TURN, prefix: (await onceFor(f, "turn", () => f.turn())).turnId.slice(0, 8) }),
+    expect: { owner: "OK: named", granted: "OK: nothing named", ungranted: "OK: nothing named", withdrawn: "OK: nothing named", admin: "OK: named", none: NO_TOKEN },
+    note: ([r]) => ((r as { ids: string[] }).ids.length > 0 ? "named" : "nothing named"),
   },
   { rpc: "RebaseWorkspace", service: "ws", method: "rebaseWorkspace", request: async (f) => ({ sessionId: (await f.session()).sessionId, onto: "HEAD" }), expect: SESSION },
   {

@@ -48,6 +48,7 @@ export function testService(probe: Probe) {
     destroyWorkspace: unimplemented,
     listSessions: unimplemented,
     countActive: unimplemented,
+    resolveIdPrefix: unimplemented,
     diffWorkspace: unimplemented,
     diffChangeset: unimplemented,
     rebaseWorkspace: unimplemented,

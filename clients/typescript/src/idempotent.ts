@@ -4,8 +4,8 @@
  * the same state and answers like the first, from the protos' and docs' own words:
  *
  * - reads: ListRepositories, GetWorkspace, ListSessions, CountActive, ReadFile, ListFiles,
- *   DescribeOtherModifiers, DiffWorkspace, DiffChangeset, ListTurns, GetPoolStats,
- *   GetWorkspaceMap, TurnHeartbeat;
+ *   DescribeOtherModifiers, DiffWorkspace, DiffChangeset, ResolveIdPrefix, ListTurns,
+ *   GetPoolStats, GetWorkspaceMap, TurnHeartbeat;
  * - Heartbeat (extends the lease again), StrandSession and AbandonSession ("Idempotent" in the
  *   proto), ClaimSymbols (a session re-claiming what it holds keeps it), ReleaseSymbols (releasing
  *   again releases nothing more), CancelTurn (a second cancel answers cancelled=false, same
@@ -37,6 +37,7 @@ const ALWAYS = new Set([
   "berth.v1.WorkspaceService.CommitChangeset",
   "berth.v1.WorkspaceService.DiffWorkspace",
   "berth.v1.WorkspaceService.DiffChangeset",
+  "berth.v1.WorkspaceService.ResolveIdPrefix",
   "berth.v1.TurnService.CancelTurn",
   "berth.v1.TurnService.TurnHeartbeat",
   "berth.v1.TurnService.ListTurns",

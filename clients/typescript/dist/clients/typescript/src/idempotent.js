@@ -14,6 +14,7 @@ const ALWAYS = new Set([
     "berth.v1.WorkspaceService.CommitChangeset",
     "berth.v1.WorkspaceService.DiffWorkspace",
     "berth.v1.WorkspaceService.DiffChangeset",
+    "berth.v1.WorkspaceService.ResolveIdPrefix",
     "berth.v1.TurnService.CancelTurn",
     "berth.v1.TurnService.TurnHeartbeat",
     "berth.v1.TurnService.ListTurns",

@@ -1785,6 +1785,55 @@ export type RebaseWorkspaceResponse = Message<"berth.v1.RebaseWorkspaceResponse"
  */
 export declare const RebaseWorkspaceResponseSchema: GenMessage<RebaseWorkspaceResponse>;
 /**
+ * Request of ResolveIdPrefix.
+ *
+ * @generated from message berth.v1.ResolveIdPrefixRequest
+ */
+export type ResolveIdPrefixRequest = Message<"berth.v1.ResolveIdPrefixRequest"> & {
+    /**
+     * Which ids.
+     *
+     * @generated from field: berth.v1.IdKind kind = 1;
+     */
+    kind: IdKind;
+    /**
+     * The start of an id as a UUID is written: 4 to 36 characters, hex digits (any case) and the
+     * dashes where a UUID has them, e.g. "5e2b1c9a" or "5e2b1c9a-4f".
+     *
+     * @generated from field: string prefix = 2;
+     */
+    prefix: string;
+};
+/**
+ * Describes the message berth.v1.ResolveIdPrefixRequest.
+ * Use `create(ResolveIdPrefixRequestSchema)` to create a new message.
+ */
+export declare const ResolveIdPrefixRequestSchema: GenMessage<ResolveIdPrefixRequest>;
+/**
+ * Response of ResolveIdPrefix.
+ *
+ * @generated from message berth.v1.ResolveIdPrefixResponse
+ */
+export type ResolveIdPrefixResponse = Message<"berth.v1.ResolveIdPrefixResponse"> & {
+    /**
+     * The matching ids, ascending, at most 10 (lower-case UUIDs).
+     *
+     * @generated from field: repeated string ids = 1;
+     */
+    ids: string[];
+    /**
+     * More ids match than `ids` lists.
+     *
+     * @generated from field: bool more = 2;
+     */
+    more: boolean;
+};
+/**
+ * Describes the message berth.v1.ResolveIdPrefixResponse.
+ * Use `create(ResolveIdPrefixResponseSchema)` to create a new message.
+ */
+export declare const ResolveIdPrefixResponseSchema: GenMessage<ResolveIdPrefixResponse>;
+/**
  * Who abandoned a session.
  *
  * @generated from enum berth.v1.AbandonCause
@@ -1813,6 +1862,47 @@ export declare enum AbandonCause {
  * Describes the enum berth.v1.AbandonCause.
  */
 export declare const AbandonCauseSchema: GenEnum<AbandonCause>;
+/**
+ * What an id prefix is resolved among (ResolveIdPrefix).
+ *
+ * @generated from enum berth.v1.IdKind
+ */
+export declare enum IdKind {
+    /**
+     * Not allowed.
+     *
+     * @generated from enum value: ID_KIND_UNSPECIFIED = 0;
+     */
+    UNSPECIFIED = 0,
+    /**
+     * Session ids, a resumed session's old id included.
+     *
+     * @generated from enum value: ID_KIND_SESSION = 1;
+     */
+    SESSION = 1,
+    /**
+     * Workspace ids.
+     *
+     * @generated from enum value: ID_KIND_WORKSPACE = 2;
+     */
+    WORKSPACE = 2,
+    /**
+     * Turn ids.
+     *
+     * @generated from enum value: ID_KIND_TURN = 3;
+     */
+    TURN = 3,
+    /**
+     * Changeset ids.
+     *
+     * @generated from enum value: ID_KIND_CHANGESET = 4;
+     */
+    CHANGESET = 4
+}
+/**
+ * Describes the enum berth.v1.IdKind.
+ */
+export declare const IdKindSchema: GenEnum<IdKind>;
 /**
  * WorkspaceService is the registry of session workspaces: repositories, workspaces,
  * changesets, the session lifecycle (liveness, strand, resume, abandon) and its events.
@@ -2097,5 +2187,19 @@ export declare const WorkspaceService: GenService<{
         methodKind: "unary";
         input: typeof RebaseWorkspaceRequestSchema;
         output: typeof RebaseWorkspaceResponseSchema;
+    };
+    /**
+     * ---- short ids (issue 27) ----
+     * The ids of one kind that start with a prefix (the short ids the console, the events and the
+     * berth command show), among those the caller may act on: its own sessions, workspaces and
+     * turns and the changesets it works on, in repositories it is granted (every one for an
+     * admin). Read from PostgreSQL with a range on the id's index, so every instance answers alike.
+     *
+     * @generated from rpc berth.v1.WorkspaceService.ResolveIdPrefix
+     */
+    resolveIdPrefix: {
+        methodKind: "unary";
+        input: typeof ResolveIdPrefixRequestSchema;
+        output: typeof ResolveIdPrefixResponseSchema;
     };
 }>;
