@@ -4,6 +4,7 @@ import { ChangesetState, TransitionChangesetResponseSchema } from "@berth/client
 import { cliFor } from "./client.js";
 import { formatTime, jsonLine, keyValues, print } from "./output.js";
 import { changesetName } from "./sessions.js";
+import { idArgument } from "./ids.js";
 
 const STATE_NAMES = Object.entries(ChangesetState)
   .filter((e): e is [string, number] => typeof e[1] === "number" && e[1] !== ChangesetState.UNSPECIFIED)
@@ -23,7 +24,7 @@ export function registerChangeset(program: Command): void {
   changeset
     .command("transition")
     .description("move a changeset to another state (TransitionChangeset): DRAFT→SUBMITTED→VERIFYING→APPROVED|REJECTED, APPROVED→MERGED, any non-terminal→CLOSED")
-    .argument("<changeset>", "the changeset id")
+    .addArgument(idArgument("changeset", "<changeset>", "the changeset id"))
     .argument("<state>", "the state to move to, e.g. submitted", parseChangesetState)
     .option("--reason <text>", "why")
     .action(async (changesetId: string, toState: ChangesetState, opts: { reason?: string }, command: Command) => {

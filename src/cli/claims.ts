@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { ClaimSymbolsResponseSchema, DescribeOtherModifiersResponseSchema, ReleaseSymbolsResponseSchema, ChangesetState, type SymbolRef } from "@berth/client";
 import { cliFor, resolveRepoIds } from "./client.js";
 import { enumName, formatTime, jsonLine, print, table } from "./output.js";
+import { idArgument, idOption } from "./ids.js";
 
 /** A path and its symbols; no symbols: the file as a whole. */
 function refs(path: string, symbols: readonly string[]): Omit<SymbolRef, "$typeName">[] {
@@ -13,7 +14,7 @@ export function registerClaims(program: Command): void {
   program
     .command("claim")
     .description("claim symbols of a file before editing them, all or nothing (ClaimSymbols); SYMBOL_LOCKED names the holder")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .argument("<path>", "repository-relative path")
     .argument("[symbols...]", "qualified symbol names, e.g. TaskService.create_task; none: the file as a whole")
     .action(async (sessionId: string, path: string, symbols: string[], _opts: unknown, command: Command) => {
@@ -26,7 +27,7 @@ export function registerClaims(program: Command): void {
   program
     .command("release")
     .description("release claims the session holds (ReleaseSymbols); no path: every claim of the session")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .argument("[path]", "repository-relative path")
     .argument("[symbols...]", "qualified symbol names; none: the file as a whole")
     .action(async (sessionId: string, path: string | undefined, symbols: string[], _opts: unknown, command: Command) => {
@@ -41,7 +42,7 @@ export function registerClaims(program: Command): void {
     .description("who else touched a file, and which of its symbols (DescribeOtherModifiers)")
     .argument("<path>", "repository-relative path")
     .requiredOption("--repo <repo>", "the repository (id or name)")
-    .option("--session <id>", "leave out this session (usually your own)")
+    .addOption(idOption("session", "--session <id>", "leave out this session (usually your own)"))
     .action(async (path: string, opts: { repo: string; session?: string }, command: Command) => {
       const cli = cliFor(command);
       const [repoId] = await resolveRepoIds(cli, [opts.repo]);

@@ -3,13 +3,15 @@ import type { Command } from "commander";
 import { DiffChangesetResponseSchema, DiffWorkspaceResponseSchema, RebaseWorkspaceResponseSchema } from "@berth/client";
 import { cliFor } from "./client.js";
 import { jsonLine, keyValues, print } from "./output.js";
+import { usageRule } from "./usage.js";
+import { idArgument, idOption } from "./ids.js";
 
 export function registerDiffs(program: Command): void {
-  program
+  const diff = program
     .command("diff")
     .description("print the unified diff of a session's overlay against its base commit (DiffWorkspace); `git apply` takes it")
-    .argument("[session]", "the session id (or --changeset)")
-    .option("--changeset <id>", "the combined diff of every session of a changeset (DiffChangeset)")
+    .addArgument(idArgument("session", "[session]", "the session id (or --changeset)"))
+    .addOption(idOption("changeset", "--changeset <id>", "the combined diff of every session of a changeset (DiffChangeset)"))
     .option("--binary", "binary files as git binary patches instead of \"Binary files … differ\"")
     .option("--stat", "the summary per path instead of the patch")
     .action(async (sessionId: string | undefined, opts: { changeset?: string; binary?: boolean; stat?: boolean }, command: Command) => {
@@ -17,7 +19,7 @@ export function registerDiffs(program: Command): void {
       const binary = opts.binary === true;
       const res = opts.changeset
         ? await cli.call("diffing", () => cli.workspaces.diffChangeset({ changesetId: opts.changeset!, binary }))
-        : await cli.call("diffing", () => cli.workspaces.diffWorkspace({ sessionId: sessionId ?? "", binary }));
+        : await cli.call("diffing", () => cli.workspaces.diffWorkspace({ sessionId: sessionId!, binary }));
       if (cli.json) return print("conflicts" in res ? jsonLine(DiffChangesetResponseSchema, res) : jsonLine(DiffWorkspaceResponseSchema, res));
       if (opts.stat) {
         const lines = res.paths.map((p) => `${p.binary ? "bin" : `+${p.linesAdded} -${p.linesRemoved}`}\t${p.oldPath ? `${p.oldPath} => ` : ""}${p.path}${p.symbols.length ? `\t{${p.symbols.join(", ")}}` : ""}`);
@@ -32,10 +34,18 @@ export function registerDiffs(program: Command): void {
       }
     });
 
+  usageRule(diff, (c) => {
+    const session = c.processedArgs[0] as string | undefined;
+    const changeset = c.opts<{ changeset?: string }>().changeset;
+    if (session === undefined && changeset === undefined) return "error: missing required argument 'session' (or --changeset <id>)";
+    if (session !== undefined && changeset !== undefined) return "error: give a session or --changeset <id>, not both";
+    return undefined;
+  });
+
   program
     .command("rebase")
     .description("move a session's workspace onto another commit, merging its overlay three-way (RebaseWorkspace)")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .requiredOption("--onto <rev>", "a commit id or ref of the repository")
     .action(async (sessionId: string, opts: { onto: string }, command: Command) => {
       const cli = cliFor(command);

@@ -14,6 +14,7 @@ import { ChangesetState, ConnectError, EventSchema, FileChange, TurnOutcome, typ
 import { cliFor, collect, resolveRepoIds } from "./client.js";
 import { codeName } from "../transport/status.js";
 import { enumName, jsonLine, note, paint, print, shortId, type Colour } from "./output.js";
+import { idOption } from "./ids.js";
 
 const FAMILY_COLOUR: Record<string, Colour> = {
   session: "cyan",
@@ -120,7 +121,7 @@ export function registerEvents(program: Command): void {
     .option("--kind <pattern>", "only these kinds: exact, 'session.*' or '*.stranded'; repeatable", collect)
     .option("--after <seq>", "start after this seq (0: every retained event); default: from now, only events that happen after the command starts", parseSeq)
     .option("--history", "print the retained events (after --after, default 0) and exit instead of tailing")
-    .option("--exclude-session <id>", "leave out this session's events")
+    .addOption(idOption("session", "--exclude-session <id>", "leave out this session's events"))
     .action(async (opts: WatchOptions, command: Command) => {
       const cli = cliFor(command);
       const repoIds = opts.repo ? await resolveRepoIds(cli, opts.repo) : [];

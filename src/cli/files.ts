@@ -7,6 +7,7 @@ import type { Command } from "commander";
 import { DeleteFileResponseSchema, FileChange, FileSource, ListFilesResponseSchema, WriteFileResponseSchema, type FileEntry, type OtherModifier } from "@berth/client";
 import { allPages, cliFor } from "./client.js";
 import { enumName, jsonLine, keyValues, paint, print, table, UsageError } from "./output.js";
+import { idArgument } from "./ids.js";
 
 async function readStdin(): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
@@ -30,7 +31,7 @@ export function registerFiles(program: Command): void {
   file
     .command("ls")
     .description("list the merged view of the base and the overlay (ListFiles), every page")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .option("--prefix <prefix>", "only paths starting with this")
     .action(async (sessionId: string, opts: { prefix?: string }, command: Command) => {
       const cli = cliFor(command);
@@ -45,7 +46,7 @@ export function registerFiles(program: Command): void {
   file
     .command("cat")
     .description("print a file's bytes (ReadFile): the overlay's, else the base's")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .argument("<path>", "repository-relative path")
     .action(async (sessionId: string, path: string, _opts: unknown, command: Command) => {
       const cli = cliFor(command);
@@ -57,7 +58,7 @@ export function registerFiles(program: Command): void {
   file
     .command("write")
     .description("write a file into the overlay (WriteFile) from a local file, or from stdin when none is given (or -)")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .argument("<path>", "repository-relative path")
     .argument("[local-file]", "where the content comes from; default: stdin")
     .option("--expect-hash <sha256>", "write only if the current content has this hash")
@@ -97,7 +98,7 @@ export function registerFiles(program: Command): void {
   file
     .command("rm")
     .description("delete a file in the overlay (DeleteFile): a tombstone over the base")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .argument("<path>", "repository-relative path")
     .option("--expect-hash <sha256>", "delete only if the current content has this hash")
     .action(async (sessionId: string, path: string, opts: { expectHash?: string }, command: Command) => {

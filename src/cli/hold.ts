@@ -10,6 +10,7 @@ import { cliFor, type Cli } from "./client.js";
 import { jsonLine, note, print } from "./output.js";
 import { eventLine } from "./events.js";
 import { codeName } from "../transport/status.js";
+import { idArgument } from "./ids.js";
 
 /** Holds until a signal (exit 0) or the hold ends by itself (the session stopped being active: exit 1). */
 async function holdUntilSignal(cli: Cli, hold: SessionHold, sessionId: string): Promise<void> {
@@ -37,7 +38,7 @@ export function registerHold(program: Command): void {
   program
     .command("heartbeat")
     .description("keep a session connected with a Heartbeat every third of its lease, until Ctrl-C (--once: one heartbeat)")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .option("--once", "send one heartbeat, print the lease and exit")
     .action(async (sessionId: string, opts: { once?: boolean }, command: Command) => {
       const cli = cliFor(command);
@@ -54,7 +55,7 @@ export function registerHold(program: Command): void {
   program
     .command("attach")
     .description("hold a session connected with an AttachSession stream until Ctrl-C, printing its notices; exits 1 when the session stops being active")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .action(async (sessionId: string, _opts: unknown, command: Command) => {
       const cli = cliFor(command);
       const hold = cli.hold(sessionId, {

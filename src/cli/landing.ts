@@ -4,6 +4,7 @@ import { ChangesetState, CommitChangesetResponseSchema, TransitionChangesetRespo
 import { cliFor } from "./client.js";
 import { jsonLine, keyValues, print } from "./output.js";
 import { changesetName } from "./sessions.js";
+import { idArgument } from "./ids.js";
 
 /** "Ada Lovelace <ada@example.com>" → its name and e-mail, as git writes an author. */
 export function parseAuthor(raw: string): { name: string; email: string } {
@@ -16,7 +17,7 @@ export function registerLanding(program: Command): void {
   program
     .command("commit")
     .description("write a changeset's work as one commit on refs/heads/berth/<changeset> in its repository (CommitChangeset); the same work gives the same commit")
-    .argument("<changeset>", "the changeset id")
+    .addArgument(idArgument("changeset", "<changeset>", "the changeset id"))
     .option("-m, --message <text>", "the commit message (default: the sessions' intent)")
     .option("--author <name-and-email>", 'the author, "Name <email>" (default: the calling agent)', parseAuthor)
     .action(async (changesetId: string, opts: { message?: string; author?: { name: string; email: string } }, command: Command) => {
@@ -29,7 +30,7 @@ export function registerLanding(program: Command): void {
   program
     .command("merge")
     .description("merge an APPROVED changeset's commit into a branch and mark it MERGED (TransitionChangeset to MERGED): fast-forward when possible, else a merge commit; refused on conflicts")
-    .argument("<changeset>", "the changeset id")
+    .addArgument(idArgument("changeset", "<changeset>", "the changeset id"))
     .option("--target <ref>", "the branch to merge into (default: the one HEAD names in the repository)")
     .option("--reason <text>", "why")
     .action(async (changesetId: string, opts: { target?: string; reason?: string }, command: Command) => {

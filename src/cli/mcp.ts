@@ -7,12 +7,13 @@ import type { Command } from "commander";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createBerthMcpServer } from "../mcp/tools.js";
 import { cliFor } from "./client.js";
+import { idOption } from "./ids.js";
 
 export function registerMcp(program: Command): void {
   program
     .command("mcp")
     .description("serve Berth's tools to an agent over MCP on stdin/stdout (docs/agents.md); the token from BERTH_TOKEN")
-    .option("--session <id>", "the session the tools act on (default: BERTH_SESSION_ID, as `berth run` sets it; else the agent calls create_session or resume_session)")
+    .addOption(idOption("session", "--session <id>", "the session the tools act on (default: BERTH_SESSION_ID, as `berth run` sets it; else the agent calls create_session or resume_session)"))
     .action(async (opts: { session?: string }, command: Command) => {
       const cli = cliFor(command);
       const session = opts.session ?? (process.env.BERTH_SESSION_ID?.trim() || undefined);

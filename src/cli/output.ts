@@ -24,6 +24,18 @@ export class CliExit extends Error {
 /** A usage error found after parsing (e.g. an unknown repository name): exit 2. */
 export class UsageError extends Error {
   override name = "UsageError";
+  /** For --json: USAGE, or what exactly (AMBIGUOUS_ID, NO_MATCHING_ID). */
+  readonly reason: string;
+  readonly details: Record<string, unknown>;
+  /** Printed under the message, indented (for people; --json has the details). */
+  readonly lines: readonly string[];
+
+  constructor(message: string, options: { reason?: string; details?: Record<string, unknown>; lines?: readonly string[] } = {}) {
+    super(message);
+    this.reason = options.reason ?? "USAGE";
+    this.details = options.details ?? {};
+    this.lines = options.lines ?? [];
+  }
 }
 
 function colourEnabled(stream: NodeJS.WriteStream): boolean {
@@ -119,7 +131,7 @@ interface Failure {
 }
 
 function describe(err: unknown, serverUrl: string): Failure {
-  if (err instanceof UsageError) return { exitCode: EXIT.usage, code: "INVALID_ARGUMENT", reason: "USAGE", message: err.message, details: {} };
+  if (err instanceof UsageError) return { exitCode: EXIT.usage, code: "INVALID_ARGUMENT", reason: err.reason, message: err.message, details: err.details };
   if (isGrpcPort(err)) {
     return {
       exitCode: EXIT.unreachable,
@@ -164,12 +176,14 @@ export function reportError(err: unknown, serverUrl: string, json = false): numb
   }
   const red = (s: string) => paint("red", s, stderrColour);
   if (!(err instanceof ConnectError) || f.reason === "GRPC_PORT" || f.reason === "UNREACHABLE") {
-    process.stderr.write(`${red("berth:")} ${f.message}\n`);
+    const under = err instanceof UsageError ? err.lines.map((l) => `  ${l}\n`).join("") : "";
+    process.stderr.write(`${red("berth:")} ${f.message}\n${under}`);
     return f.exitCode;
   }
   const lines = [`${red("berth:")} ${f.reason ? `${f.code} ${f.reason}` : f.code}: ${f.message}`];
+  // Only the metadata that says something (SYMBOL_LOCKED on a whole file has no symbol): --json keeps every key.
   for (const [k, v] of Object.entries(f.details).sort(([a], [b]) => a.localeCompare(b))) {
-    if (k !== "fieldViolations") lines.push(`  ${k}: ${String(v)}`);
+    if (k !== "fieldViolations" && String(v) !== "") lines.push(`  ${k}: ${String(v)}`);
   }
   for (const v of err.findDetails(BadRequestSchema)[0]?.fieldViolations ?? []) lines.push(`  field ${v.field}: ${v.description}`);
   process.stderr.write(`${lines.join("\n")}\n`);

@@ -14,9 +14,11 @@ export function registerRepos(program: Command): void {
     .argument("<name>", "unique name, 1–200 characters")
     .option("--source <path>", "absolute path of a git repository on the server's disk (admin role when auth is on)")
     .option("--capture-exclude <pattern...>", "what a turn's capture leaves out besides .gitignore (gitignore syntax, from the repository root)")
-    .action(async (name: string, opts: { source?: string; captureExclude?: string[] }, command: Command) => {
+    .option("-q, --quiet", "print only the repository's id (R=$(berth repos add … -q))")
+    .action(async (name: string, opts: { source?: string; captureExclude?: string[]; quiet?: boolean }, command: Command) => {
       const cli = cliFor(command);
       const res = await cli.call("registering", () => cli.workspaces.registerRepository({ name, sourcePath: opts.source ?? "", captureExclude: opts.captureExclude ?? [] }));
+      if (opts.quiet) return print(res.repository!.id);
       if (cli.json) return print(jsonLine(RegisterRepositoryResponseSchema, res));
       const r = res.repository!;
       const rows: [string, string][] = [["id", r.id], ["name", r.name], ["source", r.sourcePath], ["created", formatTime(r.createdAt)]];

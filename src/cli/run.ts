@@ -13,6 +13,7 @@ import { constants as osConstants } from "node:os";
 import { type CommanderError, InvalidArgumentError, type Command } from "commander";
 import { ConnectError, ErrorInfoSchema, OnBusy, TurnOutcome, TurnState, type DiffWorkspaceResponse, type EndTurnResponse } from "@berth/client";
 import { cliFor, type Cli } from "./client.js";
+import { resolveId } from "./ids.js";
 import { CliExit, UsageError, enumName, note, reportError } from "./output.js";
 import { RunningCommand, findProgram, sandboxUnavailable, type Exit, type SandboxPlan } from "./run-process.js";
 
@@ -133,7 +134,11 @@ export function registerRun(program: Command): void {
       } catch (err) {
         throw err instanceof CliExit ? new CliExit(RUN_EXIT.failed) : err;
       }
-      await runTurn(cli, sessionId, argv, opts);
+      // A session id's first characters name it as for every command; run's own failures exit 125.
+      const session = await resolveId(cli, "session", sessionId).catch((err: unknown) => {
+        throw err instanceof CliExit ? new CliExit(RUN_EXIT.failed) : err;
+      });
+      await runTurn(cli, session, argv, opts);
     });
 }
 

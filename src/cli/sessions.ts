@@ -4,6 +4,7 @@ import { AbandonCause, AbandonSessionResponseSchema, ChangesetState, GetWorkspac
 import { create } from "@bufbuild/protobuf";
 import { allPages, cliFor, resolveRepoIds } from "./client.js";
 import { enumName, formatTime, jsonLine, keyValues, paint, print, table, type Colour } from "./output.js";
+import { idArgument } from "./ids.js";
 
 const LIFECYCLE_COLOUR: Record<string, Colour> = { ACTIVE: "green", STRANDED: "yellow", ABANDONED: "red", DESTROYED: "grey" };
 
@@ -73,7 +74,7 @@ export function registerSessions(program: Command): void {
   sessions
     .command("strand")
     .description("strand a session, keeping its work for a later resume (StrandSession)")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .option("--reason <text>", "why")
     .action(async (sessionId: string, opts: { reason?: string }, command: Command) => {
       const cli = cliFor(command);
@@ -85,9 +86,10 @@ export function registerSessions(program: Command): void {
   sessions
     .command("resume")
     .description("resume a stranded session under a new session id (ResumeSession)")
-    .argument("<dead-session>", "the stranded session id")
+    .addArgument(idArgument("session", "<dead-session>", "the stranded session id"))
     .option("--agent <id>", "the agent resuming (default: the agent that owned the session)")
-    .action(async (deadSessionId: string, opts: { agent?: string }, command: Command) => {
+    .option("-q, --quiet", "print only the new session's id (S=$(berth sessions resume … -q))")
+    .action(async (deadSessionId: string, opts: { agent?: string; quiet?: boolean }, command: Command) => {
       const cli = cliFor(command);
       let agentId = opts.agent;
       if (agentId === undefined) {
@@ -95,6 +97,7 @@ export function registerSessions(program: Command): void {
         agentId = workspace!.agentId;
       }
       const res = await cli.call("resuming", () => cli.workspaces.resumeSession({ deadSessionId, agentId }));
+      if (opts.quiet) return print(res.newSessionId);
       if (cli.json) return print(jsonLine(ResumeSessionResponseSchema, res));
       print(keyValues([["new session", paint("green", res.newSessionId)]]));
       print(workspaceBlock(res.workspace!));
@@ -103,7 +106,7 @@ export function registerSessions(program: Command): void {
   sessions
     .command("abandon")
     .description("abandon a session: its changeset is rejected and its overlay deleted (AbandonSession)")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .option("--reason <text>", "why")
     .option("--admin", "abandon as an operator (admin role when auth is on)")
     .action(async (sessionId: string, opts: { reason?: string; admin?: boolean }, command: Command) => {
@@ -120,7 +123,7 @@ export function addShowCommand(parent: Command): void {
   parent
     .command("show")
     .description("show a session's workspace (GetWorkspace); stranded and abandoned sessions too")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .action(async (sessionId: string, _opts: unknown, command: Command) => {
       const cli = cliFor(command);
       const res = await cli.call("reading the workspace", () => cli.workspaces.getWorkspace({ sessionId }));

@@ -5,6 +5,7 @@ import { eventLine } from "./events.js";
 import { create } from "@bufbuild/protobuf";
 import { allPages, cliFor } from "./client.js";
 import { CliExit, EXIT, enumName, formatTime, jsonLine, keyValues, paint, print, table, type Colour } from "./output.js";
+import { idArgument, idOption } from "./ids.js";
 
 const OUTCOMES: Record<string, TurnOutcome> = { completed: TurnOutcome.COMPLETED, "awaiting-approval": TurnOutcome.AWAITING_APPROVAL, failed: TurnOutcome.FAILED };
 
@@ -22,14 +23,16 @@ export function registerTurns(program: Command): void {
   turns
     .command("begin")
     .description("begin a turn: reserve the session's environment, warm when possible (BeginTurn)")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .option("--id <client-turn-id>", "your id for the turn: a retried begin with the same id returns the same turn")
     .option("--reject-if-busy", "refuse (TURN_IN_PROGRESS) instead of superseding a running turn")
     .option("--map", "print the workspace map too")
-    .action(async (sessionId: string, opts: { id?: string; rejectIfBusy?: boolean; map?: boolean }, command: Command) => {
+    .option("-q, --quiet", "print only the turn's id (T=$(berth turn begin … -q))")
+    .action(async (sessionId: string, opts: { id?: string; rejectIfBusy?: boolean; map?: boolean; quiet?: boolean }, command: Command) => {
       const cli = cliFor(command);
       const onBusy = opts.rejectIfBusy ? OnBusy.REJECT : OnBusy.SUPERSEDE;
       const res = await cli.call("beginning the turn", () => cli.turns.beginTurn({ sessionId, clientTurnId: opts.id ?? "", onBusy }));
+      if (opts.quiet) return print(res.turnId);
       if (cli.json) return print(jsonLine(BeginTurnResponseSchema, res));
       print(
         keyValues([
@@ -45,7 +48,7 @@ export function registerTurns(program: Command): void {
   turns
     .command("end")
     .description("end a turn: capture the directory's changes into the overlay (EndTurn)")
-    .argument("<turn>", "the turn id")
+    .addArgument(idArgument("turn", "<turn>", "the turn id"))
     .option("--outcome <outcome>", "completed, awaiting-approval or failed", parseOutcome, TurnOutcome.COMPLETED)
     .action(async (turnId: string, opts: { outcome: TurnOutcome }, command: Command) => {
       const cli = cliFor(command);
@@ -64,7 +67,7 @@ export function registerTurns(program: Command): void {
   turns
     .command("cancel")
     .description("cancel a running turn (CancelTurn)")
-    .argument("<turn>", "the turn id")
+    .addArgument(idArgument("turn", "<turn>", "the turn id"))
     .action(async (turnId: string, _opts: unknown, command: Command) => {
       const cli = cliFor(command);
       const res = await cli.call("cancelling the turn", () => cli.turns.cancelTurn({ turnId }));
@@ -75,7 +78,7 @@ export function registerTurns(program: Command): void {
   turns
     .command("watch")
     .description("a live tail of turn and environment events (WatchTurns) until Ctrl-C")
-    .option("--session <id>", "only this session")
+    .addOption(idOption("session", "--session <id>", "only this session"))
     .action(async (opts: { session?: string }, command: Command) => {
       const cli = cliFor(command);
       process.once("SIGINT", () => process.exit(0));
@@ -91,7 +94,7 @@ export function registerTurns(program: Command): void {
   turns
     .command("ls")
     .description("list the turns of a session, or the running turns of the instance the call reaches (ListTurns; behind a load balancer, one instance)")
-    .option("--session <id>", "only this session")
+    .addOption(idOption("session", "--session <id>", "only this session"))
     .action(async (opts: { session?: string }, command: Command) => {
       const cli = cliFor(command);
       const turns = await allPages((pageToken) =>
@@ -146,7 +149,7 @@ export function registerTurns(program: Command): void {
   program
     .command("map")
     .description("print a session's workspace map (GetWorkspaceMap)")
-    .argument("<session>", "the session id")
+    .addArgument(idArgument("session", "<session>", "the session id"))
     .action(async (sessionId: string, _opts: unknown, command: Command) => {
       const cli = cliFor(command);
       const res = await cli.call("walking the workspace", () => cli.turns.getWorkspaceMap({ sessionId }));

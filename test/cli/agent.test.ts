@@ -150,6 +150,17 @@ describe("berth claim, release and who-touched", { timeout: 120_000 }, () => {
     const error = JSON.parse(refused.stderr) as { code: string; reason: string; message: string; details: Record<string, unknown> };
     expect(error).toMatchObject({ code: "FAILED_PRECONDITION", reason: "SYMBOL_LOCKED" });
     expect(error.message).not.toBe("");
+    // --json keeps every metadata key, empty ones too (a script reads fixed keys).
+    expect(error.details).toMatchObject({ path: "index.ts", symbol: "", holder_agent_name: "agent-1", locked_symbols: "" });
+
+    // For people: the reason and the fields that have values, none printed empty.
+    const told = await run("claim", b.sessionId, "index.ts");
+    expect(told.code).toBe(1);
+    const lines = told.stderr.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^berth: FAILED_PRECONDITION SYMBOL_LOCKED: index\.ts \(the file as a whole\) is claimed by agent-1 /);
+    expect(lines.slice(1)).toEqual(expect.arrayContaining(["  holder_agent_name: agent-1", "  holder_agent_id: agent-a", "  path: index.ts", `  holder_session_id: ${a.sessionId}`]));
+    expect(lines.filter((l) => /^ {2}\w+:\s*$/.test(l))).toEqual([]);
+    expect(told.stderr).not.toMatch(/^ {2}(symbol|locked_symbols):/m);
 
     await withStdin(["file", "write", a.sessionId, "index.ts"], Buffer.from("export const answer = 43;\n"));
     const who = await run("who-touched", "index.ts", "--repo", repo, "--session", b.sessionId);

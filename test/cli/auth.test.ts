@@ -11,6 +11,7 @@ import { berth } from "./helpers.js";
 const sha = (t: string) => createHash("sha256").update(t).digest("hex");
 const ALICE = randomBytes(16).toString("hex");
 const OPS = randomBytes(16).toString("hex");
+const BOB = randomBytes(16).toString("hex");
 
 describe("berth with BERTH_TOKEN", { timeout: 120_000 }, () => {
   let b: TestBerth;
@@ -20,6 +21,7 @@ describe("berth with BERTH_TOKEN", { timeout: 120_000 }, () => {
       tokens: [
         { sha256: sha(ALICE), agent_id: "alice", roles: ["agent"], repos: ["*"] },
         { sha256: sha(OPS), agent_id: "ops", roles: ["agent", "admin"] },
+        { sha256: sha(BOB), agent_id: "bob", roles: ["agent"], repos: ["*"] },
       ],
     }));
     b = await startBerth({ env: { BERTH_AUTH: "token", BERTH_AUTH_TOKENS_FILE: file } });
@@ -60,5 +62,28 @@ describe("berth with BERTH_TOKEN", { timeout: 120_000 }, () => {
     const asOps = await berth(["sessions", "abandon", workspace!.sessionId, "--admin", "--json"], { ...env, BERTH_TOKEN: OPS });
     expect(asOps.code).toBe(0);
     expect(JSON.parse(asOps.stdout)).toMatchObject({ workspace: { lifecycleState: "LIFECYCLE_STATE_ABANDONED" } });
+  });
+
+  it("resolves a short id among the caller's own sessions only: another agent's prefix names nothing", async () => {
+    const env = { BERTH_SERVER: b.server.httpUrl };
+    const added = await berth(["repos", "add", "cli-authed-ids", "-q"], { ...env, BERTH_TOKEN: ALICE });
+    expect(added.code, added.stderr).toBe(0);
+    // No --agent: the token's agent (a usage error only when nothing names one).
+    const created = await berth(["workspace", "create", "--repo", added.stdout.trim(), "--mode", "persistent", "--base", "main", "-q"], { ...env, BERTH_TOKEN: ALICE });
+    expect(created.code, created.stderr).toBe(0);
+    const sessionId = created.stdout.trim();
+    const [mine, bobs, admins] = await Promise.all([
+      berth(["sessions", "show", sessionId.slice(0, 8)], { ...env, BERTH_TOKEN: ALICE }),
+      berth(["sessions", "show", sessionId.slice(0, 8), "--json"], { ...env, BERTH_TOKEN: BOB }),
+      berth(["sessions", "show", sessionId.slice(0, 8)], { ...env, BERTH_TOKEN: OPS }),
+    ]);
+    expect(mine.code, mine.stderr).toBe(0);
+    expect(mine.stdout).toMatch(new RegExp(`^session\\s+${sessionId}$`, "m"));
+    expect(bobs.code).toBe(2);
+    expect(JSON.parse(bobs.stderr)).toMatchObject({ reason: "NO_MATCHING_ID", details: { matches: [] } });
+    expect(admins.code, admins.stderr).toBe(0);
+    // The whole id still reaches the server, which refuses bob as the owner check says.
+    const whole = await berth(["sessions", "show", sessionId, "--json"], { ...env, BERTH_TOKEN: BOB });
+    expect(JSON.parse(whole.stderr)).toMatchObject({ code: "PERMISSION_DENIED", reason: "NOT_SESSION_OWNER" });
   });
 });

@@ -1,6 +1,7 @@
 import { ClaimSymbolsResponseSchema, DescribeOtherModifiersResponseSchema, ReleaseSymbolsResponseSchema, ChangesetState } from "@berth/client";
 import { cliFor, resolveRepoIds } from "./client.js";
 import { enumName, formatTime, jsonLine, print, table } from "./output.js";
+import { idArgument, idOption } from "./ids.js";
 /** A path and its symbols; no symbols: the file as a whole. */
 function refs(path, symbols) {
     return symbols.length === 0 ? [{ path, symbol: "" }] : symbols.map((symbol) => ({ path, symbol }));
@@ -9,7 +10,7 @@ export function registerClaims(program) {
     program
         .command("claim")
         .description("claim symbols of a file before editing them, all or nothing (ClaimSymbols); SYMBOL_LOCKED names the holder")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .argument("<path>", "repository-relative path")
         .argument("[symbols...]", "qualified symbol names, e.g. TaskService.create_task; none: the file as a whole")
         .action(async (sessionId, path, symbols, _opts, command) => {
@@ -22,7 +23,7 @@ export function registerClaims(program) {
     program
         .command("release")
         .description("release claims the session holds (ReleaseSymbols); no path: every claim of the session")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .argument("[path]", "repository-relative path")
         .argument("[symbols...]", "qualified symbol names; none: the file as a whole")
         .action(async (sessionId, path, symbols, _opts, command) => {
@@ -37,7 +38,7 @@ export function registerClaims(program) {
         .description("who else touched a file, and which of its symbols (DescribeOtherModifiers)")
         .argument("<path>", "repository-relative path")
         .requiredOption("--repo <repo>", "the repository (id or name)")
-        .option("--session <id>", "leave out this session (usually your own)")
+        .addOption(idOption("session", "--session <id>", "leave out this session (usually your own)"))
         .action(async (path, opts, command) => {
         const cli = cliFor(command);
         const [repoId] = await resolveRepoIds(cli, [opts.repo]);

@@ -1,12 +1,14 @@
 import { DiffChangesetResponseSchema, DiffWorkspaceResponseSchema, RebaseWorkspaceResponseSchema } from "@berth/client";
 import { cliFor } from "./client.js";
 import { jsonLine, keyValues, print } from "./output.js";
+import { usageRule } from "./usage.js";
+import { idArgument, idOption } from "./ids.js";
 export function registerDiffs(program) {
-    program
+    const diff = program
         .command("diff")
         .description("print the unified diff of a session's overlay against its base commit (DiffWorkspace); `git apply` takes it")
-        .argument("[session]", "the session id (or --changeset)")
-        .option("--changeset <id>", "the combined diff of every session of a changeset (DiffChangeset)")
+        .addArgument(idArgument("session", "[session]", "the session id (or --changeset)"))
+        .addOption(idOption("changeset", "--changeset <id>", "the combined diff of every session of a changeset (DiffChangeset)"))
         .option("--binary", "binary files as git binary patches instead of \"Binary files … differ\"")
         .option("--stat", "the summary per path instead of the patch")
         .action(async (sessionId, opts, command) => {
@@ -14,7 +16,7 @@ export function registerDiffs(program) {
         const binary = opts.binary === true;
         const res = opts.changeset
             ? await cli.call("diffing", () => cli.workspaces.diffChangeset({ changesetId: opts.changeset, binary }))
-            : await cli.call("diffing", () => cli.workspaces.diffWorkspace({ sessionId: sessionId ?? "", binary }));
+            : await cli.call("diffing", () => cli.workspaces.diffWorkspace({ sessionId: sessionId, binary }));
         if (cli.json)
             return print("conflicts" in res ? jsonLine(DiffChangesetResponseSchema, res) : jsonLine(DiffWorkspaceResponseSchema, res));
         if (opts.stat) {
@@ -32,10 +34,19 @@ export function registerDiffs(program) {
             process.stderr.write(`berth: ${res.conflicts.length} path(s) differ between the changeset's sessions: ${res.conflicts.map((c) => c.path).join(", ")}\n`);
         }
     });
+    usageRule(diff, (c) => {
+        const session = c.processedArgs[0];
+        const changeset = c.opts().changeset;
+        if (session === undefined && changeset === undefined)
+            return "error: missing required argument 'session' (or --changeset <id>)";
+        if (session !== undefined && changeset !== undefined)
+            return "error: give a session or --changeset <id>, not both";
+        return undefined;
+    });
     program
         .command("rebase")
         .description("move a session's workspace onto another commit, merging its overlay three-way (RebaseWorkspace)")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .requiredOption("--onto <rev>", "a commit id or ref of the repository")
         .action(async (sessionId, opts, command) => {
         const cli = cliFor(command);

@@ -6,6 +6,7 @@ import { readFile } from "node:fs/promises";
 import { DeleteFileResponseSchema, FileChange, FileSource, ListFilesResponseSchema, WriteFileResponseSchema } from "@berth/client";
 import { allPages, cliFor } from "./client.js";
 import { enumName, jsonLine, keyValues, paint, print, table, UsageError } from "./output.js";
+import { idArgument } from "./ids.js";
 async function readStdin() {
     const chunks = [];
     for await (const chunk of process.stdin)
@@ -27,7 +28,7 @@ export function registerFiles(program) {
     file
         .command("ls")
         .description("list the merged view of the base and the overlay (ListFiles), every page")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .option("--prefix <prefix>", "only paths starting with this")
         .action(async (sessionId, opts, command) => {
         const cli = cliFor(command);
@@ -41,7 +42,7 @@ export function registerFiles(program) {
     file
         .command("cat")
         .description("print a file's bytes (ReadFile): the overlay's, else the base's")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .argument("<path>", "repository-relative path")
         .action(async (sessionId, path, _opts, command) => {
         const cli = cliFor(command);
@@ -53,7 +54,7 @@ export function registerFiles(program) {
     file
         .command("write")
         .description("write a file into the overlay (WriteFile) from a local file, or from stdin when none is given (or -)")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .argument("<path>", "repository-relative path")
         .argument("[local-file]", "where the content comes from; default: stdin")
         .option("--expect-hash <sha256>", "write only if the current content has this hash")
@@ -94,7 +95,7 @@ export function registerFiles(program) {
     file
         .command("rm")
         .description("delete a file in the overlay (DeleteFile): a tombstone over the base")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .argument("<path>", "repository-relative path")
         .option("--expect-hash <sha256>", "delete only if the current content has this hash")
         .action(async (sessionId, path, opts, command) => {

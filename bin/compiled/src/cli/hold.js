@@ -3,6 +3,7 @@ import { cliFor } from "./client.js";
 import { jsonLine, note, print } from "./output.js";
 import { eventLine } from "./events.js";
 import { codeName } from "../transport/status.js";
+import { idArgument } from "./ids.js";
 /** Holds until a signal (exit 0) or the hold ends by itself (the session stopped being active: exit 1). */
 async function holdUntilSignal(cli, hold, sessionId) {
     const stopped = new Promise((resolve) => {
@@ -29,7 +30,7 @@ export function registerHold(program) {
     program
         .command("heartbeat")
         .description("keep a session connected with a Heartbeat every third of its lease, until Ctrl-C (--once: one heartbeat)")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .option("--once", "send one heartbeat, print the lease and exit")
         .action(async (sessionId, opts, command) => {
         const cli = cliFor(command);
@@ -46,7 +47,7 @@ export function registerHold(program) {
     program
         .command("attach")
         .description("hold a session connected with an AttachSession stream until Ctrl-C, printing its notices; exits 1 when the session stops being active")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .action(async (sessionId, _opts, command) => {
         const cli = cliFor(command);
         const hold = cli.hold(sessionId, {

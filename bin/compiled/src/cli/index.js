@@ -6,6 +6,8 @@ import { registerDiffs } from "./diffs.js";
 import { registerEvents } from "./events.js";
 import { registerFiles } from "./files.js";
 import { registerHold } from "./hold.js";
+import { resolveDeclaredIds } from "./ids.js";
+import { checkUsage } from "./usage.js";
 import { registerLanding } from "./landing.js";
 import { registerMcp } from "./mcp.js";
 import { registerRepos } from "./repos.js";
@@ -17,7 +19,13 @@ import { registerWorkspace } from "./workspace.js";
 export function registerClientCommands(program) {
     program
         .option("--server <url>", `the berth server's HTTP (Connect) URL (default: BERTH_SERVER, else http://BERTH_HTTP_ADDR, else ${DEFAULT_SERVER}); the token comes from BERTH_TOKEN`)
-        .option("--json", "machine-readable output: the response's proto3 JSON (events watch: one event per line); errors as one JSON line on stderr");
+        .option("--json", "machine-readable output: the response's proto3 JSON (events watch: one event per line); errors as one JSON line on stderr")
+        // Usage first, with no server call; then session, turn and changeset ids given by their first characters (src/cli/ids.ts).
+        .hook("preAction", async (_program, command) => {
+        checkUsage(command);
+        await resolveDeclaredIds(command);
+    })
+        .addHelpText("after", "\nIds: a session, turn or changeset id may be given by its first characters (the 8 that tables and\nevents show) when they name one id; several or none is a usage error (exit 2) listing the matches.\nExit codes: 0 done, 1 the server refused or failed, 2 usage, 3 the server is unreachable\n(berth run: the command's own code; its own failures 124-127).");
     registerRepos(program);
     registerWorkspace(program);
     registerFiles(program);

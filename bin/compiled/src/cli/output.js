@@ -22,6 +22,17 @@ export class CliExit extends Error {
 /** A usage error found after parsing (e.g. an unknown repository name): exit 2. */
 export class UsageError extends Error {
     name = "UsageError";
+    /** For --json: USAGE, or what exactly (AMBIGUOUS_ID, NO_MATCHING_ID). */
+    reason;
+    details;
+    /** Printed under the message, indented (for people; --json has the details). */
+    lines;
+    constructor(message, options = {}) {
+        super(message);
+        this.reason = options.reason ?? "USAGE";
+        this.details = options.details ?? {};
+        this.lines = options.lines ?? [];
+    }
 }
 function colourEnabled(stream) {
     const noColor = process.env.NO_COLOR;
@@ -94,7 +105,7 @@ function isGrpcPort(err) {
 }
 function describe(err, serverUrl) {
     if (err instanceof UsageError)
-        return { exitCode: EXIT.usage, code: "INVALID_ARGUMENT", reason: "USAGE", message: err.message, details: {} };
+        return { exitCode: EXIT.usage, code: "INVALID_ARGUMENT", reason: err.reason, message: err.message, details: err.details };
     if (isGrpcPort(err)) {
         return {
             exitCode: EXIT.unreachable,
@@ -139,12 +150,14 @@ export function reportError(err, serverUrl, json = false) {
     }
     const red = (s) => paint("red", s, stderrColour);
     if (!(err instanceof ConnectError) || f.reason === "GRPC_PORT" || f.reason === "UNREACHABLE") {
-        process.stderr.write(`${red("berth:")} ${f.message}\n`);
+        const under = err instanceof UsageError ? err.lines.map((l) => `  ${l}\n`).join("") : "";
+        process.stderr.write(`${red("berth:")} ${f.message}\n${under}`);
         return f.exitCode;
     }
     const lines = [`${red("berth:")} ${f.reason ? `${f.code} ${f.reason}` : f.code}: ${f.message}`];
+    // Only the metadata that says something (SYMBOL_LOCKED on a whole file has no symbol): --json keeps every key.
     for (const [k, v] of Object.entries(f.details).sort(([a], [b]) => a.localeCompare(b))) {
-        if (k !== "fieldViolations")
+        if (k !== "fieldViolations" && String(v) !== "")
             lines.push(`  ${k}: ${String(v)}`);
     }
     for (const v of err.findDetails(BadRequestSchema)[0]?.fieldViolations ?? [])

@@ -13,6 +13,7 @@ import { constants as osConstants } from "node:os";
 import { InvalidArgumentError } from "commander";
 import { ConnectError, ErrorInfoSchema, OnBusy, TurnOutcome, TurnState } from "@berth/client";
 import { cliFor } from "./client.js";
+import { resolveId } from "./ids.js";
 import { CliExit, UsageError, enumName, note, reportError } from "./output.js";
 import { RunningCommand, findProgram, sandboxUnavailable } from "./run-process.js";
 /** `run`'s own exit codes, apart from the command's (as `timeout` and `env` keep theirs). */
@@ -116,7 +117,11 @@ export function registerRun(program) {
         catch (err) {
             throw err instanceof CliExit ? new CliExit(RUN_EXIT.failed) : err;
         }
-        await runTurn(cli, sessionId, argv, opts);
+        // A session id's first characters name it as for every command; run's own failures exit 125.
+        const session = await resolveId(cli, "session", sessionId).catch((err) => {
+            throw err instanceof CliExit ? new CliExit(RUN_EXIT.failed) : err;
+        });
+        await runTurn(cli, session, argv, opts);
     });
 }
 const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"];

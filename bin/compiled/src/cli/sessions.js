@@ -2,6 +2,7 @@ import { AbandonCause, AbandonSessionResponseSchema, ChangesetState, GetWorkspac
 import { create } from "@bufbuild/protobuf";
 import { allPages, cliFor, resolveRepoIds } from "./client.js";
 import { enumName, formatTime, jsonLine, keyValues, paint, print, table } from "./output.js";
+import { idArgument } from "./ids.js";
 const LIFECYCLE_COLOUR = { ACTIVE: "green", STRANDED: "yellow", ABANDONED: "red", DESTROYED: "grey" };
 export function lifecycleName(state) {
     const name = enumName(LifecycleState, state, "");
@@ -58,7 +59,7 @@ export function registerSessions(program) {
     sessions
         .command("strand")
         .description("strand a session, keeping its work for a later resume (StrandSession)")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .option("--reason <text>", "why")
         .action(async (sessionId, opts, command) => {
         const cli = cliFor(command);
@@ -70,8 +71,9 @@ export function registerSessions(program) {
     sessions
         .command("resume")
         .description("resume a stranded session under a new session id (ResumeSession)")
-        .argument("<dead-session>", "the stranded session id")
+        .addArgument(idArgument("session", "<dead-session>", "the stranded session id"))
         .option("--agent <id>", "the agent resuming (default: the agent that owned the session)")
+        .option("-q, --quiet", "print only the new session's id (S=$(berth sessions resume … -q))")
         .action(async (deadSessionId, opts, command) => {
         const cli = cliFor(command);
         let agentId = opts.agent;
@@ -80,6 +82,8 @@ export function registerSessions(program) {
             agentId = workspace.agentId;
         }
         const res = await cli.call("resuming", () => cli.workspaces.resumeSession({ deadSessionId, agentId }));
+        if (opts.quiet)
+            return print(res.newSessionId);
         if (cli.json)
             return print(jsonLine(ResumeSessionResponseSchema, res));
         print(keyValues([["new session", paint("green", res.newSessionId)]]));
@@ -88,7 +92,7 @@ export function registerSessions(program) {
     sessions
         .command("abandon")
         .description("abandon a session: its changeset is rejected and its overlay deleted (AbandonSession)")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .option("--reason <text>", "why")
         .option("--admin", "abandon as an operator (admin role when auth is on)")
         .action(async (sessionId, opts, command) => {
@@ -105,7 +109,7 @@ export function addShowCommand(parent) {
     parent
         .command("show")
         .description("show a session's workspace (GetWorkspace); stranded and abandoned sessions too")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .action(async (sessionId, _opts, command) => {
         const cli = cliFor(command);
         const res = await cli.call("reading the workspace", () => cli.workspaces.getWorkspace({ sessionId }));

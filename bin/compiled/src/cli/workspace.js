@@ -4,6 +4,8 @@ import { CreateWorkspaceResponseSchema, DestroyWorkspaceResponseSchema, Workspac
 import { cliFor, resolveRepoIds } from "./client.js";
 import { jsonLine, print } from "./output.js";
 import { addShowCommand, workspaceBlock } from "./sessions.js";
+import { missingOption, usageRule } from "./usage.js";
+import { idArgument, idOption } from "./ids.js";
 function parseMode(raw) {
     switch (raw.trim().toLowerCase().replace(/^workspace_mode_/, "")) {
         case "ephemeral":
@@ -21,7 +23,7 @@ function parseSeconds(raw) {
 }
 export function registerWorkspace(program) {
     const workspace = program.command("workspace").description("an agent's workspace: an overlay on a base commit, tied to a changeset");
-    workspace
+    const create = workspace
         .command("create")
         .description("open a workspace for a new session (CreateWorkspace); an ephemeral one is stranded after its lease without heartbeats (berth heartbeat, berth attach)")
         .requiredOption("--repo <repo>", "the repository (id or name)")
@@ -31,8 +33,9 @@ export function registerWorkspace(program) {
         .option("--agent <id>", "the agent's identity (default: BERTH_AGENT; with auth on, the token's)")
         .option("--name <agent-name>", "the agent's name in the repository (default: the next agent-N)")
         .option("--intent <text>", "what the agent sets out to do")
-        .option("--changeset <id>", "join an existing changeset instead of starting a DRAFT one")
+        .addOption(idOption("changeset", "--changeset <id>", "join an existing changeset instead of starting a DRAFT one"))
         .option("--session <id>", "the session id (UUID; default: minted)")
+        .option("-q, --quiet", "print only the session's id (S=$(berth workspace create … -q))")
         .action(async (opts, command) => {
         const cli = cliFor(command);
         const [repoId] = await resolveRepoIds(cli, [opts.repo]);
@@ -47,15 +50,21 @@ export function registerWorkspace(program) {
             changesetId: opts.changeset ?? "",
             sessionId: opts.session ?? "",
         }));
+        if (opts.quiet)
+            return print(res.workspace.sessionId);
         if (cli.json)
             return print(jsonLine(CreateWorkspaceResponseSchema, res));
         print(workspaceBlock(res.workspace));
     });
+    // Without a token the server takes the agent from the request: no agent, no workspace.
+    usageRule(create, (c) => c.opts().agent === undefined && !process.env.BERTH_AGENT?.trim() && !process.env.BERTH_TOKEN?.trim()
+        ? missingOption("--agent <id>", "or BERTH_AGENT; with auth on, BERTH_TOKEN's agent")
+        : undefined);
     addShowCommand(workspace);
     workspace
         .command("destroy")
         .description("destroy a session's workspace; the session ends (DestroyWorkspace)")
-        .argument("<session>", "the session id")
+        .addArgument(idArgument("session", "<session>", "the session id"))
         .action(async (sessionId, _opts, command) => {
         const cli = cliFor(command);
         const res = await cli.call("destroying the workspace", () => cli.workspaces.destroyWorkspace({ sessionId }));
