@@ -1,8 +1,10 @@
 /**
- * The README's tour with the berth command, run as written: the commands are read from its
- * "The tour with the berth command" block and run with sh against a real server and a real git
- * repository, the ids the README abbreviates (5e2b…, c9f0…, …) replaced by those the commands
- * before printed, and `… &` run in the background as a shell would.
+ * The README's tour with the berth command, run as pasted: the lines of its "The tour with the
+ * berth command" block run one after another with sh against a real server and a real git
+ * repository, the variables they set (`A=$(…)`) kept for the lines after, `… &` left running
+ * in the background as a shell would; and what each line prints (stdout and stderr, in the
+ * order written, as a terminal shows them) must be what the README shows under it
+ * (./readme-tour.ts says what the README may shorten).
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -13,20 +15,49 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { BIN, ROOT } from "../cli/helpers.js";
 import { run } from "./helpers.js";
+import { differences, readmeSteps, Tokens } from "./readme-tour.js";
 
-/** The tour's commands, comments and blank lines left out. */
-function tourCommands(): string[] {
-  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("## The tour with the berth command"), readme.indexOf("## The contract"));
-  const block = /```sh\n([\s\S]*?)```/.exec(section)![1]!;
-  return block.split("\n").filter((l) => l !== "" && !l.startsWith("#"));
+/** `NAME=$(…)` alone on a line: a variable the lines after use. */
+const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)=\$\(/;
+
+interface Background {
+  readonly lines: string[];
+  readonly exited: Promise<number | null>;
+  /** Resolves once n lines have been printed. */
+  lineCount(n: number): Promise<void>;
 }
 
-/** The value of a "key  value" line of the command's output. */
-function field(stdout: string, key: string): string {
-  const m = new RegExp(`^${key}\\s+(\\S+)`, "m").exec(stdout);
-  if (!m) throw new Error(`no "${key}" in:\n${stdout}`);
-  return m[1]!;
+/** Runs `script` with sh, stderr into stdout (one stream, in order); the value of `variable` afterwards on fd 3. */
+function sh(script: string, env: NodeJS.ProcessEnv, variable?: string): Promise<{ code: number | null; output: string; value: string }> {
+  return new Promise((resolve, reject) => {
+    const tail = variable ? `\nprintf '%s' "$${variable}" >&3` : "";
+    const child = spawn("sh", ["-c", `exec 2>&1\n${script}${tail}`], { env, stdio: ["ignore", "pipe", "ignore", "pipe"] });
+    let output = "";
+    let value = "";
+    child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
+    (child.stdio[3] as NodeJS.ReadableStream).on("data", (d: Buffer) => (value += d.toString()));
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, output, value }));
+  });
+}
+
+/** Starts `script` in the background, stderr into stdout, collecting its lines. */
+function background(script: string, env: NodeJS.ProcessEnv): Background {
+  const child = spawn("sh", ["-c", `exec 2>&1\n${script}`], { env, stdio: ["ignore", "pipe", "ignore"] });
+  const lines: string[] = [];
+  const waiters: (() => void)[] = [];
+  createInterface({ input: child.stdout }).on("line", (l) => {
+    lines.push(l);
+    for (const w of waiters.splice(0)) w();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return {
+    lines,
+    exited,
+    async lineCount(n) {
+      while (lines.length < n) await Promise.race([new Promise<void>((r) => waiters.push(r)), exited.then(() => Promise.reject(new Error(`exited after ${lines.length} line(s): ${lines.join("\n")}`)))]);
+    },
+  };
 }
 
 describe("the README's berth command tour", () => {
@@ -41,7 +72,7 @@ describe("the README's berth command tour", () => {
     await berth?.close();
   });
 
-  it("runs every command of the tour: two agents, files, claims, a turn, strand and resume while attached, and the merged commit", { timeout: 240_000 }, async () => {
+  it("runs every line as pasted, each printing what the README shows: two agents, files, claims, a turn, strand and resume while held, the merged commit", { timeout: 240_000 }, async () => {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       BERTH_SERVER: berth.server.httpUrl,
@@ -52,54 +83,46 @@ describe("the README's berth command tour", () => {
       GIT_COMMITTER_EMAIL: "t@example.com",
     };
     delete env["BERTH_TOKEN"];
-    const vars: Record<string, string> = { "/tmp/berth-tour": dir, "npx berth": `${process.execPath} ${BIN}` };
-    const commands = tourCommands();
-    expect(commands.some((c) => c.includes("berth attach"))).toBe(true);
+    // The README's repository path is a fresh directory here, and `npx berth` this checkout's command.
+    const toLocal = (line: string) => line.replaceAll("/tmp/berth-tour", dir).replaceAll("npx berth", `${process.execPath} ${BIN}`);
+    const toReadme = (text: string) => text.replaceAll(dir, "/tmp/berth-tour");
 
-    let attach: { lines: string[]; exited: Promise<number | null>; stderr: () => string } | undefined;
-    let workspaces = 0;
+    const steps = readmeSteps(ROOT, "## The tour with the berth command");
+    expect(steps.some((s) => s.command.endsWith(" &"))).toBe(true);
+    expect(steps.filter((s) => ASSIGNMENT.test(s.command)).length).toBeGreaterThanOrEqual(4);
+
+    const tokens = new Tokens();
+    const problems: string[] = [];
+    const held: Background[] = [];
     let last = "";
-    for (const command of commands) {
-      let cmd = command;
-      for (const [k, v] of Object.entries(vars)) cmd = cmd.replaceAll(k, v);
-      if (cmd.endsWith(" &")) {
-        const child = spawn("sh", ["-c", cmd.slice(0, -2)], { env, stdio: ["ignore", "pipe", "pipe"] });
-        const lines: string[] = [];
-        let stderr = "";
-        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-        const firstLine = new Promise<void>((resolve) => createInterface({ input: child.stdout }).on("line", (l) => (lines.push(l), resolve())));
-        attach = { lines, exited: new Promise((resolve) => child.once("exit", (code) => resolve(code))), stderr: () => stderr };
-        await firstLine;
-        continue;
+    for (const step of steps) {
+      const line = toLocal(step.command);
+      let printed: string;
+      if (line.endsWith(" &")) {
+        const b = background(line.slice(0, -2), env);
+        held.push(b);
+        await b.lineCount(step.shown.length);
+        printed = b.lines.slice(0, step.shown.length).join("\n");
+      } else {
+        const variable = ASSIGNMENT.exec(line)?.[1];
+        const r = await sh(line, env, variable);
+        expect(r.code, `${step.command}\n${r.output}`).toBe(0);
+        if (variable) {
+          expect(r.value, `${step.command} set no ${variable}\n${r.output}`).not.toBe("");
+          env[variable] = r.value;
+        }
+        printed = r.output;
       }
-      const r = await run("sh", ["-c", cmd], { env });
-      expect(r.code, `${cmd}\n${r.stderr}`).toBe(0);
-      last = r.stdout;
-      if (command.includes("berth workspace create")) {
-        const [session, changeset] = [field(r.stdout, "session"), field(r.stdout, "changeset")];
-        if (workspaces++ === 0) Object.assign(vars, { "5e2b…": session, "c9f0…": changeset });
-        else vars["7d41…"] = session;
-      }
-      if (command.includes("berth turn begin")) vars["e3b1…"] = field(r.stdout, "turn");
-      if (command.includes("berth sessions resume")) vars["9a0c…"] = field(r.stdout, "new session");
-      if (command.includes("berth who-touched")) expect(r.stdout).toMatch(/modified by agent-1/);
-      if (command.includes("berth claim")) {
-        // Refused for the reason the tour says (the echo after || would follow any failure).
-        expect(r.stdout).toMatch(/refused: agent-1 holds it/);
-        expect(r.stderr).toMatch(/SYMBOL_LOCKED/);
-      }
-      if (command.includes("berth file cat")) expect(r.stdout).toBe("hello\n");
-      if (command.includes("berth sessions strand")) {
-        // The attach held the ephemeral session until it was stranded under it, and then said so.
-        expect(await attach!.exited).toBe(1);
-        expect(attach!.stderr()).toMatch(/is no longer active/);
-      }
+      last = printed;
+      for (const d of differences(step.shown, toReadme(printed), tokens)) problems.push(`${step.command}\n  ${d}`);
     }
-    expect(attach!.lines[0]).toMatch(new RegExp(`^attached to session ${vars["5e2b…"]}`));
+    expect(problems, `what the README shows differs from what was printed:\n${problems.join("\n")}`).toEqual([]);
+
+    // The heartbeat held the ephemeral session until it was stranded under it (and, by its next beat, resumed), then said so and exited 1.
+    expect(await held[0]!.exited).toBe(1);
+    expect(held[0]!.lines.slice(1).join("\n")).toMatch(/is no longer active|SESSION_STRANDED|SESSION_RESUMED/);
     const lines = last.trim().split("\n");
-    expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^[0-9a-f]+ Say hello$/);
-    expect(lines[1]).toMatch(/^[0-9a-f]+ start$/);
     // main is checked out in the tour's repository: the merge brought its work tree along.
     const status = await run("git", ["-C", dir, "status", "--porcelain"], { env });
     expect(status.stdout).toBe("");
