@@ -10,9 +10,15 @@
  * - any other `…` stands for any text;
  * - times (`2026-05-01 12:00:00`, `2026-05-01T12:00:00.000Z`) stand for any time;
  * - a run of two or more spaces (table and key/value alignment) for any run of two or more.
+ *
+ * runTour runs the steps as pasted into one shell would: one after another with sh, the
+ * variables a line sets (`A=$(…)`) kept for the lines after, `… &` left running in the
+ * background, each line's stderr into its stdout (in the order written, as a terminal shows).
  */
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { createInterface } from "node:readline";
 
 export interface Step {
   /** The command line as written (trailing comments included: the shell ignores them). */
@@ -114,4 +120,91 @@ export function differences(shown: readonly string[], printed: string, tokens: T
     });
   }
   return out;
+}
+
+/** `NAME=$(…)` at the start of a line: a variable the lines after use. */
+const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)=\$\(/;
+
+/** A line left running in the background. */
+export interface Background {
+  readonly lines: string[];
+  readonly exited: Promise<number | null>;
+}
+
+/** Runs `script` with sh, stderr into stdout; the value of `variable` afterwards comes on fd 3. */
+function sh(script: string, env: NodeJS.ProcessEnv, variable?: string): Promise<{ code: number | null; output: string; value: string }> {
+  return new Promise((resolve, reject) => {
+    const tail = variable ? `\nprintf '%s' "$${variable}" >&3` : "";
+    const child = spawn("sh", ["-c", `exec 2>&1\n${script}${tail}`], { env, stdio: ["ignore", "pipe", "ignore", "pipe"] });
+    let output = "";
+    let value = "";
+    child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
+    (child.stdio[3] as NodeJS.ReadableStream).on("data", (d: Buffer) => (value += d.toString()));
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, output, value }));
+  });
+}
+
+/** Starts `script` in the background, stderr into stdout; resolves once it has printed `count` lines. */
+async function background(script: string, env: NodeJS.ProcessEnv, count: number): Promise<Background> {
+  const child = spawn("sh", ["-c", `exec 2>&1\n${script}`], { env, stdio: ["ignore", "pipe", "ignore"] });
+  const lines: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    if (count === 0) resolve();
+    createInterface({ input: child.stdout }).on("line", (l) => {
+      lines.push(l);
+      if (lines.length === count) resolve();
+    });
+    void exited.then(() => reject(new Error(`${script} exited after ${lines.length} line(s): ${lines.join("\n")}`)));
+  });
+  return { lines, exited };
+}
+
+export interface TourOptions {
+  /** The environment of the first line; the variables lines set are added to it. */
+  readonly env: NodeJS.ProcessEnv;
+  /** The line as run here (paths, the berth command). */
+  readonly toLocal: (line: string) => string;
+  /** What a line printed as the README would show it (paths back). */
+  readonly toReadme: (printed: string) => string;
+}
+
+export interface TourResult {
+  /** Every difference between what a line printed and what the README shows, with its line. */
+  readonly problems: string[];
+  /** The lines left running, in order. */
+  readonly background: Background[];
+  /** What each step printed, in order. */
+  readonly printed: string[];
+}
+
+/** Runs the steps (./readme-tour.ts above); a line that fails (exit ≠ 0) fails the tour. */
+export async function runTour(steps: readonly Step[], options: TourOptions): Promise<TourResult> {
+  const env = { ...options.env };
+  const tokens = new Tokens();
+  const problems: string[] = [];
+  const held: Background[] = [];
+  const printed: string[] = [];
+  for (const step of steps) {
+    const line = options.toLocal(step.command);
+    let out: string;
+    if (line.endsWith(" &")) {
+      const b = await background(line.slice(0, -2), env, step.shown.length);
+      held.push(b);
+      out = b.lines.slice(0, step.shown.length).join("\n");
+    } else {
+      const variable = ASSIGNMENT.exec(line)?.[1];
+      const r = await sh(line, env, variable);
+      if (r.code !== 0) throw new Error(`${step.command}\nexited ${r.code}:\n${r.output}`);
+      if (variable) {
+        if (r.value === "") throw new Error(`${step.command}\nset no ${variable}:\n${r.output}`);
+        env[variable] = r.value;
+      }
+      out = r.output;
+    }
+    printed.push(out);
+    for (const d of differences(step.shown, options.toReadme(out), tokens)) problems.push(`${step.command}\n  ${d}`);
+  }
+  return { problems, background: held, printed };
 }
