@@ -180,12 +180,18 @@ export class Capture {
    */
   async commitMessages(ws: Workspace, env: Environment): Promise<AgentCommits> {
     const none: AgentCommits = { head: undefined, messages: [] };
-    const base = await this.deps.baseOf(ws);
-    if (!base) return none;
-    const head = await headCommit(env.path);
-    if (head !== undefined && (head === base.commit || head === env.headSeen)) return none;
-    if ((await gitCannotRead(env.path, [], RULE_FILE_MAX_BYTES)) !== undefined) return none;
-    const found = await agentCommits(env.path, base.commit, env.headSeen, COMMIT_MESSAGES_TIMEOUT_MS);
+    let found: AgentCommits | undefined;
+    try {
+      const base = await this.deps.baseOf(ws);
+      if (!base) return none;
+      const head = await headCommit(env.path);
+      if (head !== undefined && (head === base.commit || head === env.headSeen)) return none;
+      if ((await gitCannotRead(env.path, [], RULE_FILE_MAX_BYTES)) !== undefined) return none;
+      found = await agentCommits(env.path, base.commit, env.headSeen, COMMIT_MESSAGES_TIMEOUT_MS);
+    } catch (err) {
+      this.deps.logger.warn({ err, path: env.path, workspaceId: ws.workspaceId }, "turn: reading the agent's own commits in the environment failed; their messages are not kept");
+      return none;
+    }
     if (!found) this.deps.logger.warn({ path: env.path, workspaceId: ws.workspaceId }, "turn: git could not list the agent's own commits in the environment (HEAD not a commit, or git failed or timed out); their messages are not kept");
     return found ?? none;
   }
