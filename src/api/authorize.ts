@@ -51,6 +51,15 @@ export function showsServerPaths(principal: Principal): boolean {
   return actsForAnyone(principal);
 }
 
+/**
+ * Throws PERMISSION_DENIED ROLE_REQUIRED (role admin) when the caller would not be shown
+ * server-side paths and asked, in `field`, for a call that is of no use without them.
+ */
+export function requireServerPaths(principal: Principal, field: string): void {
+  if (showsServerPaths(principal)) return;
+  throw permissionDenied("ROLE_REQUIRED", `the admin role is required: ${field} asks for a server-side path, which Berth shows to admins only (a token with the admin role, or auth off)`, { role: "admin", field });
+}
+
 /** What the grant checks need of the registry. */
 export interface RepositoryCatalogue {
   repository(id: string): Promise<Repository>;

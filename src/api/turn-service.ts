@@ -7,11 +7,11 @@ import { BerthError } from "../platform/errors.js";
 import type { EventHub } from "../delivery/hub.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import { outcomeEnum, outcomeName } from "../platform/proto-enums.js";
-import { compareTurnKeys, LiveCheckStale, TurnRaceLost, turnKey, type Placement, type StoredTurnKey, type Turn, type TurnKey, type TurnScheduler } from "../turns/scheduler.js";
+import { compareTurnKeys, LiveCheckStale, TurnRaceLost, turnKey, type Placement, type StoredTurnKey, type Turn, type TurnExit, type TurnKey, type TurnScheduler } from "../turns/scheduler.js";
 import type { TurnStateName } from "../turns/store.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
 import { actsFor, ownedLiveSession, ownedSession } from "./session-access.js";
-import { eventForCaller, mayUseRepository, repositoryVisibility, requireRole, showsServerPaths } from "./authorize.js";
+import { eventForCaller, mayUseRepository, repositoryVisibility, requireRole, requireServerPaths, showsServerPaths } from "./authorize.js";
 import { isForwarded, serveOrForward, type TurnForwarder } from "./turn-routing.js";
 import { addPoolStats, type PoolStats } from "../turns/pool.js";
 import { Check } from "./validate.js";
@@ -31,7 +31,23 @@ export interface TurnServiceDeps {
    * Absent: every call is served here (one instance).
    */
   readonly forwarder?: TurnForwarder;
+  /**
+   * This instance, as BeginTurn names the one whose disk holds the environment (a client that
+   * cannot reach the directory tells its user where to run); read per call: its name and address
+   * are known once the ports are bound.
+   */
+  readonly self?: InstanceSelf;
 }
+
+/** How this instance is known: its id, stable name and advertised gRPC address (empty until known). */
+export interface InstanceSelf {
+  readonly instanceId: string;
+  readonly name: string;
+  readonly address: string;
+}
+
+/** EndTurnRequest.exit_signal: a signal's name as Node and kill(1) spell them. */
+const EXIT_SIGNAL = { max: 32, pattern: /^SIG[A-Z0-9]{2,28}$/, patternDescription: 'a signal name ("SIG" and capital letters or digits, such as SIGTERM)' };
 
 const CLIENT_TURN_ID = { max: 128, pattern: /^[A-Za-z0-9][A-Za-z0-9._:@/-]*$/, patternDescription: "letters, digits and . _ : @ / - (starting with a letter or digit)" };
 
@@ -55,7 +71,23 @@ export function turnToWire(t: Turn, paths: boolean): MessageInitShape<typeof Tur
     warm: t.warm,
     startedAt: timestampFromMs(t.startedAt),
     ...(t.endedAt !== null && t.state !== "running" ? { endedAt: timestampFromMs(t.endedAt) } : {}),
+    ...(t.exit.code !== undefined ? { exitCode: t.exit.code } : {}),
+    exitSignal: t.exit.signal ?? "",
+    commitMessages: [...(t.commitMessages ?? [])],
   };
+}
+
+/**
+ * EndTurn's exit_code (0 to 255) and exit_signal, at most one of them (a command exits, or a
+ * signal kills it). Its violations go to `c`, whose done() throws before the result is used.
+ */
+function turnExit(c: Check, code: number | undefined, signal: string): TurnExit {
+  if (code !== undefined) c.range("exit_code", code, 0, 255);
+  if (signal !== "" && !(signal.length <= EXIT_SIGNAL.max && EXIT_SIGNAL.pattern.test(signal))) {
+    c.add("exit_signal", "INVALID_FORMAT", `must be ${EXIT_SIGNAL.patternDescription}, got ${JSON.stringify(signal.slice(0, 64))}`);
+  }
+  if (code !== undefined && signal !== "") c.add("exit_signal", "MUTUALLY_EXCLUSIVE", `set with exit_code ${code}: a command either exits with a status or is killed by a signal; give one`);
+  return { ...(code !== undefined ? { code } : {}), ...(signal !== "" ? { signal } : {}) };
 }
 
 export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof TurnService> {
@@ -99,6 +131,8 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const clientTurnId = c.text("client_turn_id", req.clientTurnId, CLIENT_TURN_ID);
       const onBusy = c.enumValue("on_busy", req.onBusy, OnBusy, false);
       c.done();
+      // Nothing is looked at, let alone begun, for a caller who asked for a path it would not be shown.
+      if (req.requireEnvironmentPath) requireServerPaths(ctx.principal, "require_environment_path");
       // A warm start: the liveness probe of the parked environment starts now, beside the check.
       const ahead = turns.probeAhead(sessionId!);
       // Warm, on a session held live here: checked on its live object, and the row's check folded
@@ -119,11 +153,14 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
         if (ws.lifecycle === "active") registry.touch(ws);
         ctx.logFields.turnId = r.turn.id;
         ctx.logFields.warm = r.turn.warm;
+        const paths = showsServerPaths(ctx.principal);
         const fields = {
           turnId: r.turn.id,
-          environmentPath: showsServerPaths(ctx.principal) ? r.turn.environmentPath : "",
+          environmentPath: paths ? r.turn.environmentPath : "",
           warm: r.turn.warm,
           supersededTurnId: r.supersededTurnId,
+          // Served here, so the environment is on this instance's disk (a forwarded BeginTurn is served by its holder).
+          ...(paths && deps.self ? { environmentInstance: { instanceId: deps.self.instanceId, instanceName: deps.self.name, advertiseAddress: deps.self.address } } : {}),
         };
         return responseWithMap(BeginTurnResponseSchema, fields, "workspaceMap", r.map);
       };
@@ -155,11 +192,12 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       const c = new Check();
       const turnId = c.uuid("turn_id", req.turnId);
       const outcome = c.enumValue("outcome", req.outcome, TurnOutcome);
+      const exit = turnExit(c, req.exitCode, req.exitSignal);
       c.done();
       ctx.logFields.turnId = turnId;
       const { turn, ws } = await turnAndSession(ctx, turnId!);
       return routed(methods.endTurn, ctx, req, () => turns.ownership.ofTurn(turn, ws), async () => {
-        const r = await turns.endTurn(turnId!, outcomeName(outcome!)!, () => Promise.resolve(ws));
+        const r = await turns.endTurn(turnId!, outcomeName(outcome!)!, exit, () => Promise.resolve(ws));
         return { turn: turnToWire(r.turn, showsServerPaths(ctx.principal)), capturedPaths: r.captured, leftOut: r.leftOut.map((l) => ({ path: l.path, reason: l.reason })) };
       });
     },

@@ -18,7 +18,7 @@ export function registerLanding(program: Command): void {
     .command("commit")
     .description("write a changeset's work as one commit on refs/heads/berth/<changeset> in its repository (CommitChangeset); the same work gives the same commit")
     .addArgument(idArgument("changeset", "<changeset>", "the changeset id"))
-    .option("-m, --message <text>", "the commit message (default: the sessions' intent)")
+    .option("-m, --message <text>", "the commit message (default: the sessions' intent, then their agents' own commit messages)")
     .option("--author <name-and-email>", 'the author, "Name <email>" (default: the calling agent)', parseAuthor)
     .action(async (changesetId: string, opts: { message?: string; author?: { name: string; email: string } }, command: Command) => {
       const cli = cliFor(command);

@@ -105,7 +105,7 @@ export function registerTurns(program: Command): void {
       if (res.turns.length === 0) return print(opts.session ? "no turns" : "no running turns");
       print(
         table(
-          ["TURN", "SESSION", "STATE", "OUTCOME", "WARM", "STARTED", "ENDED", "ENVIRONMENT"],
+          ["TURN", "SESSION", "STATE", "OUTCOME", "EXIT", "WARM", "STARTED", "ENDED", "ENVIRONMENT"],
           res.turns.map((t) => {
             const state = enumName(TurnState, t.state, "");
             return [
@@ -113,6 +113,7 @@ export function registerTurns(program: Command): void {
               t.sessionId,
               paint(TURN_COLOUR[state], state),
               t.outcome === TurnOutcome.UNSPECIFIED ? "-" : enumName(TurnOutcome, t.outcome, ""),
+              t.exitSignal || (t.exitCode !== undefined ? String(t.exitCode) : "-"),
               t.warm ? "yes" : "no",
               formatTime(t.startedAt),
               formatTime(t.endedAt) || "-",

@@ -34,6 +34,7 @@ import type { ChangesetStateName } from "../platform/schema.js";
 import type { Change, Tx } from "../platform/unit-of-work.js";
 import { changesetOverlay, findLandingChangeset, recordCommit, type LandingChangeset } from "./landing.repository.js";
 import { cleanCheckoutsOf, moveWithCheckouts } from "./checkout-update.js";
+import { defaultCommitMessage } from "./commit-message.js";
 import { commitIdentity, compareAndSetRef, headBranch, planMerge, readRef, validRefName, writeCommit, type Identity, type PathChange } from "./landing-git.js";
 
 /** Who commits: always Berth; the author is the agent (or whoever the request names). */
@@ -49,11 +50,17 @@ export interface LandingDeps {
    * moves the target there to prove TARGET_MOVED). Never set in production.
    */
   readonly beforeTargetUpdate?: ((sourcePath: string, targetRef: string) => Promise<void>) | undefined;
+  /**
+   * The messages of the commits the agents of these workspaces made in their environments, in
+   * turn order (kept by EndTurn; the turns layer's, given here by transport/build.ts): the default
+   * message goes on with them after the intents. Absent: intents only.
+   */
+  readonly agentMessages?: ((trx: Tx, workspaceIds: readonly string[]) => Promise<string[]>) | undefined;
 }
 
 export interface CommitInput {
   readonly changesetId: string;
-  /** Empty: the intents of the changeset's sessions. */
+  /** Empty: the intents of the changeset's sessions, then their agents' own commit messages (commit-message.ts). */
   readonly message: string;
   /** Undefined: the calling agent. */
   readonly author?: { readonly name: string; readonly email: string } | undefined;
@@ -302,17 +309,12 @@ export class Landing {
         sessions: JSON.stringify(conflicts),
       });
     }
-    const message = normaliseMessage(input.message || defaultMessage(cs.id, contributing.map((s) => s.intent)));
+    const message = normaliseMessage(input.message || defaultCommitMessage(cs.id, contributing.map((s) => s.intent), (await this.deps.agentMessages?.(trx, contributing.map((s) => s.workspace_id))) ?? []));
     const at = Math.floor(last / 1000);
     const author: Identity = { name: input.author?.name || input.agentId, email: input.author?.email || `${input.agentId}@berth.invalid`, at };
     const written = await writeCommit(source, base, changes, message, author, { ...COMMITTER, at });
     return { ...written, base, paths: changes.length };
   }
-}
-
-function defaultMessage(changesetId: string, intents: readonly string[]): string {
-  const said = [...new Set(intents.map((i) => i.trim()).filter((i) => i !== ""))];
-  return said.length > 0 ? said.join("\n\n") : `Berth changeset ${changesetId}`;
 }
 
 /** One trailing newline, as git itself stores a message: the same words give the same commit. */

@@ -19,7 +19,7 @@ export const REASON_ROWS = [
   {
     code: "INVALID_ARGUMENT",
     reasons: ["INVALID_ARGUMENT"],
-    when: "a field is missing, malformed, too long or an unknown enum value; field reasons: `REQUIRED`, `INVALID_UUID`, `TOO_LONG`, `CONTROL_CHARACTER`, `INVALID_FORMAT`, `UNKNOWN_ENUM_VALUE`, `OUT_OF_RANGE`, `RESERVED_NAME`, `PERSISTENT_ONLY`, `NOT_ABSOLUTE`, `NOT_A_GIT_REPOSITORY`, `UNKNOWN_COMMIT` (`base_commit`, RebaseWorkspace `onto`), `TOO_MANY`, `TOO_SHORT` (a ResolveIdPrefix `prefix` of fewer than 4 hex digits), `MERGED_ONLY` (a `target_ref` on a transition other than MERGED); on paths also `EMPTY_PATH`, `ABSOLUTE_PATH`, `PARENT_SEGMENT`, `BACKSLASH`, `NUL_CHARACTER`, `GIT_DIRECTORY` (a `.git` component anywhere, any spelling: [overlay.md](overlay.md#path-rules))",
+    when: "a field is missing, malformed, too long or an unknown enum value; field reasons: `REQUIRED`, `INVALID_UUID`, `TOO_LONG`, `CONTROL_CHARACTER`, `INVALID_FORMAT`, `UNKNOWN_ENUM_VALUE`, `OUT_OF_RANGE`, `RESERVED_NAME`, `PERSISTENT_ONLY`, `NOT_ABSOLUTE`, `NOT_A_GIT_REPOSITORY`, `UNKNOWN_COMMIT` (`base_commit`, RebaseWorkspace `onto`), `TOO_MANY`, `TOO_SHORT` (a ResolveIdPrefix `prefix` of fewer than 4 hex digits), `MERGED_ONLY` (a `target_ref` on a transition other than MERGED), `MUTUALLY_EXCLUSIVE` (EndTurn `exit_signal` with `exit_code`); on paths also `EMPTY_PATH`, `ABSOLUTE_PATH`, `PARENT_SEGMENT`, `BACKSLASH`, `NUL_CHARACTER`, `GIT_DIRECTORY` (a `.git` component anywhere, any spelling: [overlay.md](overlay.md#path-rules))",
     metadata: "`field`",
   },
   {
@@ -181,7 +181,7 @@ export const REASON_ROWS = [
   {
     code: "PERMISSION_DENIED",
     reasons: ["AGENT_MISMATCH", "NOT_SESSION_OWNER", "NOT_CHANGESET_OWNER", "ROLE_REQUIRED"],
-    when: "the caller acts for another agent, or lacks the admin role (GetPoolStats, a `source_path`, `cause: ADMIN`)",
+    when: "the caller acts for another agent, or lacks the admin role (GetPoolStats, a `source_path`, `cause: ADMIN`, BeginTurn `require_environment_path`: checked before anything begins)",
     metadata: "varies",
   },
   {

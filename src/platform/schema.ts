@@ -204,6 +204,12 @@ export interface TurnTable {
   captured_paths: string[] | null;
   /** What that capture left out on purpose, answered again with captured_paths (migrations/0010). */
   left_out: LeftOutRow[] | null;
+  /** The command's exit status as EndTurn reported it (migrations/0019); NULL: not reported. */
+  exit_code: number | null;
+  /** The signal that killed the command, as EndTurn reported it (migrations/0019); NULL: not reported. */
+  exit_signal: string | null;
+  /** The messages of the agent's own commits kept at EndTurn, oldest first (migrations/0019); NULL: not ended by EndTurn. */
+  commit_messages: string[] | null;
 }
 
 /** turns.left_out entries (jsonb). */
@@ -258,6 +264,7 @@ const COLUMNS = {
   turns: [
     "id", "seq", "session_id", "workspace_id", "repo_id", "client_turn_id", "state", "outcome", "environment_path", "warm",
     "superseded_by", "end_reason", "instance_id", "started_at", "ended_at", "environment_released", "captured_paths", "left_out",
+    "exit_code", "exit_signal", "commit_messages",
   ],
   overlay_reads: ["workspace_id", "path", "read_at"],
 } as const;

@@ -27,6 +27,7 @@ import { FORWARDED_TURN_METHODS } from "../api/turn-routing.js";
 import type { OverlayPort } from "../overlay/overlay-port.js";
 import { WorkspaceMapService } from "../turns/map/index.js";
 import { TurnScheduler } from "../turns/scheduler.js";
+import { keptCommitMessages } from "../turns/store.js";
 import type { Environment } from "../turns/environment.js";
 import { TurnService } from "../../gen/berth/v1/turn_service_pb.js";
 import { openDatabase, type OpenedDatabase } from "../platform/database.js";
@@ -138,6 +139,8 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     const registry = new WorkspaceRegistry({ uow, clock, logger, instanceId });
     // This instance's stable name: known once the gRPC port is bound (the default is host:port).
     const identity: { name?: string; readonly staleAfterMs: number } = { staleAfterMs: 0 };
+    // How BeginTurn names this instance to a client that must run where its environments are.
+    const self = { instanceId, name: "", address: "" };
     registerClaimRules(registry.hooks, { releaseOnSubmit: config.releaseClaimsOnSubmit });
     // Lifecycle: reconcile orphaned workspaces (stranded, before SERVING), then load ours.
     const lifecycle = new LifecycleManager({
@@ -162,7 +165,8 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     closers.push(async () => authenticator.close?.());
     for (const w of authenticator.startupWarnings ?? []) logger.warn({ auth: config.auth.mode }, w);
     // `events` is read by src/api/event-handlers.ts (EventServiceDeps).
-    const landing = new Landing({ registry, clock, refPrefix: config.commitRefPrefix, beforeTargetUpdate: options.beforeTargetUpdate });
+    // A changeset's default commit message goes on with its agents' own commit messages, which the turns keep.
+    const landing = new Landing({ registry, clock, refPrefix: config.commitRefPrefix, beforeTargetUpdate: options.beforeTargetUpdate, agentMessages: keptCommitMessages });
     const serviceDeps = { registry, lifecycle, events, overlay, landing };
     // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).
     const maps = new WorkspaceMapService({
@@ -198,7 +202,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       grpcAddr: config.grpcAddr,
       httpAddr: config.httpAddr,
       tls: config.tls,
-      services: [registration(WorkspaceService, workspaceHandlers({ ...serviceDeps, captures: turns })), registration(TurnService, turnHandlers({ registry, events, turns, forwarder }), { keepRequestBytes: FORWARDED_TURN_METHODS })],
+      services: [registration(WorkspaceService, workspaceHandlers({ ...serviceDeps, captures: turns })), registration(TurnService, turnHandlers({ registry, events, turns, forwarder, self }), { keepRequestBytes: FORWARDED_TURN_METHODS })],
       // Twice BERTH_MAX_FILE_BYTES plus an envelope: a WriteFile over the file limit (up to twice
       // it) is read and refused by the handler as FILE_TOO_LARGE, with ErrorInfo, logged and
       // counted, instead of a bare transport error; the cap still bounds what one call buffers.
@@ -232,10 +236,12 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       closers.push(() => nameLock.release());
     }
     identity.name = instanceName;
+    self.name = instanceName;
     await lifecycle.startup(instanceName);
     // Where the others reach this instance, now that the port is bound (BERTH_ADDR may say 0).
     const advertised = advertiseAddress(config, transports.grpcPort);
     await lifecycle.advertise(advertised);
+    self.address = advertised;
     // Other instances' commits reach the same followers; subscribed before the registry loads, so
     // nothing committed after the load is missed.
     const feed = uow.follow((signal) => events.watch({}, signal, COMMIT_FEED_BUFFER));

@@ -34,7 +34,7 @@ import type { GitignoreRuleSet } from "./map/walk-core.mjs";
 import type { LeftOut, LeftOutReason } from "./turn.js";
 import { isGitName } from "../overlay/paths.js";
 import { lstatIfPresent, readInside, rootOf } from "./safe-fs.js";
-import { gitChanges, gitCannotRead, type GitChanges } from "./env-git.js";
+import { agentCommits, gitChanges, gitCannotRead, type AgentCommits, type GitChanges } from "./env-git.js";
 
 export type { LeftOut, LeftOutReason } from "./turn.js";
 
@@ -168,7 +168,54 @@ export class Capture {
     const unsaved = d.leftOut.filter((l) => UNSAVED_REASONS.has(l.reason));
     return { captured, failed, leftOut: d.leftOut.slice(0, LEFT_OUT_REPORTED), unsaved };
   }
+
+  /**
+   * The messages of the commits the agent made in a checkout since the base commit, or since
+   * `env.headSeen` (env-git.ts agentCommits), for EndTurn to keep with the turn; the caller
+   * moves headSeen once the turn's row holds them. None for an environment of the overlay alone,
+   * or one whose git files are not small regular files (gitCannotRead, as for capture; nothing
+   * is opened then). HEAD at the base or at headSeen — no commit since — is read from its two
+   * small files, without starting git: what most turns find. A failure costs the messages, not
+   * the turn (logged).
+   */
+  async commitMessages(ws: Workspace, env: Environment): Promise<AgentCommits> {
+    const none: AgentCommits = { head: undefined, messages: [] };
+    let found: AgentCommits | undefined;
+    try {
+      const base = await this.deps.baseOf(ws);
+      if (!base) return none;
+      const head = await headCommit(env.path);
+      if (head !== undefined && (head === base.commit || head === env.headSeen)) return none;
+      if ((await gitCannotRead(env.path, [], RULE_FILE_MAX_BYTES)) !== undefined) return none;
+      found = await agentCommits(env.path, base.commit, env.headSeen, COMMIT_MESSAGES_TIMEOUT_MS);
+    } catch (err) {
+      this.deps.logger.warn({ err, path: env.path, workspaceId: ws.workspaceId }, "turn: reading the agent's own commits in the environment failed; their messages are not kept");
+      return none;
+    }
+    if (!found) this.deps.logger.warn({ path: env.path, workspaceId: ws.workspaceId }, "turn: git could not list the agent's own commits in the environment (HEAD not a commit, or git failed or timed out); their messages are not kept");
+    return found ?? none;
+  }
 }
+
+/**
+ * The commit HEAD names, read as git stores it when that is plain: a detached HEAD's hash, or a
+ * branch's loose ref file. Undefined when it is anything else (a packed ref, a symbolic ref
+ * elsewhere, a link or a special file: safe-fs reads follow no link and open no FIFO): git is asked.
+ */
+async function headCommit(dir: string): Promise<string | undefined> {
+  const root = await rootOf(dir);
+  const read = async (rel: string) => (await readInside(root, rel, 4096).catch(() => undefined))?.content?.toString("utf8").trim();
+  const head = await read(".git/HEAD");
+  if (head === undefined) return undefined;
+  if (/^[0-9a-f]{40,64}$/.test(head)) return head;
+  const ref = /^ref: (refs\/heads\/[A-Za-z0-9._/-]+)$/.exec(head)?.[1];
+  if (ref === undefined || ref.split("/").some((s) => s === "" || s === "." || s === "..")) return undefined;
+  const commit = await read(`.git/${ref}`);
+  return commit !== undefined && /^[0-9a-f]{40,64}$/.test(commit) ? commit : undefined;
+}
+
+/** How long git may take to list the agent's commits before EndTurn goes on without their messages. */
+const COMMIT_MESSAGES_TIMEOUT_MS = 10_000;
 
 /** Where the collector's findings go as it makes them: a changed file's content is written, then dropped. */
 interface Sink {

@@ -149,6 +149,77 @@ export async function gitChanges(dir: string, baseCommit: string, timeoutMs: num
   return { changed: [...changed], untracked, ignored };
 }
 
+/** The most EndTurn keeps of an agent's own commit messages, in all (UTF-8 bytes). */
+export const COMMIT_MESSAGES_MAX_BYTES = 64 * 1024;
+/** The newest commits asked of git at most (an agent's loop of a million commits is not all read). */
+const COMMITS_MAX = 1000;
+
+/** The agent's own commits on the environment's HEAD: their messages, oldest first, and HEAD when there are any. */
+export interface AgentCommits {
+  readonly head: string | undefined;
+  readonly messages: string[];
+}
+
+/**
+ * The messages of the commits the agent made in its environment (`git commit` there): those on
+ * HEAD that neither the base commit nor `seen` (the HEAD an earlier turn's read ended at) reach,
+ * oldest first, at most COMMIT_MESSAGES_MAX_BYTES in all (the oldest dropped first: git lists
+ * newest first, and its output is cut there). Empty messages are skipped. Undefined when HEAD is
+ * not a commit (an agent's `git checkout --orphan`), or git failed or timed out.
+ *
+ * The environment's .git is the agent's to change: as for gitChanges, every safe setting, the
+ * git directory named explicitly, a timeout, and no hook, pager or program its config names can
+ * run (git log of messages converts no content and runs no filter, textconv or signature check:
+ * %B only). `seen` may be gone (the agent may have pruned it): --ignore-missing.
+ */
+export async function agentCommits(dir: string, baseCommit: string, seen: string | undefined, timeoutMs: number): Promise<AgentCommits | undefined> {
+  const gitDir = path.join(dir, ".git");
+  const args = [`--git-dir=${gitDir}`, `--work-tree=${dir}`, "log", "-z", "--format=%H%n%B", "--encoding=UTF-8", `--max-count=${COMMITS_MAX}`, "--no-show-signature", "--no-color", "--ignore-missing", "HEAD", `^${baseCommit}`, ...(seen ? [`^${seen}`] : []), "--"];
+  let out: Buffer;
+  let cut = false;
+  try {
+    out = await execGit(dir, args, { ...RUN, timeoutMs, maxBuffer: COMMIT_MESSAGES_MAX_BYTES + 4096 });
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: unknown };
+    if (e.code !== "ERR_CHILD_PROCESS_STDIO_MAXBUFFER" || !Buffer.isBuffer(e.stdout)) return undefined;
+    out = e.stdout;
+    cut = true;
+  }
+  const records = out.toString("utf8").split("\0");
+  if (!cut && records.at(-1) === "") records.pop();
+  // A cut output ends inside its oldest record: dropped, unless it is the only one (then shortened).
+  const partial = cut && records.length === 1;
+  if (cut && records.length > 1) records.pop();
+  const commits = records.map((r) => {
+    const nl = r.indexOf("\n");
+    return { hash: nl < 0 ? r : r.slice(0, nl), message: nl < 0 ? "" : r.slice(nl + 1).replace(/\s+$/, "") };
+  });
+  if (commits.length === 0) return { head: undefined, messages: [] };
+  const head = commits[0]!.hash;
+  if (!/^[0-9a-f]{40,64}$/.test(head)) return undefined;
+  const kept: string[] = [];
+  let bytes = 0;
+  for (const { message } of commits) {
+    if (message === "") continue;
+    const size = Buffer.byteLength(message);
+    if (bytes + size > COMMIT_MESSAGES_MAX_BYTES || partial) {
+      if (kept.length === 0) kept.push(shortened(message, COMMIT_MESSAGES_MAX_BYTES));
+      break;
+    }
+    kept.push(message);
+    bytes += size;
+  }
+  return { head, messages: kept.reverse() };
+}
+
+/** `text` cut to at most `max` UTF-8 bytes, at a character boundary, marked as cut. */
+function shortened(text: string, max: number): string {
+  const mark = "\n[…]";
+  const head = Buffer.from(text, "utf8").subarray(0, max - Buffer.byteLength(mark)).toString("utf8");
+  // A character split by the cut decodes as U+FFFD: dropped.
+  return head.replace(/\uFFFD$/, "") + mark;
+}
+
 /**
  * Refuses an environment root inside a git repository: an environment there would be a checkout
  * nested in another work tree, and git run above it (or in it, once its .git is gone) would see

@@ -45,6 +45,12 @@ export interface Environment {
    * probe): a probe that finds the file unchanged since needs no read (probe).
    */
   markerSeen?: MarkerSeen;
+  /**
+   * The agent's HEAD as the last EndTurn in this environment read it (capture.ts commitMessages):
+   * the next turn keeps only the messages of commits made since. In memory only: an environment
+   * left by a previous process is captured and torn down, never reused.
+   */
+  headSeen?: string;
 }
 
 /**

@@ -46,6 +46,7 @@ import { mapFromPaths } from "./map/from-paths.js";
 import { isLiveHere, sessionFacts, type SessionFacts, type WorkspaceRegistry } from "../sessions/registry.js";
 import { Acquirer, type ProbeAhead } from "./acquire.js";
 import { Capture, captureIncomplete, type LeftOut } from "./capture.js";
+import type { AgentCommits } from "./env-git.js";
 import { readdir } from "node:fs/promises";
 import { BaseSpares, baseInfo, envPath, loadLeftover, moveAside, probe, reportDeletionFailures, type Environment } from "./environment.js";
 import { KnownTurns } from "./idempotency.js";
@@ -57,9 +58,9 @@ import { sessionEndFollower } from "./session-ends.js";
 import type * as store from "./store.js";
 import { Teardowns, type CaptureMode } from "./teardown.js";
 import { LiveCheckStale, TurnRecords, TurnRowConflict, turnFromRow, type InstanceSettings } from "./turn-records.js";
-import { compareTurnKeys, newTurn, turnKey, type BeginResult, type OnBusyName, type StoredTurnKey, type Turn } from "./turn.js";
+import { compareTurnKeys, newTurn, turnKey, type BeginResult, type OnBusyName, type StoredTurnKey, type Turn, type TurnExit } from "./turn.js";
 
-export type { BeginResult, OnBusyName, StoredTurnKey, Turn, TurnKey } from "./turn.js";
+export type { BeginResult, OnBusyName, StoredTurnKey, Turn, TurnExit, TurnKey } from "./turn.js";
 export { compareTurnKeys, turnKey } from "./turn.js";
 export type { EvictReason, PoolSettings, PoolStats, SlotState } from "./pool.js";
 export type { InstanceSettings } from "./turn-records.js";
@@ -381,7 +382,12 @@ export class TurnScheduler {
 
   // ---- EndTurn ------------------------------------------------------------------------
 
-  async endTurn(turnId: string, outcome: store.OutcomeName, assertOwner: (sessionId: string) => Promise<Workspace>): Promise<EndTurnResult> {
+  /**
+   * `exit`: how the turn's command ended, as the client says (recorded with the turn, and on its
+   * turn.ended / turn.parked events). The capture also keeps the messages of the agent's own
+   * commits in the environment (capture.ts commitMessages).
+   */
+  async endTurn(turnId: string, outcome: store.OutcomeName, exit: TurnExit, assertOwner: (sessionId: string) => Promise<Workspace>): Promise<EndTurnResult> {
     const turn = this.known.get(turnId) ?? (await this.records.turnFromDb(turnId));
     await assertOwner(turn.sessionId);
     if (turn.state === "running" && !this.known.has(turn.id)) {
@@ -398,21 +404,27 @@ export class TurnScheduler {
       const env = turn.env;
       let captured: string[] = [];
       let leftOut: LeftOut[] = [];
+      let commits: AgentCommits = { head: undefined, messages: [] };
       if (env && state.env === env) {
-        const r = await this.capture.capture(state.ws, env);
+        const [r, c] = await Promise.all([this.capture.capture(state.ws, env), this.capture.commitMessages(state.ws, env)]);
         captured = r.captured;
         leftOut = r.leftOut;
+        commits = c;
         if (r.failed.length > 0) throw captureIncomplete(turnId, r);
       }
       const now = this.deps.clock.now();
       const park = outcome === "failed" ? undefined : outcome === "completed" ? "idle" : "approval";
-      const events = [this.records.turnEvent(state.ws, "turn.ended", turn, { outcome })];
-      if (park) events.push(this.records.turnEvent(state.ws, "turn.parked", turn, { outcome }));
-      await this.records.finishEnded(turn, outcome, now, captured, leftOut, events);
+      const events = [this.records.turnEvent(state.ws, "turn.ended", turn, { outcome, exit })];
+      if (park) events.push(this.records.turnEvent(state.ws, "turn.parked", turn, { outcome, exit }));
+      await this.records.finishEnded(turn, outcome, now, { captured, leftOut, exit, commitMessages: commits.messages }, events);
+      // The row holds them: the next turn in this environment keeps only commits made after.
+      if (env && commits.head !== undefined) env.headSeen = commits.head;
       turn.state = "ended";
       turn.outcome = outcome;
       turn.capturedPaths = captured;
       turn.leftOut = leftOut;
+      turn.exit = exit;
+      turn.commitMessages = commits.messages;
       turn.endedAt = now;
       turn.abort.abort();
       turn.settledDone = true;

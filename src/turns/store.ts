@@ -11,7 +11,33 @@ import type { PrefixMatch, PrefixQuery } from "../sessions/id-prefixes.js";
 export type { OutcomeName, TurnStateName };
 
 /** A turn row as read (SELECT *) and as written; seq is the database's (insertion order), never read. */
-export type TurnRow = Omit<Selectable<TurnTable>, "seq" | "environment_released" | "captured_paths" | "left_out"> & { environment_released?: boolean; captured_paths?: string[] | null; left_out?: LeftOutRow[] | null };
+export type TurnRow = Omit<Selectable<TurnTable>, "seq" | "environment_released" | "captured_paths" | "left_out" | "exit_code" | "exit_signal" | "commit_messages"> & {
+  environment_released?: boolean;
+  captured_paths?: string[] | null;
+  left_out?: LeftOutRow[] | null;
+  exit_code?: number | null;
+  exit_signal?: string | null;
+  commit_messages?: string[] | null;
+};
+
+/** What a running turn's row is given when it stops (EndTurn: the outcome and what the turn recorded). */
+export interface FinishFields {
+  readonly outcome?: OutcomeName;
+  readonly supersededBy?: string;
+  readonly reason?: string;
+  readonly captured?: readonly string[];
+  readonly leftOut?: readonly { path: string; reason: string }[];
+  readonly exit?: { readonly code?: number; readonly signal?: string };
+  readonly commitMessages?: readonly string[];
+  readonly at: Date;
+}
+
+/** The SET list of a finished turn: every column a finish writes, NULL for what it was not given. */
+function finishSet(state: Exclude<TurnStateName, "running">, f: FinishFields): RawBuilder<unknown> {
+  return sql`state = ${state}, outcome = ${f.outcome ?? null}, superseded_by = ${f.supersededBy ?? null}, end_reason = ${f.reason ?? ""}, ended_at = ${f.at},
+    captured_paths = ${f.captured ? [...f.captured] : null}::text[], left_out = ${f.leftOut ? JSON.stringify(f.leftOut) : null}::jsonb,
+    exit_code = ${f.exit?.code ?? null}::integer, exit_signal = ${f.exit?.signal ?? null}::text, commit_messages = ${f.commitMessages ? [...f.commitMessages] : null}::text[]`;
+}
 
 type Q = Db | Transaction<Database>;
 
@@ -54,10 +80,8 @@ export async function insertTurnIfHeld(q: Q, r: TurnRow, events: readonly EventR
 }
 
 /** Moves a running turn to a final state; false when it was not running. */
-export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; captured?: readonly string[]; leftOut?: readonly { path: string; reason: string }[]; at: Date }): Promise<boolean> {
-  const r = await sql`UPDATE turns SET state = ${state}, outcome = ${fields.outcome ?? null}, superseded_by = ${fields.supersededBy ?? null},
-      end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}, captured_paths = ${fields.captured ? [...fields.captured] : null}::text[], left_out = ${fields.leftOut ? JSON.stringify(fields.leftOut) : null}::jsonb
-    WHERE id = ${id} AND state = 'running'`.execute(q);
+export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: FinishFields): Promise<boolean> {
+  const r = await sql`UPDATE turns SET ${finishSet(state, fields)} WHERE id = ${id} AND state = 'running'`.execute(q);
   return Number(r.numAffectedRows ?? 0n) > 0;
 }
 
@@ -65,12 +89,10 @@ export async function finishTurn(q: Q, id: string, state: Exclude<TurnStateName,
  * finishTurn and the events it reports in one statement (one round trip in autocommit); the
  * events are stored only when the turn was running. The caller wakes event delivery.
  */
-export async function finishTurnWithEvents(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: { outcome?: OutcomeName; supersededBy?: string; reason?: string; captured?: readonly string[]; leftOut?: readonly { path: string; reason: string }[]; at: Date }, events: readonly EventRow[]): Promise<boolean> {
+export async function finishTurnWithEvents(q: Q, id: string, state: Exclude<TurnStateName, "running">, fields: FinishFields, events: readonly EventRow[]): Promise<boolean> {
   if (events.length === 0) return finishTurn(q, id, state, fields);
   const r = await sql<{ n: number | string }>`WITH u AS (
-      UPDATE turns SET state = ${state}, outcome = ${fields.outcome ?? null}, superseded_by = ${fields.supersededBy ?? null},
-        end_reason = ${fields.reason ?? ""}, ended_at = ${fields.at}, captured_paths = ${fields.captured ? [...fields.captured] : null}::text[], left_out = ${fields.leftOut ? JSON.stringify(fields.leftOut) : null}::jsonb
-      WHERE id = ${id} AND state = 'running' RETURNING 1
+      UPDATE turns SET ${finishSet(state, fields)} WHERE id = ${id} AND state = 'running' RETURNING 1
     ), ev AS (${insertEventsFrom(sql`SELECT * FROM (${eventValues(events)}) AS v WHERE EXISTS (SELECT 1 FROM u)`)})
     SELECT count(*) AS n FROM u`.execute(q);
   return Number(r.rows[0]?.n ?? 0) > 0;
@@ -214,6 +236,18 @@ export async function runningTurnsOfDeadInstances(q: Q, staleAfterMs: number, li
 export async function releaseEnvironment(q: Q, workspaceId: string, instanceId: string): Promise<void> {
   await sql`UPDATE turns SET environment_released = true
     WHERE workspace_id = ${workspaceId}::uuid AND instance_id = ${instanceId}::uuid AND state <> 'running' AND NOT environment_released`.execute(q);
+}
+
+/**
+ * The commit messages EndTurn kept for the turns of these workspaces, in turn order (started_at,
+ * then insertion), flattened: a changeset's default commit message goes on with them.
+ */
+export async function keptCommitMessages(q: Q, workspaceIds: readonly string[]): Promise<string[]> {
+  if (workspaceIds.length === 0) return [];
+  const r = await sql<{ commit_messages: string[] }>`SELECT commit_messages FROM turns
+    WHERE workspace_id = ANY(${[...workspaceIds]}::uuid[]) AND commit_messages IS NOT NULL AND cardinality(commit_messages) > 0
+    ORDER BY started_at, seq`.execute(q);
+  return r.rows.flatMap((row) => row.commit_messages);
 }
 
 /** A unique violation of a turn row insert: which index (turns_one_running, turns_client_id), when the driver says. */

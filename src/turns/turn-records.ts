@@ -16,7 +16,7 @@ import type { SessionFacts, WorkspaceRegistry } from "../sessions/registry.js";
 import { sessionRowHolds } from "../sessions/registry.repository.js";
 import type { EvictReason } from "./pool.js";
 import * as store from "./store.js";
-import type { LeftOut, StoredTurnKey, Turn } from "./turn.js";
+import type { LeftOut, StoredTurnKey, Turn, TurnExit } from "./turn.js";
 import { instanceNameFree } from "../platform/instance-lock.js";
 import { runningInstanceName, stopInstance } from "../sessions/lifecycle.repository.js";
 
@@ -185,10 +185,11 @@ export class TurnRecords {
     }
   }
 
-  /** EndTurn's update of a running turn to ENDED with its outcome, and the events reporting it. */
-  async finishEnded(turn: Turn, outcome: store.OutcomeName, now: number, captured: readonly string[], leftOut: readonly LeftOut[], events: EventInput[]): Promise<void> {
+  /** EndTurn's update of a running turn to ENDED with its outcome and what it recorded, and the events reporting it. */
+  async finishEnded(turn: Turn, outcome: store.OutcomeName, now: number, recorded: { captured: readonly string[]; leftOut: readonly LeftOut[]; exit: TurnExit; commitMessages: readonly string[] }, events: EventInput[]): Promise<void> {
     await turn.rowWritten;
-    await this.deps.registry.uow.statement(events, (db, rows) => store.finishTurnWithEvents(db, turn.id, "ended", { outcome, captured, leftOut, at: new Date(now) }, rows), (finished) => finished);
+    const fields = { outcome, ...recorded, at: new Date(now) };
+    await this.deps.registry.uow.statement(events, (db, rows) => store.finishTurnWithEvents(db, turn.id, "ended", fields, rows), (finished) => finished);
   }
 
   async finishInDb(turn: Turn, to: "superseded" | "cancelled", fields: { supersededBy?: string; reason?: string }, events: EventInput[]): Promise<void> {
@@ -208,7 +209,8 @@ export class TurnRecords {
     }
   }
 
-  turnEvent(ws: Workspace, kind: string, turn: Turn, p: { other?: string; warm?: boolean; outcome?: store.OutcomeName; reason?: string }): EventInput {
+  /** `exit`: turn.ended and turn.parked of an EndTurn carry how the command ended, when it was told. */
+  turnEvent(ws: Workspace, kind: string, turn: Turn, p: { other?: string; warm?: boolean; outcome?: store.OutcomeName; reason?: string; exit?: TurnExit }): EventInput {
     return {
       kind,
       repoId: ws.repoId,
@@ -220,7 +222,15 @@ export class TurnRecords {
       reason: p.reason,
       payload: {
         case: "turnChanged",
-        value: { turnId: turn.id, clientTurnId: turn.clientTurnId ?? "", otherTurnId: p.other ?? "", outcome: outcomeEnum(p.outcome ?? null), warm: p.warm ?? false },
+        value: {
+          turnId: turn.id,
+          clientTurnId: turn.clientTurnId ?? "",
+          otherTurnId: p.other ?? "",
+          outcome: outcomeEnum(p.outcome ?? null),
+          warm: p.warm ?? false,
+          ...(p.exit?.code !== undefined ? { exitCode: p.exit.code } : {}),
+          exitSignal: p.exit?.signal ?? "",
+        },
       },
     };
   }
@@ -299,6 +309,8 @@ export function turnFromRow(r: store.TurnRow): Turn {
     endReason: r.end_reason,
     capturedPaths: r.captured_paths ?? null,
     leftOut: r.left_out ?? null,
+    exit: { ...(r.exit_code != null ? { code: r.exit_code } : {}), ...(r.exit_signal ? { signal: r.exit_signal } : {}) },
+    commitMessages: r.commit_messages ?? null,
     abort: new AbortController(),
     instanceId: r.instance_id,
     env: undefined,

@@ -16,6 +16,15 @@ export type OnBusyName = "supersede" | "reject";
 /** Why capture left a path out (LeftOutPath.reason in proto/berth/v1/turn_service.proto says what each means). */
 export type LeftOutReason = "gitignored" | "excluded" | "too_large" | "git_directory" | "symlink" | "special_file" | "hardlink" | "submodule";
 
+/**
+ * How the turn's command ended, as the client that ended the turn reported it (EndTurn): its exit
+ * status, or the signal that killed it; neither when it reported nothing.
+ */
+export interface TurnExit {
+  readonly code?: number;
+  readonly signal?: string;
+}
+
 /** A path capture did not send to the overlay on purpose; a directory ends with "/". */
 export interface LeftOut {
   readonly path: string;
@@ -40,6 +49,10 @@ export interface Turn {
   capturedPaths: readonly string[] | null;
   /** What that capture left out on purpose (answered again with capturedPaths). */
   leftOut: readonly LeftOut[] | null;
+  /** How its command ended, as EndTurn was told; empty until then, and when it was told nothing. */
+  exit: TurnExit;
+  /** The messages of the agent's own commits EndTurn kept, oldest first; null until then. */
+  commitMessages: readonly string[] | null;
   readonly abort: AbortController;
   /** The instance that runs (ran) it, for a turn read from the database; absent on this process's own. */
   readonly instanceId?: string | null;
@@ -79,6 +92,8 @@ export function newTurn(ws: Workspace, clientTurnId: string | undefined, environ
     endReason: "",
     capturedPaths: null,
     leftOut: null,
+    exit: {},
+    commitMessages: null,
     abort: new AbortController(),
     env: undefined,
     rowWritten: undefined,

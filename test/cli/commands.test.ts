@@ -184,8 +184,8 @@ describe("berth turns ls, pool, map", { timeout: 120_000 }, () => {
         json<{ workspaceMap: { status: string; text: string } }>("map", workspace!.sessionId),
       ]);
       expect(ls.code).toBe(0);
-      expect(ls.stdout).toMatch(/^TURN\s+SESSION\s+STATE\s+OUTCOME\s+WARM\s+STARTED\s+ENDED\s+ENVIRONMENT$/m);
-      expect(ls.stdout).toMatch(new RegExp(`^${begun.turnId}\\s+${workspace!.sessionId}\\s+RUNNING\\s+-\\s+no\\s+`, "m"));
+      expect(ls.stdout).toMatch(/^TURN\s+SESSION\s+STATE\s+OUTCOME\s+EXIT\s+WARM\s+STARTED\s+ENDED\s+ENVIRONMENT$/m);
+      expect(ls.stdout).toMatch(new RegExp(`^${begun.turnId}\\s+${workspace!.sessionId}\\s+RUNNING\\s+-\\s+-\\s+no\\s+`, "m"));
       expect(running.turns).toContainEqual(expect.objectContaining({ turnId: begun.turnId, state: "TURN_STATE_RUNNING" }));
 
       expect(pool.code).toBe(0);

@@ -4,9 +4,13 @@
  * exit; a steer stops the first run, --on-busy reject starts nothing; Ctrl-C past the grace
  * period cancels the turn with nothing lost; the sandbox keeps the agent's writes in its
  * environment and hides other environments and the server's data; an environment this client
- * cannot see is refused before anything starts. On one instance, and (PostgreSQL) on two.
+ * cannot see is refused before anything starts, naming the instance whose disk holds it. The
+ * turn records the command's exit code or signal, and the agent's own commit messages become the
+ * changeset's default commit message. On one instance, and (PostgreSQL) on two; with auth on, a
+ * caller who is not an admin is refused before a turn begins.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -55,6 +59,9 @@ interface Turn {
   state: string;
   outcome?: string;
   environmentPath: string;
+  exitCode?: number;
+  exitSignal?: string;
+  commitMessages?: string[];
 }
 
 /** Each test starts several CLI processes and cold environments: seconds each on a loaded 2-core machine. */
@@ -79,12 +86,17 @@ function suite(instances: number): void {
 
   const json = <T = Record<string, unknown>>(...args: string[]) => berthJson<T>([...args, "--server", url]);
 
-  async function newSession(): Promise<string> {
+  /** A session of a new repository (`source`, a git fixture) and its changeset. */
+  async function newWorkspace(intent = ""): Promise<{ sessionId: string; changesetId: string; source: string }> {
     const name = `run-${process.pid}-${instances}-${++repoCount}`;
-    await json("repos", "add", name, "--source", gitFixture());
-    const ws = await json<{ workspace: { sessionId: string } }>("workspace", "create", "--repo", name, "--mode", "persistent", "--agent", "agent-run");
-    return ws.workspace.sessionId;
+    const source = gitFixture();
+    await json("repos", "add", name, "--source", source);
+    const ws = await json<{ workspace: { sessionId: string; changesetId: string } }>("workspace", "create", "--repo", name, "--mode", "persistent", "--agent", "agent-run", ...(intent ? ["--intent", intent] : []));
+    return { ...ws.workspace, source };
   }
+  const newSession = async () => (await newWorkspace()).sessionId;
+  /** Instance i's BERTH_ENV_ROOT (startBerth gives each instance after the first a root of its own). */
+  const envRootOf = (i: number) => (i === 0 ? envRoot : `${envRoot}.instance-${i + 1}`);
 
   const turnsOf = async (sessionId: string) => (await json<{ turns?: Turn[] }>("turn", "ls", "--session", sessionId)).turns ?? [];
   const diffPaths = async (sessionId: string) =>
@@ -111,6 +123,8 @@ function suite(instances: number): void {
     const [turn] = await turnsOf(s);
     expect(turn!.state).toBe("TURN_STATE_ENDED");
     expect(turn!.outcome).toBe("TURN_OUTCOME_COMPLETED");
+    expect(turn!.exitCode).toBe(0);
+    expect(turn!.commitMessages).toEqual(["agent: edits"]);
     expect(r.stderr).toMatch(new RegExp(`turn ${turn!.turnId}: completed \\(exit 0\\)`));
     expect(r.stderr).toMatch(/captured: .*README\.md/);
     for (const p of ["README.md", "index.ts", "new.txt", "ids.txt"]) expect(r.stderr).toContain(p);
@@ -124,6 +138,8 @@ function suite(instances: number): void {
     expect(await r.exited, r.stderr).toBe(3);
     const [turn] = await turnsOf(s);
     expect(turn!.outcome).toBe("TURN_OUTCOME_FAILED");
+    expect(turn!.exitCode).toBe(3);
+    expect(turn!.exitSignal).toBeUndefined();
     // --json: the summary is the last line on stderr, one object.
     const summary = JSON.parse(r.stderr.trim().split("\n").at(-1)!) as Record<string, unknown>;
     expect(summary).toMatchObject({ turnId: turn!.turnId, outcome: "failed", exitCode: 3, capturedPaths: ["half.txt"], diffStat: [{ path: "half.txt", added: 1, removed: 0 }] });
@@ -209,17 +225,70 @@ function suite(instances: number): void {
     expect(await diffPaths(s)).toEqual(["ADDED inside.txt", "ADDED report.txt"]);
   });
 
-  it("refuses, before starting the command, an environment this client cannot reach, and cancels the turn it began", SLOW, async () => {
+  it("records the signal that killed the agent, sandboxed or not, with no exit code", SLOW, async () => {
+    const s = await newSession();
+    // Sandboxed: bwrap reports the death as 128 + 15, which run reads back as SIGTERM.
+    const boxed = start(["run", s, "--server", url, "--", "sh", "-c", "kill -TERM $$"]);
+    expect(await boxed.exited, boxed.stderr).toBe(128 + 15);
+    const [first] = await turnsOf(s);
+    expect({ outcome: first!.outcome, exitCode: first!.exitCode, exitSignal: first!.exitSignal }).toEqual({ outcome: "TURN_OUTCOME_FAILED", exitCode: undefined, exitSignal: "SIGTERM" });
+    expect(boxed.stderr).toMatch(new RegExp(`turn ${first!.turnId}: failed \\(exit 143, SIGTERM\\)`));
+    const bare = start(["run", s, "--server", url, "--no-sandbox", "--", "sh", "-c", "kill -KILL $$"]);
+    expect(await bare.exited, bare.stderr).toBe(128 + 9);
+    const [second] = await turnsOf(s);
+    expect({ exitCode: second!.exitCode, exitSignal: second!.exitSignal }).toEqual({ exitCode: undefined, exitSignal: "SIGKILL" });
+  });
+
+  it("refuses, before starting the command, an environment this client cannot reach, names the instance holding it, and cancels the turn it began", SLOW, async () => {
     const s = await newSession();
     const marker = path.join(OUTSIDE, `unreachable-started-${instances}`);
-    // This client's filesystem lacks the servers' environment root, as a client on another host's
-    // does: run in a mount namespace where the root is an empty directory.
-    const r = start(["run", s, "--server", url, "--no-sandbox", "--", "sh", "-c", `touch ${marker}`], {}, ["bwrap", "--dev-bind", "/", "/", "--tmpfs", envRoot, ...(instances > 1 ? ["--tmpfs", `${envRoot}.instance-2`] : [])]);
+    // This client's filesystem lacks the servers' environment roots, as a client on another host's
+    // does: run in a mount namespace where each root is an empty directory.
+    const hideAll = server.servers.flatMap((_, i) => ["--tmpfs", envRootOf(i)]);
+    const r = start(["run", s, "--server", url, "--no-sandbox", "--", "sh", "-c", `touch ${marker}`], {}, ["bwrap", "--dev-bind", "/", "/", ...hideAll]);
     expect(await r.exited, r.stderr).toBe(125);
-    expect(r.stderr).toMatch(/is a directory on the disk of the Berth instance that began the turn, and it is not reachable here/);
+    // A session nobody holds begins where the call lands: the first instance (url).
+    const holder = server.servers[0]!;
+    expect(r.stderr).toContain(`is on the disk of Berth instance`);
+    expect(r.stderr).toContain(`id ${holder.instanceId}, gRPC at ${holder.advertiseAddress}`);
+    expect(r.stderr).toMatch(/not reachable here .*run `berth run` on that instance's host/);
     expect(existsSync(marker)).toBe(false);
     const [turn] = await turnsOf(s);
     expect(turn!.state).toBe("TURN_STATE_CANCELLED");
+  });
+
+  it("names the instance whose disk holds the session's environment when this client cannot see that disk, the call reaching another instance", SLOW, async () => {
+    const s = await newSession();
+    // The environment is parked on the last instance (the second, on two).
+    const parked = start(["run", s, "--server", secondUrl, "--", "sh", "-c", "echo parked > parked.txt"]);
+    expect(await parked.exited, parked.stderr).toBe(0);
+    const last = instances - 1;
+    const holder = server.servers[last]!;
+    expect((await turnsOf(s))[0]!.environmentPath.startsWith(envRootOf(last) + path.sep)).toBe(true);
+    // From the first instance's host, which sees its own root but not the holder's.
+    const marker = path.join(OUTSIDE, `held-elsewhere-started-${instances}`);
+    const r = start(["run", s, "--server", url, "--no-sandbox", "--", "sh", "-c", `touch ${marker}`], {}, ["bwrap", "--dev-bind", "/", "/", "--tmpfs", envRootOf(last)]);
+    expect(await r.exited, r.stderr).toBe(125);
+    expect(r.stderr).toContain(`id ${holder.instanceId}, gRPC at ${holder.advertiseAddress}`);
+    expect(existsSync(marker)).toBe(false);
+    const [turn] = await turnsOf(s);
+    expect(turn!.state).toBe("TURN_STATE_CANCELLED");
+    expect(await diffPaths(s)).toEqual(["ADDED parked.txt"]);
+  });
+
+  it("offers the agent's own commit messages, after the intent, as the changeset's default commit message; an explicit message still wins", SLOW, async () => {
+    const { sessionId: s, changesetId, source } = await newWorkspace("Fix the parsing bug");
+    const agent = ["set -e", "echo 'export const answer = 43;' > index.ts", "git -c user.name=agent -c user.email=agent@example.com commit -q -am 'fix parser'"].join("\n");
+    const r = start(["run", s, "--server", url, "--", "sh", "-c", agent]);
+    expect(await r.exited, r.stderr).toBe(0);
+    // A second turn, on the other instance when there are two: its commit is read too, after the first's.
+    const again = start(["run", s, "--server", secondUrl, "--", "sh", "-c", "git -c user.name=agent -c user.email=agent@example.com commit -q --allow-empty -m 'parser: cover the empty header'"]);
+    expect(await again.exited, again.stderr).toBe(0);
+    await json("commit", changesetId);
+    const message = execFileSync("git", ["-C", source, "log", "-1", "--format=%B", `berth/${changesetId}`], { encoding: "utf8" });
+    expect(message).toBe("Fix the parsing bug\n\nfix parser\n\nparser: cover the empty header\n\n");
+    await json("commit", changesetId, "-m", "Parser: the empty header");
+    expect(execFileSync("git", ["-C", source, "log", "-1", "--format=%B", `berth/${changesetId}`], { encoding: "utf8" })).toBe("Parser: the empty header\n\n");
   });
 
   it("refuses to run unsandboxed when bubblewrap is missing, saying why, unless --no-sandbox is given", SLOW, async () => {
@@ -245,3 +314,44 @@ function suite(instances: number): void {
 
 describe("berth run on one instance", () => suite(1));
 needs({ postgres: true })("berth run on two instances", () => suite(2));
+
+describe("berth run with auth on", () => {
+  const sha = (t: string) => createHash("sha256").update(t).digest("hex");
+  const ALICE = randomBytes(16).toString("hex");
+  const OPS = randomBytes(16).toString("hex");
+  let server: TestBerth;
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "berth-run-auth-"));
+    const tokens = path.join(dir, "tokens.json");
+    writeFileSync(tokens, JSON.stringify({ tokens: [
+      { sha256: sha(ALICE), agent_id: "alice", roles: ["agent"], repos: ["*"] },
+      { sha256: sha(OPS), agent_id: "ops", roles: ["agent", "admin"] },
+    ] }));
+    server = await startBerth({ instances: 1, env: { BERTH_AUTH: "token", BERTH_AUTH_TOKENS_FILE: tokens, BERTH_ENV_ROOT: path.join(dir, "envs") } });
+  }, 120_000);
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it("refuses a caller who is not an admin before a turn begins, saying an admin token is needed; an admin's run goes ahead", SLOW, async () => {
+    const url = server.server.httpUrl;
+    const as = (token: string) => ({ BERTH_TOKEN: token });
+    // A source_path is an admin's to register.
+    await berthJson(["repos", "add", `run-auth-${process.pid}`, "--source", gitFixture(), "--server", url], as(OPS));
+    const ws = await berthJson<{ workspace: { sessionId: string } }>(["workspace", "create", "--repo", `run-auth-${process.pid}`, "--mode", "persistent", "--agent", "alice", "--server", url], as(ALICE));
+    const s = ws.workspace.sessionId;
+    const marker = path.join(OUTSIDE, "not-admin-started");
+    const refused = start(["run", s, "--server", url, "--no-sandbox", "--", "sh", "-c", `touch ${marker}`], as(ALICE));
+    expect(await refused.exited).toBe(125);
+    expect(refused.stderr).toContain("berth run needs an admin token");
+    expect(refused.stderr).toContain("nothing began");
+    expect(existsSync(marker)).toBe(false);
+    const turnsAs = async (token: string) => (await berthJson<{ turns?: Turn[] }>(["turn", "ls", "--session", s, "--server", url], as(token))).turns ?? [];
+    expect(await turnsAs(OPS)).toEqual([]);
+
+    const admin = start(["run", s, "--server", url, "--", "sh", "-c", "echo by-ops > ops.txt"], as(OPS));
+    expect(await admin.exited, admin.stderr).toBe(0);
+    expect((await turnsAs(ALICE)).map((t) => t.outcome)).toEqual(["TURN_OUTCOME_COMPLETED"]);
+  });
+});

@@ -257,6 +257,15 @@ const ROWS: Row[] = [
     note: ([r]) => pathNote((r as { environmentPath: string }).environmentPath),
   },
   {
+    // A client that must work in the directory (berth run): refused before anything begins, whoever owns the session.
+    rpc: "BeginTurn (require_environment_path)",
+    service: "turns",
+    method: "beginTurn",
+    request: async (f) => ({ sessionId: (await f.session()).sessionId, requireEnvironmentPath: true }),
+    expect: { owner: "PERMISSION_DENIED ROLE_REQUIRED", granted: "PERMISSION_DENIED ROLE_REQUIRED", ungranted: "PERMISSION_DENIED ROLE_REQUIRED", withdrawn: "PERMISSION_DENIED ROLE_REQUIRED", admin: "OK: environment_path shown", none: NO_TOKEN },
+    note: ([r]) => pathNote((r as { environmentPath: string }).environmentPath),
+  },
+  {
     rpc: "EndTurn",
     service: "turns",
     method: "endTurn",

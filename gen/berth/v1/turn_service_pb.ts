@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/turn_service.proto.
  */
 export const file_berth_v1_turn_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtiZXJ0aC92MS90dXJuX3NlcnZpY2UucHJvdG8SCGJlcnRoLnYxIqsCCgRUdXJuEg8KB3R1cm5faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAyABKAkSFgoOY2xpZW50X3R1cm5faWQYBCABKAkSIgoFc3RhdGUYBSABKA4yEy5iZXJ0aC52MS5UdXJuU3RhdGUSJgoHb3V0Y29tZRgGIAEoDjIVLmJlcnRoLnYxLlR1cm5PdXRjb21lEhgKEGVudmlyb25tZW50X3BhdGgYByABKAkSDAoEd2FybRgIIAEoCBIuCgpzdGFydGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKAoITWFwRW50cnkSDAoEcGF0aBgBIAEoCRIOCgZpc19kaXIYAiABKAgilAEKDFdvcmtzcGFjZU1hcBIjCgZzdGF0dXMYASABKA4yEy5iZXJ0aC52MS5NYXBTdGF0dXMSDAoEdGV4dBgCIAEoCRIjCgdlbnRyaWVzGAMgAygLMhIuYmVydGgudjEuTWFwRW50cnkSDQoFc2hvd24YBCABKA0SDQoFdG90YWwYBSABKA0SDgoGcmVhc29uGAYgASgJImEKEEJlZ2luVHVyblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIWCg5jbGllbnRfdHVybl9pZBgCIAEoCRIhCgdvbl9idXN5GAMgASgOMhAuYmVydGgudjEuT25CdXN5IpcBChFCZWdpblR1cm5SZXNwb25zZRIPCgd0dXJuX2lkGAEgASgJEhgKEGVudmlyb25tZW50X3BhdGgYAiABKAkSDAoEd2FybRgDIAEoCBItCg13b3Jrc3BhY2VfbWFwGAQgASgLMhYuYmVydGgudjEuV29ya3NwYWNlTWFwEhoKEnN1cGVyc2VkZWRfdHVybl9pZBgFIAEoCSJJCg5FbmRUdXJuUmVxdWVzdBIPCgd0dXJuX2lkGAEgASgJEiYKB291dGNvbWUYAiABKA4yFS5iZXJ0aC52MS5UdXJuT3V0Y29tZSJwCg9FbmRUdXJuUmVzcG9uc2USHAoEdHVybhgBIAEoCzIOLmJlcnRoLnYxLlR1cm4SFgoOY2FwdHVyZWRfcGF0aHMYAiADKAkSJwoIbGVmdF9vdXQYAyADKAsyFS5iZXJ0aC52MS5MZWZ0T3V0UGF0aCIrCgtMZWZ0T3V0UGF0aBIMCgRwYXRoGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIkChFDYW5jZWxUdXJuUmVxdWVzdBIPCgd0dXJuX2lkGAEgASgJIjgKEkNhbmNlbFR1cm5SZXNwb25zZRIRCgljYW5jZWxsZWQYASABKAgSDwoHc2V0dGxlZBgCIAEoCCInChRUdXJuSGVhcnRiZWF0UmVxdWVzdBIPCgd0dXJuX2lkGAEgASgJIigKFVR1cm5IZWFydGJlYXRSZXNwb25zZRIPCgdjdXJyZW50GAEgASgIIk0KEExpc3RUdXJuc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYFCABKA0SEgoKcGFnZV90b2tlbhgVIAEoCSJLChFMaXN0VHVybnNSZXNwb25zZRIdCgV0dXJucxgBIAMoCzIOLmJlcnRoLnYxLlR1cm4SFwoPbmV4dF9wYWdlX3Rva2VuGBQgASgJIicKEVdhdGNoVHVybnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiNAoSV2F0Y2hUdXJuc1Jlc3BvbnNlEh4KBWV2ZW50GAEgASgLMg8uYmVydGgudjEuRXZlbnQiFQoTR2V0UG9vbFN0YXRzUmVxdWVzdCKbAgoUR2V0UG9vbFN0YXRzUmVzcG9uc2USDAoEYnVzeRgBIAEoDRIMCgRpZGxlGAIgASgNEhkKEWF3YWl0aW5nX2FwcHJvdmFsGAMgASgNEhAKCGNhcGFjaXR5GAQgASgNEkAKCWV2aWN0aW9ucxgFIAMoCzItLmJlcnRoLnYxLkdldFBvb2xTdGF0c1Jlc3BvbnNlLkV2aWN0aW9uc0VudHJ5EhUKDXdhcm1fYWNxdWlyZXMYBiABKAQSFQoNY29sZF9hY3F1aXJlcxgHIAEoBBIYChB1bnJlc2VydmVkX3R1cm5zGAggASgEGjAKDkV2aWN0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAEiLAoWR2V0V29ya3NwYWNlTWFwUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIkgKF0dldFdvcmtzcGFjZU1hcFJlc3BvbnNlEi0KDXdvcmtzcGFjZV9tYXAYASABKAsyFi5iZXJ0aC52MS5Xb3Jrc3BhY2VNYXAqTAoGT25CdXN5EhcKE09OX0JVU1lfVU5TUEVDSUZJRUQQABIVChFPTl9CVVNZX1NVUEVSU0VERRABEhIKDk9OX0JVU1lfUkVKRUNUEAIqigEKCVR1cm5TdGF0ZRIaChZUVVJOX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSVFVSTl9TVEFURV9SVU5OSU5HEAESFAoQVFVSTl9TVEFURV9FTkRFRBACEhkKFVRVUk5fU1RBVEVfU1VQRVJTRURFRBADEhgKFFRVUk5fU1RBVEVfQ0FOQ0VMTEVEEAQqtQEKCU1hcFN0YXR1cxIaChZNQVBfU1RBVFVTX1VOU1BFQ0lGSUVEEAASEQoNTUFQX1NUQVRVU19PSxABEhQKEE1BUF9TVEFUVVNfU1RBTEUQAhIaChZNQVBfU1RBVFVTX09WRVJfQlVER0VUEAMSFgoSTUFQX1NUQVRVU19TS0lQUEVEEAQSGAoUTUFQX1NUQVRVU19DQU5DRUxMRUQQBRIVChFNQVBfU1RBVFVTX0ZBSUxFRBAGMuYECgtUdXJuU2VydmljZRJECglCZWdpblR1cm4SGi5iZXJ0aC52MS5CZWdpblR1cm5SZXF1ZXN0GhsuYmVydGgudjEuQmVnaW5UdXJuUmVzcG9uc2USPgoHRW5kVHVybhIYLmJlcnRoLnYxLkVuZFR1cm5SZXF1ZXN0GhkuYmVydGgudjEuRW5kVHVyblJlc3BvbnNlEkcKCkNhbmNlbFR1cm4SGy5iZXJ0aC52MS5DYW5jZWxUdXJuUmVxdWVzdBocLmJlcnRoLnYxLkNhbmNlbFR1cm5SZXNwb25zZRJQCg1UdXJuSGVhcnRiZWF0Eh4uYmVydGgudjEuVHVybkhlYXJ0YmVhdFJlcXVlc3QaHy5iZXJ0aC52MS5UdXJuSGVhcnRiZWF0UmVzcG9uc2USRAoJTGlzdFR1cm5zEhouYmVydGgudjEuTGlzdFR1cm5zUmVxdWVzdBobLmJlcnRoLnYxLkxpc3RUdXJuc1Jlc3BvbnNlEkkKCldhdGNoVHVybnMSGy5iZXJ0aC52MS5XYXRjaFR1cm5zUmVxdWVzdBocLmJlcnRoLnYxLldhdGNoVHVybnNSZXNwb25zZTABEk0KDEdldFBvb2xTdGF0cxIdLmJlcnRoLnYxLkdldFBvb2xTdGF0c1JlcXVlc3QaHi5iZXJ0aC52MS5HZXRQb29sU3RhdHNSZXNwb25zZRJWCg9HZXRXb3Jrc3BhY2VNYXASIC5iZXJ0aC52MS5HZXRXb3Jrc3BhY2VNYXBSZXF1ZXN0GiEuYmVydGgudjEuR2V0V29ya3NwYWNlTWFwUmVzcG9uc2ViBnByb3RvMw", [file_berth_v1_event, file_berth_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("ChtiZXJ0aC92MS90dXJuX3NlcnZpY2UucHJvdG8SCGJlcnRoLnYxIv8CCgRUdXJuEg8KB3R1cm5faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAyABKAkSFgoOY2xpZW50X3R1cm5faWQYBCABKAkSIgoFc3RhdGUYBSABKA4yEy5iZXJ0aC52MS5UdXJuU3RhdGUSJgoHb3V0Y29tZRgGIAEoDjIVLmJlcnRoLnYxLlR1cm5PdXRjb21lEhgKEGVudmlyb25tZW50X3BhdGgYByABKAkSDAoEd2FybRgIIAEoCBIuCgpzdGFydGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoJZXhpdF9jb2RlGAsgASgFSACIAQESEwoLZXhpdF9zaWduYWwYDCABKAkSFwoPY29tbWl0X21lc3NhZ2VzGA0gAygJQgwKCl9leGl0X2NvZGUiKAoITWFwRW50cnkSDAoEcGF0aBgBIAEoCRIOCgZpc19kaXIYAiABKAgilAEKDFdvcmtzcGFjZU1hcBIjCgZzdGF0dXMYASABKA4yEy5iZXJ0aC52MS5NYXBTdGF0dXMSDAoEdGV4dBgCIAEoCRIjCgdlbnRyaWVzGAMgAygLMhIuYmVydGgudjEuTWFwRW50cnkSDQoFc2hvd24YBCABKA0SDQoFdG90YWwYBSABKA0SDgoGcmVhc29uGAYgASgJIoMBChBCZWdpblR1cm5SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFgoOY2xpZW50X3R1cm5faWQYAiABKAkSIQoHb25fYnVzeRgDIAEoDjIQLmJlcnRoLnYxLk9uQnVzeRIgChhyZXF1aXJlX2Vudmlyb25tZW50X3BhdGgYBCABKAgi0QEKEUJlZ2luVHVyblJlc3BvbnNlEg8KB3R1cm5faWQYASABKAkSGAoQZW52aXJvbm1lbnRfcGF0aBgCIAEoCRIMCgR3YXJtGAMgASgIEi0KDXdvcmtzcGFjZV9tYXAYBCABKAsyFi5iZXJ0aC52MS5Xb3Jrc3BhY2VNYXASGgoSc3VwZXJzZWRlZF90dXJuX2lkGAUgASgJEjgKFGVudmlyb25tZW50X2luc3RhbmNlGAYgASgLMhouYmVydGgudjEuSW5zdGFuY2VJZGVudGl0eSJZChBJbnN0YW5jZUlkZW50aXR5EhMKC2luc3RhbmNlX2lkGAEgASgJEhUKDWluc3RhbmNlX25hbWUYAiABKAkSGQoRYWR2ZXJ0aXNlX2FkZHJlc3MYAyABKAkihAEKDkVuZFR1cm5SZXF1ZXN0Eg8KB3R1cm5faWQYASABKAkSJgoHb3V0Y29tZRgCIAEoDjIVLmJlcnRoLnYxLlR1cm5PdXRjb21lEhYKCWV4aXRfY29kZRgDIAEoBUgAiAEBEhMKC2V4aXRfc2lnbmFsGAQgASgJQgwKCl9leGl0X2NvZGUicAoPRW5kVHVyblJlc3BvbnNlEhwKBHR1cm4YASABKAsyDi5iZXJ0aC52MS5UdXJuEhYKDmNhcHR1cmVkX3BhdGhzGAIgAygJEicKCGxlZnRfb3V0GAMgAygLMhUuYmVydGgudjEuTGVmdE91dFBhdGgiKwoLTGVmdE91dFBhdGgSDAoEcGF0aBgBIAEoCRIOCgZyZWFzb24YAiABKAkiJAoRQ2FuY2VsVHVyblJlcXVlc3QSDwoHdHVybl9pZBgBIAEoCSI4ChJDYW5jZWxUdXJuUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgIEg8KB3NldHRsZWQYAiABKAgiJwoUVHVybkhlYXJ0YmVhdFJlcXVlc3QSDwoHdHVybl9pZBgBIAEoCSIoChVUdXJuSGVhcnRiZWF0UmVzcG9uc2USDwoHY3VycmVudBgBIAEoCCJNChBMaXN0VHVybnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFnZV9zaXplGBQgASgNEhIKCnBhZ2VfdG9rZW4YFSABKAkiSwoRTGlzdFR1cm5zUmVzcG9uc2USHQoFdHVybnMYASADKAsyDi5iZXJ0aC52MS5UdXJuEhcKD25leHRfcGFnZV90b2tlbhgUIAEoCSInChFXYXRjaFR1cm5zUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIjQKEldhdGNoVHVybnNSZXNwb25zZRIeCgVldmVudBgBIAEoCzIPLmJlcnRoLnYxLkV2ZW50IhUKE0dldFBvb2xTdGF0c1JlcXVlc3QimwIKFEdldFBvb2xTdGF0c1Jlc3BvbnNlEgwKBGJ1c3kYASABKA0SDAoEaWRsZRgCIAEoDRIZChFhd2FpdGluZ19hcHByb3ZhbBgDIAEoDRIQCghjYXBhY2l0eRgEIAEoDRJACglldmljdGlvbnMYBSADKAsyLS5iZXJ0aC52MS5HZXRQb29sU3RhdHNSZXNwb25zZS5FdmljdGlvbnNFbnRyeRIVCg13YXJtX2FjcXVpcmVzGAYgASgEEhUKDWNvbGRfYWNxdWlyZXMYByABKAQSGAoQdW5yZXNlcnZlZF90dXJucxgIIAEoBBowCg5FdmljdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAQ6AjgBIiwKFkdldFdvcmtzcGFjZU1hcFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSJIChdHZXRXb3Jrc3BhY2VNYXBSZXNwb25zZRItCg13b3Jrc3BhY2VfbWFwGAEgASgLMhYuYmVydGgudjEuV29ya3NwYWNlTWFwKkwKBk9uQnVzeRIXChNPTl9CVVNZX1VOU1BFQ0lGSUVEEAASFQoRT05fQlVTWV9TVVBFUlNFREUQARISCg5PTl9CVVNZX1JFSkVDVBACKooBCglUdXJuU3RhdGUSGgoWVFVSTl9TVEFURV9VTlNQRUNJRklFRBAAEhYKElRVUk5fU1RBVEVfUlVOTklORxABEhQKEFRVUk5fU1RBVEVfRU5ERUQQAhIZChVUVVJOX1NUQVRFX1NVUEVSU0VERUQQAxIYChRUVVJOX1NUQVRFX0NBTkNFTExFRBAEKrUBCglNYXBTdGF0dXMSGgoWTUFQX1NUQVRVU19VTlNQRUNJRklFRBAAEhEKDU1BUF9TVEFUVVNfT0sQARIUChBNQVBfU1RBVFVTX1NUQUxFEAISGgoWTUFQX1NUQVRVU19PVkVSX0JVREdFVBADEhYKEk1BUF9TVEFUVVNfU0tJUFBFRBAEEhgKFE1BUF9TVEFUVVNfQ0FOQ0VMTEVEEAUSFQoRTUFQX1NUQVRVU19GQUlMRUQQBjLmBAoLVHVyblNlcnZpY2USRAoJQmVnaW5UdXJuEhouYmVydGgudjEuQmVnaW5UdXJuUmVxdWVzdBobLmJlcnRoLnYxLkJlZ2luVHVyblJlc3BvbnNlEj4KB0VuZFR1cm4SGC5iZXJ0aC52MS5FbmRUdXJuUmVxdWVzdBoZLmJlcnRoLnYxLkVuZFR1cm5SZXNwb25zZRJHCgpDYW5jZWxUdXJuEhsuYmVydGgudjEuQ2FuY2VsVHVyblJlcXVlc3QaHC5iZXJ0aC52MS5DYW5jZWxUdXJuUmVzcG9uc2USUAoNVHVybkhlYXJ0YmVhdBIeLmJlcnRoLnYxLlR1cm5IZWFydGJlYXRSZXF1ZXN0Gh8uYmVydGgudjEuVHVybkhlYXJ0YmVhdFJlc3BvbnNlEkQKCUxpc3RUdXJucxIaLmJlcnRoLnYxLkxpc3RUdXJuc1JlcXVlc3QaGy5iZXJ0aC52MS5MaXN0VHVybnNSZXNwb25zZRJJCgpXYXRjaFR1cm5zEhsuYmVydGgudjEuV2F0Y2hUdXJuc1JlcXVlc3QaHC5iZXJ0aC52MS5XYXRjaFR1cm5zUmVzcG9uc2UwARJNCgxHZXRQb29sU3RhdHMSHS5iZXJ0aC52MS5HZXRQb29sU3RhdHNSZXF1ZXN0Gh4uYmVydGgudjEuR2V0UG9vbFN0YXRzUmVzcG9uc2USVgoPR2V0V29ya3NwYWNlTWFwEiAuYmVydGgudjEuR2V0V29ya3NwYWNlTWFwUmVxdWVzdBohLmJlcnRoLnYxLkdldFdvcmtzcGFjZU1hcFJlc3BvbnNlYgZwcm90bzM", [file_berth_v1_event, file_berth_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * A turn.
@@ -93,6 +93,33 @@ export type Turn = Message<"berth.v1.Turn"> & {
    * @generated from field: google.protobuf.Timestamp ended_at = 10;
    */
   endedAt?: Timestamp | undefined;
+
+  /**
+   * The exit status of the command the turn ran, as the client that ended it reported it
+   * (EndTurnRequest.exit_code); absent when it reported none (or the command was killed by a signal).
+   *
+   * @generated from field: optional int32 exit_code = 11;
+   */
+  exitCode?: number | undefined;
+
+  /**
+   * The signal that killed the command the turn ran (e.g. "SIGTERM"), as the client that ended it
+   * reported it (EndTurnRequest.exit_signal); empty when it reported none.
+   *
+   * @generated from field: string exit_signal = 12;
+   */
+  exitSignal: string;
+
+  /**
+   * The messages of the commits the agent made in its environment during the turn (`git commit`
+   * there), oldest first, read when EndTurn captured the environment: the commits between the
+   * workspace's base commit and the environment's HEAD that no earlier turn in the same
+   * environment kept. At most 64 KiB in all (the oldest dropped first). Empty for a turn not
+   * ended by EndTurn. CommitChangeset offers them as the default message (docs/landing-work.md).
+   *
+   * @generated from field: repeated string commit_messages = 13;
+   */
+  commitMessages: string[];
 };
 
 /**
@@ -212,6 +239,15 @@ export type BeginTurnRequest = Message<"berth.v1.BeginTurnRequest"> & {
    * @generated from field: berth.v1.OnBusy on_busy = 3;
    */
   onBusy: OnBusy;
+
+  /**
+   * Refuse (PERMISSION_DENIED ROLE_REQUIRED) before anything begins when the caller would not be
+   * shown environment_path (auth on and the caller not an admin): for a client that must work in
+   * the directory itself (`berth run`), a turn without it is of no use.
+   *
+   * @generated from field: bool require_environment_path = 4;
+   */
+  requireEnvironmentPath: boolean;
 };
 
 /**
@@ -262,6 +298,14 @@ export type BeginTurnResponse = Message<"berth.v1.BeginTurnResponse"> & {
    * @generated from field: string superseded_turn_id = 5;
    */
   supersededTurnId: string;
+
+  /**
+   * The instance whose disk holds the environment (the one that served the turn, a forwarded
+   * BeginTurn's included); unset when environment_path is empty (not an admin).
+   *
+   * @generated from field: berth.v1.InstanceIdentity environment_instance = 6;
+   */
+  environmentInstance?: InstanceIdentity | undefined;
 };
 
 /**
@@ -270,6 +314,41 @@ export type BeginTurnResponse = Message<"berth.v1.BeginTurnResponse"> & {
  */
 export const BeginTurnResponseSchema: GenMessage<BeginTurnResponse> = /*@__PURE__*/
   messageDesc(file_berth_v1_turn_service, 4);
+
+/**
+ * How an instance of Berth is known: where a client that needs its disk must run.
+ *
+ * @generated from message berth.v1.InstanceIdentity
+ */
+export type InstanceIdentity = Message<"berth.v1.InstanceIdentity"> & {
+  /**
+   * The instance's id (instances.id in the database; a new one at each start).
+   *
+   * @generated from field: string instance_id = 1;
+   */
+  instanceId: string;
+
+  /**
+   * Its stable name (BERTH_INSTANCE_NAME, by default hostname:grpc-port).
+   *
+   * @generated from field: string instance_name = 2;
+   */
+  instanceName: string;
+
+  /**
+   * The host:port of its gRPC listener that other instances dial (BERTH_ADVERTISE_ADDR).
+   *
+   * @generated from field: string advertise_address = 3;
+   */
+  advertiseAddress: string;
+};
+
+/**
+ * Describes the message berth.v1.InstanceIdentity.
+ * Use `create(InstanceIdentitySchema)` to create a new message.
+ */
+export const InstanceIdentitySchema: GenMessage<InstanceIdentity> = /*@__PURE__*/
+  messageDesc(file_berth_v1_turn_service, 5);
 
 /**
  * Request of EndTurn.
@@ -290,6 +369,22 @@ export type EndTurnRequest = Message<"berth.v1.EndTurnRequest"> & {
    * @generated from field: berth.v1.TurnOutcome outcome = 2;
    */
   outcome: TurnOutcome;
+
+  /**
+   * The exit status of the command the turn ran (0 to 255), recorded with the turn (Turn.exit_code);
+   * unset: none recorded. Not with exit_signal.
+   *
+   * @generated from field: optional int32 exit_code = 3;
+   */
+  exitCode?: number | undefined;
+
+  /**
+   * The signal that killed the command (a name such as "SIGTERM", "SIG" and capitals or digits),
+   * recorded with the turn (Turn.exit_signal); empty: none recorded. Not with exit_code.
+   *
+   * @generated from field: string exit_signal = 4;
+   */
+  exitSignal: string;
 };
 
 /**
@@ -297,7 +392,7 @@ export type EndTurnRequest = Message<"berth.v1.EndTurnRequest"> & {
  * Use `create(EndTurnRequestSchema)` to create a new message.
  */
 export const EndTurnRequestSchema: GenMessage<EndTurnRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 5);
+  messageDesc(file_berth_v1_turn_service, 6);
 
 /**
  * Response of EndTurn.
@@ -335,7 +430,7 @@ export type EndTurnResponse = Message<"berth.v1.EndTurnResponse"> & {
  * Use `create(EndTurnResponseSchema)` to create a new message.
  */
 export const EndTurnResponseSchema: GenMessage<EndTurnResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 6);
+  messageDesc(file_berth_v1_turn_service, 7);
 
 /**
  * A path capture did not send to the overlay.
@@ -376,7 +471,7 @@ export type LeftOutPath = Message<"berth.v1.LeftOutPath"> & {
  * Use `create(LeftOutPathSchema)` to create a new message.
  */
 export const LeftOutPathSchema: GenMessage<LeftOutPath> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 7);
+  messageDesc(file_berth_v1_turn_service, 8);
 
 /**
  * Request of CancelTurn.
@@ -397,7 +492,7 @@ export type CancelTurnRequest = Message<"berth.v1.CancelTurnRequest"> & {
  * Use `create(CancelTurnRequestSchema)` to create a new message.
  */
 export const CancelTurnRequestSchema: GenMessage<CancelTurnRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 8);
+  messageDesc(file_berth_v1_turn_service, 9);
 
 /**
  * Response of CancelTurn.
@@ -425,7 +520,7 @@ export type CancelTurnResponse = Message<"berth.v1.CancelTurnResponse"> & {
  * Use `create(CancelTurnResponseSchema)` to create a new message.
  */
 export const CancelTurnResponseSchema: GenMessage<CancelTurnResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 9);
+  messageDesc(file_berth_v1_turn_service, 10);
 
 /**
  * Request of TurnHeartbeat.
@@ -446,7 +541,7 @@ export type TurnHeartbeatRequest = Message<"berth.v1.TurnHeartbeatRequest"> & {
  * Use `create(TurnHeartbeatRequestSchema)` to create a new message.
  */
 export const TurnHeartbeatRequestSchema: GenMessage<TurnHeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 10);
+  messageDesc(file_berth_v1_turn_service, 11);
 
 /**
  * Response of TurnHeartbeat.
@@ -467,7 +562,7 @@ export type TurnHeartbeatResponse = Message<"berth.v1.TurnHeartbeatResponse"> & 
  * Use `create(TurnHeartbeatResponseSchema)` to create a new message.
  */
 export const TurnHeartbeatResponseSchema: GenMessage<TurnHeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 11);
+  messageDesc(file_berth_v1_turn_service, 12);
 
 /**
  * Request of ListTurns.
@@ -502,7 +597,7 @@ export type ListTurnsRequest = Message<"berth.v1.ListTurnsRequest"> & {
  * Use `create(ListTurnsRequestSchema)` to create a new message.
  */
 export const ListTurnsRequestSchema: GenMessage<ListTurnsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 12);
+  messageDesc(file_berth_v1_turn_service, 13);
 
 /**
  * Response of ListTurns.
@@ -530,7 +625,7 @@ export type ListTurnsResponse = Message<"berth.v1.ListTurnsResponse"> & {
  * Use `create(ListTurnsResponseSchema)` to create a new message.
  */
 export const ListTurnsResponseSchema: GenMessage<ListTurnsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 13);
+  messageDesc(file_berth_v1_turn_service, 14);
 
 /**
  * Request of WatchTurns.
@@ -551,7 +646,7 @@ export type WatchTurnsRequest = Message<"berth.v1.WatchTurnsRequest"> & {
  * Use `create(WatchTurnsRequestSchema)` to create a new message.
  */
 export const WatchTurnsRequestSchema: GenMessage<WatchTurnsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 14);
+  messageDesc(file_berth_v1_turn_service, 15);
 
 /**
  * A message of WatchTurns.
@@ -572,7 +667,7 @@ export type WatchTurnsResponse = Message<"berth.v1.WatchTurnsResponse"> & {
  * Use `create(WatchTurnsResponseSchema)` to create a new message.
  */
 export const WatchTurnsResponseSchema: GenMessage<WatchTurnsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 15);
+  messageDesc(file_berth_v1_turn_service, 16);
 
 /**
  * Request of GetPoolStats.
@@ -587,7 +682,7 @@ export type GetPoolStatsRequest = Message<"berth.v1.GetPoolStatsRequest"> & {
  * Use `create(GetPoolStatsRequestSchema)` to create a new message.
  */
 export const GetPoolStatsRequestSchema: GenMessage<GetPoolStatsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 16);
+  messageDesc(file_berth_v1_turn_service, 17);
 
 /**
  * Response of GetPoolStats: the environments of every live instance sharing the database, summed
@@ -658,7 +753,7 @@ export type GetPoolStatsResponse = Message<"berth.v1.GetPoolStatsResponse"> & {
  * Use `create(GetPoolStatsResponseSchema)` to create a new message.
  */
 export const GetPoolStatsResponseSchema: GenMessage<GetPoolStatsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 17);
+  messageDesc(file_berth_v1_turn_service, 18);
 
 /**
  * Request of GetWorkspaceMap.
@@ -679,7 +774,7 @@ export type GetWorkspaceMapRequest = Message<"berth.v1.GetWorkspaceMapRequest"> 
  * Use `create(GetWorkspaceMapRequestSchema)` to create a new message.
  */
 export const GetWorkspaceMapRequestSchema: GenMessage<GetWorkspaceMapRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 18);
+  messageDesc(file_berth_v1_turn_service, 19);
 
 /**
  * Response of GetWorkspaceMap.
@@ -700,7 +795,7 @@ export type GetWorkspaceMapResponse = Message<"berth.v1.GetWorkspaceMapResponse"
  * Use `create(GetWorkspaceMapResponseSchema)` to create a new message.
  */
 export const GetWorkspaceMapResponseSchema: GenMessage<GetWorkspaceMapResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_turn_service, 19);
+  messageDesc(file_berth_v1_turn_service, 20);
 
 /**
  * What BeginTurn does when the session already has a running turn.

@@ -1607,7 +1607,9 @@ export type CommitChangesetRequest = Message<"berth.v1.CommitChangesetRequest"> 
   changesetId: string;
 
   /**
-   * The commit message, at most 65536 characters; empty: the intents of the changeset's sessions.
+   * The commit message, at most 65536 characters; empty: the intents of the changeset's sessions,
+   * then the messages of the commits their agents made in their environments, as EndTurn kept
+   * them (Turn.commit_messages), in turn order, each once.
    *
    * @generated from field: string message = 2;
    */

@@ -153,13 +153,17 @@ async function runCommandTurn(cli, sessionId, argv, opts, earlySignal) {
     }
     if (!program.includes("/") || path.isAbsolute(program))
         refuseMissing(cli, program, process.cwd(), sandbox);
-    const begun = await cli.turns.beginTurn({ sessionId, clientTurnId: opts.clientTurnId ?? "", onBusy: opts.onBusy }).catch((err) => {
+    // require_environment_path: a caller who would not be shown the directory is refused before
+    // anything begins (a server without the field begins the turn, and it is cancelled below).
+    const begun = await cli.turns.beginTurn({ sessionId, clientTurnId: opts.clientTurnId ?? "", onBusy: opts.onBusy, requireEnvironmentPath: true }).catch((err) => {
+        if (reasonOf(err) === "ROLE_REQUIRED")
+            throw runFailed(cli, new UsageError(`${NEEDS_ADMIN}; nothing began`));
         throw runFailed(cli, err);
     });
     const turnId = begun.turnId;
     const envPath = begun.environmentPath;
     // From here a turn runs: every way out ends it.
-    const unreachable = environmentUnreachable(envPath);
+    const unreachable = environmentUnreachable(envPath, begun.environmentInstance);
     if (unreachable) {
         await cancelQuietly(cli, turnId);
         throw runFailed(cli, new UsageError(`${unreachable}; the turn ${turnId} was cancelled, nothing ran`));
@@ -301,7 +305,7 @@ async function runCommandTurn(cli, sessionId, argv, opts, earlySignal) {
         throw new CliExit(128 + signalNumber(interrupted));
     }
     const outcome = status === 0 ? TurnOutcome.COMPLETED : TurnOutcome.FAILED;
-    const ended = await cli.turns.endTurn({ turnId, outcome }).catch(async (err) => {
+    const ended = await cli.turns.endTurn({ turnId, outcome, ...exitFields(exit, sandbox) }).catch(async (err) => {
         if (reasonOf(err) === "TURN_NOT_RUNNING") {
             // Stopped elsewhere between the last heartbeat and the command's exit: captured by whoever stopped it.
             summary(cli, { turnId, stoppedBecause: await whyStopped(cli, sessionId, turnId), exitCode: status });
@@ -328,24 +332,48 @@ function refuseMissing(cli, program, cwd, sandbox) {
     reportError(new UsageError(found ? `${found.path} is not executable` : `${program}: command not found`), cli.serverUrl, cli.json);
     throw new CliExit(found ? RUN_EXIT.cannotExecute : RUN_EXIT.notFound);
 }
+/** Why run refuses a caller who is not shown environment paths. */
+const NEEDS_ADMIN = "berth run needs an admin token (BERTH_TOKEN naming a token with the admin role): the server shows a turn's environment directory to admins only, and the command must run in it";
 /**
  * Why the environment cannot be used from here, or undefined when it can: the directory must
  * exist on this machine and hold the marker the server writes in every environment — a client
- * on another host, or an instance whose disk this is not, finds no such directory.
+ * on another host, or an instance whose disk this is not, finds no such directory. `holder`:
+ * the instance whose disk it is, as BeginTurn names it (a server that does not, says nothing).
  */
-export function environmentUnreachable(envPath) {
-    if (!envPath) {
-        return "the server did not say where the turn's environment is (it tells admins only when auth is on): run with an admin token (BERTH_TOKEN)";
-    }
-    const where = `the environment ${envPath} is a directory on the disk of the Berth instance that began the turn`;
+export function environmentUnreachable(envPath, holder) {
+    if (!envPath)
+        return `the server did not say where the turn's environment is: ${NEEDS_ADMIN}`;
     try {
         if (!lstatSync(envPath).isDirectory() || !lstatSync(path.join(envPath, ENVIRONMENT_MARKER)).isFile())
             throw new Error("not an environment");
     }
     catch {
-        return `${where}, and it is not reachable here; run \`berth run\` on that instance's host (with --server naming that instance)`;
+        if (!holder?.instanceId) {
+            return `the environment ${envPath} is a directory on the disk of the Berth instance that began the turn, and it is not reachable here; run \`berth run\` on that instance's host (with --server naming that instance)`;
+        }
+        const name = holder.instanceName ? `"${holder.instanceName}"` : holder.instanceId;
+        const known = [`id ${holder.instanceId}`, ...(holder.advertiseAddress ? [`gRPC at ${holder.advertiseAddress}`] : [])].join(", ");
+        return `the environment ${envPath} is on the disk of Berth instance ${name} (${known}), and it is not reachable here (another host, or another instance's disk); run \`berth run\` on that instance's host, with --server naming a Berth HTTP address there (a turn RPC reaching another instance is forwarded to it)`;
     }
     return undefined;
+}
+/** The signal whose number is `n` (the first name of it: SIGABRT, not SIGIOT). */
+function signalNamed(n) {
+    return Object.entries(osConstants.signals).find(([, v]) => v === n)?.[0];
+}
+/**
+ * How the command ended, for EndTurn to record with the turn: its exit status, or the signal that
+ * killed it. Under the sandbox bwrap (the command's parent) reports a signal death as 128 + the
+ * signal's number, as a shell does, so the two cannot be told apart there: a status of 129 to
+ * 128 + the highest signal number is recorded as that signal (docs/agents.md, "Exit codes").
+ */
+export function exitFields(exit, sandboxed) {
+    if (exit.signal)
+        return { exitSignal: exit.signal };
+    if (exit.code === null)
+        return {};
+    const folded = sandboxed && exit.code > 128 ? signalNamed(exit.code - 128) : undefined;
+    return folded ? { exitSignal: folded } : { exitCode: exit.code };
 }
 async function cancelQuietly(cli, turnId) {
     await cli.turns.cancelTurn({ turnId }).catch((err) => note(`cancelling the turn ${turnId} failed: ${err instanceof Error ? err.message : String(err)}`));
@@ -382,6 +410,7 @@ function summary(cli, s) {
             turnId: s.turnId,
             outcome,
             exitCode: s.exitCode,
+            ...(s.ended?.turn?.exitSignal ? { exitSignal: s.ended.turn.exitSignal } : {}),
             ...(s.stoppedBecause ? { stopped: s.stoppedBecause } : {}),
             ...(s.cancelled ? { cancelled: s.cancelled, settled: s.settled } : {}),
             capturedPaths: s.ended?.capturedPaths ?? [],
@@ -391,7 +420,8 @@ function summary(cli, s) {
         process.stderr.write(`${JSON.stringify(line)}\n`);
         return;
     }
-    const lines = [`turn ${s.turnId}: ${outcome} (exit ${s.exitCode})${s.stoppedBecause ? `: ${s.stoppedBecause}` : ""}${s.cancelled ? `: interrupted (${s.cancelled})${s.settled === false ? "; its capture is still running on the server" : ""}` : ""}`];
+    const signal = s.ended?.turn?.exitSignal;
+    const lines = [`turn ${s.turnId}: ${outcome} (exit ${s.exitCode}${signal ? `, ${signal}` : ""})${s.stoppedBecause ? `: ${s.stoppedBecause}` : ""}${s.cancelled ? `: interrupted (${s.cancelled})${s.settled === false ? "; its capture is still running on the server" : ""}` : ""}`];
     if (s.ended) {
         lines.push(`  captured: ${s.ended.capturedPaths.length ? s.ended.capturedPaths.join(", ") : "nothing"}`);
         if (s.ended.leftOut.length)

@@ -98,13 +98,14 @@ export function registerTurns(program) {
             return print(jsonLine(ListTurnsResponseSchema, res));
         if (res.turns.length === 0)
             return print(opts.session ? "no turns" : "no running turns");
-        print(table(["TURN", "SESSION", "STATE", "OUTCOME", "WARM", "STARTED", "ENDED", "ENVIRONMENT"], res.turns.map((t) => {
+        print(table(["TURN", "SESSION", "STATE", "OUTCOME", "EXIT", "WARM", "STARTED", "ENDED", "ENVIRONMENT"], res.turns.map((t) => {
             const state = enumName(TurnState, t.state, "");
             return [
                 t.turnId,
                 t.sessionId,
                 paint(TURN_COLOUR[state], state),
                 t.outcome === TurnOutcome.UNSPECIFIED ? "-" : enumName(TurnOutcome, t.outcome, ""),
+                t.exitSignal || (t.exitCode !== undefined ? String(t.exitCode) : "-"),
                 t.warm ? "yes" : "no",
                 formatTime(t.startedAt),
                 formatTime(t.endedAt) || "-",

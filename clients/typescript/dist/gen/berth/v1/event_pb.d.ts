@@ -446,6 +446,18 @@ export type TurnChanged = Message<"berth.v1.TurnChanged"> & {
      * @generated from field: bool warm = 5;
      */
     warm: boolean;
+    /**
+     * turn.ended and turn.parked: the command's exit status, when EndTurn reported one (Turn.exit_code).
+     *
+     * @generated from field: optional int32 exit_code = 6;
+     */
+    exitCode?: number | undefined;
+    /**
+     * turn.ended and turn.parked: the signal that killed the command, when EndTurn reported one (Turn.exit_signal).
+     *
+     * @generated from field: string exit_signal = 7;
+     */
+    exitSignal: string;
 };
 /**
  * Describes the message berth.v1.TurnChanged.

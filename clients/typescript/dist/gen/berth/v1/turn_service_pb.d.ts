@@ -73,6 +73,30 @@ export type Turn = Message<"berth.v1.Turn"> & {
      * @generated from field: google.protobuf.Timestamp ended_at = 10;
      */
     endedAt?: Timestamp | undefined;
+    /**
+     * The exit status of the command the turn ran, as the client that ended it reported it
+     * (EndTurnRequest.exit_code); absent when it reported none (or the command was killed by a signal).
+     *
+     * @generated from field: optional int32 exit_code = 11;
+     */
+    exitCode?: number | undefined;
+    /**
+     * The signal that killed the command the turn ran (e.g. "SIGTERM"), as the client that ended it
+     * reported it (EndTurnRequest.exit_signal); empty when it reported none.
+     *
+     * @generated from field: string exit_signal = 12;
+     */
+    exitSignal: string;
+    /**
+     * The messages of the commits the agent made in its environment during the turn (`git commit`
+     * there), oldest first, read when EndTurn captured the environment: the commits between the
+     * workspace's base commit and the environment's HEAD that no earlier turn in the same
+     * environment kept. At most 64 KiB in all (the oldest dropped first). Empty for a turn not
+     * ended by EndTurn. CommitChangeset offers them as the default message (docs/landing-work.md).
+     *
+     * @generated from field: repeated string commit_messages = 13;
+     */
+    commitMessages: string[];
 };
 /**
  * Describes the message berth.v1.Turn.
@@ -175,6 +199,14 @@ export type BeginTurnRequest = Message<"berth.v1.BeginTurnRequest"> & {
      * @generated from field: berth.v1.OnBusy on_busy = 3;
      */
     onBusy: OnBusy;
+    /**
+     * Refuse (PERMISSION_DENIED ROLE_REQUIRED) before anything begins when the caller would not be
+     * shown environment_path (auth on and the caller not an admin): for a client that must work in
+     * the directory itself (`berth run`), a turn without it is of no use.
+     *
+     * @generated from field: bool require_environment_path = 4;
+     */
+    requireEnvironmentPath: boolean;
 };
 /**
  * Describes the message berth.v1.BeginTurnRequest.
@@ -218,12 +250,49 @@ export type BeginTurnResponse = Message<"berth.v1.BeginTurnResponse"> & {
      * @generated from field: string superseded_turn_id = 5;
      */
     supersededTurnId: string;
+    /**
+     * The instance whose disk holds the environment (the one that served the turn, a forwarded
+     * BeginTurn's included); unset when environment_path is empty (not an admin).
+     *
+     * @generated from field: berth.v1.InstanceIdentity environment_instance = 6;
+     */
+    environmentInstance?: InstanceIdentity | undefined;
 };
 /**
  * Describes the message berth.v1.BeginTurnResponse.
  * Use `create(BeginTurnResponseSchema)` to create a new message.
  */
 export declare const BeginTurnResponseSchema: GenMessage<BeginTurnResponse>;
+/**
+ * How an instance of Berth is known: where a client that needs its disk must run.
+ *
+ * @generated from message berth.v1.InstanceIdentity
+ */
+export type InstanceIdentity = Message<"berth.v1.InstanceIdentity"> & {
+    /**
+     * The instance's id (instances.id in the database; a new one at each start).
+     *
+     * @generated from field: string instance_id = 1;
+     */
+    instanceId: string;
+    /**
+     * Its stable name (BERTH_INSTANCE_NAME, by default hostname:grpc-port).
+     *
+     * @generated from field: string instance_name = 2;
+     */
+    instanceName: string;
+    /**
+     * The host:port of its gRPC listener that other instances dial (BERTH_ADVERTISE_ADDR).
+     *
+     * @generated from field: string advertise_address = 3;
+     */
+    advertiseAddress: string;
+};
+/**
+ * Describes the message berth.v1.InstanceIdentity.
+ * Use `create(InstanceIdentitySchema)` to create a new message.
+ */
+export declare const InstanceIdentitySchema: GenMessage<InstanceIdentity>;
 /**
  * Request of EndTurn.
  *
@@ -242,6 +311,20 @@ export type EndTurnRequest = Message<"berth.v1.EndTurnRequest"> & {
      * @generated from field: berth.v1.TurnOutcome outcome = 2;
      */
     outcome: TurnOutcome;
+    /**
+     * The exit status of the command the turn ran (0 to 255), recorded with the turn (Turn.exit_code);
+     * unset: none recorded. Not with exit_signal.
+     *
+     * @generated from field: optional int32 exit_code = 3;
+     */
+    exitCode?: number | undefined;
+    /**
+     * The signal that killed the command (a name such as "SIGTERM", "SIG" and capitals or digits),
+     * recorded with the turn (Turn.exit_signal); empty: none recorded. Not with exit_code.
+     *
+     * @generated from field: string exit_signal = 4;
+     */
+    exitSignal: string;
 };
 /**
  * Describes the message berth.v1.EndTurnRequest.
