@@ -17,6 +17,7 @@ import * as m0015 from "./0015_request_ids.js";
 import * as m0016 from "./0016_events_unnumbered.js";
 import * as m0017 from "./0017_overlay_counters.js";
 import * as m0018 from "./0018_changeset_version.js";
+import * as m0020 from "./0020_repository_remote.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
 export const migrations: Readonly<Record<string, Migration>> = {
@@ -38,4 +39,5 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0016_events_unnumbered": m0016,
   "0017_overlay_counters": m0017,
   "0018_changeset_version": m0018,
+  "0020_repository_remote": m0020,
 };
