@@ -64,6 +64,8 @@ export class RepositoryLocations {
   private readonly mirrors = new Map<string, Mirror>();
   private readonly mutex = new KeyedMutex<string>();
   private stopTimer: (() => void) | undefined;
+  /** Mirrors whose last background fetch failed (reported when it starts failing and when it recovers). */
+  private readonly failing = new Set<string>();
 
   constructor(private readonly settings: LocationSettings) {}
 
@@ -154,12 +156,14 @@ export class RepositoryLocations {
   async fetchAll(): Promise<void> {
     for (const m of [...this.mirrors.values()]) {
       if (!(await m.exists())) continue;
-      const was = m.reachable;
+      const wasFailing = this.failing.has(m.repoId);
       try {
         await m.fetch();
-        if (!was) this.settings.log?.info({ repoId: m.repoId, remote: redactUrl(m.url) }, "mirror: the git server is reachable again");
+        this.failing.delete(m.repoId);
+        if (wasFailing) this.settings.log?.info({ repoId: m.repoId, remote: redactUrl(m.url) }, "mirror: the git server is reachable again");
       } catch (err) {
-        if (was || !(err instanceof BerthError && err.reason === "REMOTE_UNREACHABLE")) {
+        this.failing.add(m.repoId);
+        if (!wasFailing || !(err instanceof BerthError && err.reason === "REMOTE_UNREACHABLE")) {
           const detail = (err as { cause?: unknown }).cause;
           this.settings.log?.warn({ repoId: m.repoId, remote: redactUrl(m.url), reason: err instanceof BerthError ? err.reason : "INTERNAL", detail: detail instanceof Error ? detail.message : undefined }, "mirror: background fetch failed");
         }

@@ -53,8 +53,6 @@ export class Mirror {
   private readonly known = new Set<string>();
   /** A fetch asked for and not started yet: a later ask joins it. */
   private queued: Promise<void> | undefined;
-  /** Whether the last fetch reached the server (the background fetch reports changes only). */
-  reachable = true;
 
   constructor(
     readonly repoId: string,
@@ -112,10 +110,6 @@ export class Mirror {
         if (r.code !== 0) throw remoteFailure(this.ctx, "fetch", r);
       }
       if (remote.head !== undefined && remote.head !== (await this.headRef())) await execGit(this.dir, ["symbolic-ref", "HEAD", remote.head], LOCAL);
-      this.reachable = true;
-    } catch (err) {
-      if (err instanceof BerthError && err.reason === "REMOTE_UNREACHABLE") this.reachable = false;
-      throw err;
     } finally {
       this.deps.probe?.gitEnded?.(this.repoId, "fetch");
     }
@@ -183,11 +177,9 @@ export class Mirror {
     await this.deps.mutex.with(this.dir, async () => {
       await this.createLocked();
       const r = await remoteGit(this.dir, ["fetch", "--no-tags", "--no-write-fetch-head", "--quiet", "--no-recurse-submodules", this.url, commit], this.deps.access, this.ctx, "fetch");
-      if (r.code === 0) return;
-      const failure = remoteFailure(this.ctx, "fetch", r);
-      // "not our ref", "unadvertised object": the server has no such commit to give.
-      if (failure.reason === "GIT_FAILED") return;
-      throw failure;
+      // "not our ref" (git daemon, file://, http): the server has no such commit to give (BASE_COMMIT_GONE or UNKNOWN_COMMIT, the caller's to say).
+      if (r.code === 0 || /not our ref|unadvertised object|couldn't find remote ref/i.test(r.stderr)) return;
+      throw remoteFailure(this.ctx, "fetch", r);
     });
   }
 
@@ -220,14 +212,21 @@ export class Mirror {
         this.deps.probe?.gitEnded?.(this.repoId, "push");
       }
       const lines = parsePorcelain(r.stdout.toString("utf8"));
-      if (r.code === 0) {
+      const accepted = async () => {
         for (const u of updates) await execGit(this.dir, ["update-ref", "-m", `berth: pushed for changeset ${ctx.changesetId}`, u.ref, u.next], LOCAL);
-        return { ok: true };
-      }
-      const stale = updates.find((u) => /^! .*stale info/.test(lines.get(u.ref) ?? ""));
-      if (stale) {
-        const actual = await this.fetchLocked().then(async () => (await this.localRefs()).get(stale.ref), () => undefined);
-        return { ok: false, ref: stale.ref, expected: stale.expected, actual };
+        return { ok: true } as const;
+      };
+      if (r.code === 0) return accepted();
+      // Refused, or unheard: what the server's refs are now says which. A lease that failed on
+      // our side ("stale info") or on the server's (a push landed after it advertised its refs:
+      // the server's own compare-and-set failed, "atomic transaction failed" for the others)
+      // left a ref elsewhere; a push that landed though git did not hear the answer left them
+      // all where it asked.
+      const now = await this.fetchLocked().then(() => this.localRefs(), () => undefined);
+      if (now !== undefined) {
+        if (updates.every((u) => now.get(u.ref) === u.next)) return accepted();
+        const moved = updates.find((u) => now.get(u.ref) !== u.expected && now.get(u.ref) !== u.next);
+        if (moved) return { ok: false, ref: moved.ref, expected: moved.expected, actual: now.get(moved.ref) };
       }
       // The ref the server itself refused ("!" and not the atomic push's echo of another ref's refusal).
       const refused = updates.find((u) => (lines.get(u.ref) ?? "").startsWith("!") && !/atomic push failed/.test(lines.get(u.ref) ?? ""));

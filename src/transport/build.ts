@@ -76,6 +76,8 @@ export interface BerthServer {
   readonly advertiseAddress: string;
   /** This incarnation's id (its instances row). */
   readonly instanceId: string;
+  /** BERTH_DATA_DIR: this instance's own files (its mirrors of repositories on git servers). */
+  readonly dataDir: string;
   /** http(s)://host:port of the Connect listener. */
   readonly httpUrl: string;
   readonly registry: WorkspaceRegistry;
@@ -327,6 +329,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       grpcAddress: `${hostForUrl(config.grpcAddr.host)}:${transports.grpcPort}`,
       advertiseAddress: advertised,
       instanceId,
+      dataDir: config.dataDir,
       httpUrl: `${tlsScheme}://${hostForUrl(config.httpAddr.host)}:${transports.httpPort}`,
       registry,
       database,

@@ -64,7 +64,9 @@ export function bareRemote(name = "demo", base = mkdtempSync(path.join(process.e
     base0,
     git: (...args) => git(dir, ...args),
     push(branch, files, message) {
-      git(work, "fetch", "-q", dir, `+refs/heads/${branch}:refs/remotes/r/${branch}`);
+      // A branch the server does not have yet starts from its main.
+      const exists = git(dir, "for-each-ref", `refs/heads/${branch}`) !== "";
+      git(work, "fetch", "-q", dir, `+refs/heads/${exists ? branch : "main"}:refs/remotes/r/${branch}`);
       git(work, "checkout", "-q", "-B", branch, `refs/remotes/r/${branch}`);
       for (const [p, content] of Object.entries(files)) {
         mkdirSync(path.dirname(path.join(work, p)), { recursive: true });
@@ -122,7 +124,7 @@ export interface GitDaemon {
   url(name: string): string;
   /** Stops the daemon (its port closes; connections are refused). */
   stop(): Promise<void>;
-  /** Starts it again on the same port. */
+  /** Starts it again on the same port (nothing when it runs). */
   start(): Promise<void>;
 }
 
@@ -166,7 +168,10 @@ export async function startGitDaemon(base: string): Promise<GitDaemon> {
     port,
     url: (name) => `git://127.0.0.1:${port}/${name}.git`,
     stop,
-    start: () => run(port),
+    start: async () => {
+      if (child && child.exitCode === null) return;
+      await run(port);
+    },
   };
 }
 
