@@ -216,10 +216,10 @@ export async function startHttpGit(base: string, token: string): Promise<HttpGit
       },
       stdio: ["pipe", "pipe", "ignore"],
     });
-    req.pipe(cgi.stdin!);
+    req.pipe(cgi.stdin);
     let head = Buffer.alloc(0);
     let headersDone = false;
-    cgi.stdout!.on("data", (chunk: Buffer) => {
+    cgi.stdout.on("data", (chunk: Buffer) => {
       if (headersDone) {
         res.write(chunk);
         return;
@@ -240,7 +240,7 @@ export async function startHttpGit(base: string, token: string): Promise<HttpGit
       res.writeHead(status, headers);
       res.write(head.subarray(end + 4));
     });
-    cgi.stdout!.on("end", () => res.end());
+    cgi.stdout.on("end", () => res.end());
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
