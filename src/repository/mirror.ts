@@ -41,6 +41,12 @@ export interface RefUpdate {
 /** What a push did: everything, or nothing because `ref` was not at `expected` on the server (it was at `actual`). */
 export type PushResult = { readonly ok: true } | { readonly ok: false; readonly ref: string; readonly expected: string | undefined; readonly actual: string | undefined };
 
+/** The server's refs as a fetch read them: its branches and tags, and the branch its HEAD names. */
+export interface RemoteView {
+  readonly head: string | undefined;
+  readonly refs: ReadonlyMap<string, string>;
+}
+
 /** A test seam around the mirror's git work (tests count overlapping fetches). */
 export interface MirrorProbe {
   readonly gitStarted?: (repoId: string, operation: "fetch" | "push") => void;
@@ -52,7 +58,14 @@ export class Mirror {
   /** Commits known to be in the mirror (objects are never pruned: once in, always in). */
   private readonly known = new Set<string>();
   /** A fetch asked for and not started yet: a later ask joins it. */
-  private queued: Promise<void> | undefined;
+  private queued: Promise<RemoteView> | undefined;
+  /**
+   * The mirror's own branches and tags, and the branch its HEAD names, as Berth last read or set
+   * them (only Berth writes there, under the mutex): a warm fetch compares the server's refs with
+   * these instead of asking git. Undefined: read them again (after a failure).
+   */
+  private refs: Map<string, string> | undefined;
+  private head: string | undefined;
 
   constructor(
     readonly repoId: string,
@@ -86,36 +99,43 @@ export class Mirror {
    * with one queued behind the running fetch). UNAVAILABLE REMOTE_UNREACHABLE when the server
    * cannot be reached; the mirror then stays as it was.
    */
-  fetch(): Promise<void> {
+  fetch(): Promise<RemoteView> {
     if (this.queued) return this.queued;
-    const queued: Promise<void> = this.deps.mutex.with(this.dir, async () => {
+    const queued: Promise<RemoteView> = this.deps.mutex.with(this.dir, async () => {
       // Started (this runs a turn after `queued` was set): later asks queue a fetch of their own.
       if (this.queued === queued) this.queued = undefined;
-      await this.fetchLocked();
+      return this.fetchLocked();
     });
     this.queued = queued;
     return queued;
   }
 
-  private async fetchLocked(): Promise<void> {
+  private async fetchLocked(): Promise<RemoteView> {
     await this.createLocked();
     this.deps.probe?.gitStarted?.(this.repoId, "fetch");
     try {
       const ls = await remoteGit(this.dir, ["ls-remote", "--symref", this.url], this.deps.access, this.ctx, "fetch");
       if (ls.code !== 0) throw remoteFailure(this.ctx, "fetch", ls);
       const remote = parseLsRemote(ls.stdout.toString("utf8"));
-      if (!sameRefs(remote.refs, await this.localRefs())) {
+      if (!sameRefs(remote.refs, this.refs ?? (await this.localRefs()))) {
+        this.refs = undefined;
         const args = ["fetch", "--prune", "--no-tags", "--no-write-fetch-head", "--quiet", "--no-recurse-submodules", this.url, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
         const r = await remoteGit(this.dir, args, this.deps.access, this.ctx, "fetch");
         if (r.code !== 0) throw remoteFailure(this.ctx, "fetch", r);
+        await this.localRefs();
       }
-      if (remote.head !== undefined && remote.head !== (await this.headRef())) await execGit(this.dir, ["symbolic-ref", "HEAD", remote.head], LOCAL);
+      if (remote.head !== undefined && remote.head !== (this.head ?? (await this.headRef()))) {
+        this.head = undefined;
+        await execGit(this.dir, ["symbolic-ref", "HEAD", remote.head], LOCAL);
+        this.head = remote.head;
+      }
+      return remote;
     } finally {
       this.deps.probe?.gitEnded?.(this.repoId, "fetch");
     }
   }
 
-  /** refs/heads/* and refs/tags/* of the mirror: ref → object id. */
+  /** refs/heads/* and refs/tags/* of the mirror (ref → object id), read from git and kept. */
   private async localRefs(): Promise<Map<string, string>> {
     const out = await execGit(this.dir, ["for-each-ref", "--format=%(objectname) %(refname)", "refs/heads", "refs/tags"], LOCAL);
     const refs = new Map<string, string>();
@@ -123,12 +143,14 @@ export class Mirror {
       const sp = line.indexOf(" ");
       if (sp > 0) refs.set(line.slice(sp + 1), line.slice(0, sp));
     }
+    this.refs = refs;
     return refs;
   }
 
   private async headRef(): Promise<string | undefined> {
     const r = await runGit(this.dir, ["symbolic-ref", "--quiet", "HEAD"], LOCAL);
-    return r.code === 0 ? r.stdout.toString("utf8").trim() : undefined;
+    this.head = r.code === 0 ? r.stdout.toString("utf8").trim() : undefined;
+    return this.head;
   }
 
   /** Whether `commit` (a full id) is a commit the mirror holds; no server asked. */
@@ -162,7 +184,10 @@ export class Mirror {
    */
   async resolve(commitish: string, field: string): Promise<string> {
     if (FULL_OID.test(commitish) && (await this.has(commitish))) return commitish;
-    await this.fetch();
+    const remote = await this.fetch();
+    // A branch (or HEAD) names what the server said it names: no git asked, once the mirror holds it.
+    const named = branchOf(remote, commitish);
+    if (named !== undefined && (await this.has(named))) return named;
     try {
       return await resolveCommit(this.dir, commitish, field);
     } catch (err) {
@@ -213,10 +238,19 @@ export class Mirror {
       }
       const lines = parsePorcelain(r.stdout.toString("utf8"));
       const accepted = async () => {
-        for (const u of updates) await execGit(this.dir, ["update-ref", "-m", `berth: pushed for changeset ${ctx.changesetId}`, u.ref, u.next], LOCAL);
+        try {
+          for (const u of updates) {
+            await execGit(this.dir, ["update-ref", "-m", `berth: pushed for changeset ${ctx.changesetId}`, u.ref, u.next], LOCAL);
+            this.refs?.set(u.ref, u.next);
+          }
+        } catch (err) {
+          this.refs = undefined;
+          throw err;
+        }
         return { ok: true } as const;
       };
       if (r.code === 0) return accepted();
+      this.refs = undefined;
       // Refused, or unheard: what the server's refs are now says which. A lease that failed on
       // our side ("stale info") or on the server's (a push landed after it advertised its refs:
       // the server's own compare-and-set failed, "atomic transaction failed" for the others)
@@ -243,6 +277,18 @@ export class Mirror {
       throw remoteFailure(this.ctx, "push", r);
     });
   }
+}
+
+/**
+ * The commit a plain branch name (`main`, `refs/heads/main`) or HEAD names on the server, as git
+ * would resolve it there: undefined when a tag of that name exists (git prefers the tag), or when
+ * it is anything else (a tag, `main~1`, an abbreviated id): rev-parse decides those.
+ */
+function branchOf(remote: RemoteView, commitish: string): string | undefined {
+  if (commitish === "HEAD") return remote.head === undefined ? undefined : remote.refs.get(remote.head);
+  if (commitish.startsWith("refs/heads/")) return remote.refs.get(commitish);
+  if (!/^[A-Za-z0-9._/-]+$/.test(commitish) || remote.refs.has(`refs/tags/${commitish}`)) return undefined;
+  return remote.refs.get(`refs/heads/${commitish}`);
 }
 
 /** `ls-remote --symref` output: the branch HEAD names, and every branch and tag (peeled `^{}` lines left out). */

@@ -114,6 +114,25 @@ describe("repositories on a git server, one instance", () => {
     expect(remote.git("ls-tree", "main", "run.sh").split(" ")[0]).toBe("100755");
   }, 60_000);
 
+  it("resolves base_commit against the server as git would there: a branch, HEAD, refs/heads/…, a tag (over a branch of its name), main~1, an abbreviated id", async () => {
+    const remote = bareRemote("names", base);
+    const repoId = (await berth.grpc.registerRepository({ name: "names", remoteUrl: daemon.url("names") })).repository!.id;
+    const next = remote.push("main", { "README.md": "# next\n" }, "next");
+    remote.git("tag", "v1", remote.base0);
+    remote.git("update-ref", "refs/heads/dup", next);
+    remote.git("tag", "dup", remote.base0);
+    const baseOf = async (name: string) => (await open(berth.grpc, repoId, name, name)).baseCommit;
+    expect(await baseOf("main")).toBe(next);
+    expect(await baseOf("HEAD")).toBe(next);
+    expect((await open(berth.grpc, repoId, "default")).baseCommit).toBe(next);
+    expect(await baseOf("refs/heads/main")).toBe(next);
+    expect(await baseOf("v1")).toBe(remote.base0);
+    expect(await baseOf("dup")).toBe(remote.base0);
+    expect(await baseOf("main~1")).toBe(remote.base0);
+    expect(await baseOf(next.slice(0, 12))).toBe(next);
+    expect(await failure(open(berth.grpc, repoId, "nothing", "no-such-branch"))).toMatchObject({ code: "INVALID_ARGUMENT", fields: ["base_commit"] });
+  }, 60_000);
+
   it("refuses at registration: both locations, another scheme, the scp-like form, a URL that holds no repository, a server out of reach", async () => {
     const remote = bareRemote("refused", base);
     const both = await failure(berth.grpc.registerRepository({ name: "both", sourcePath: "/tmp", remoteUrl: remote.fileUrl }));
