@@ -133,6 +133,20 @@ describe("repositories on a git server, one instance", () => {
     expect(await failure(open(berth.grpc, repoId, "nothing", "no-such-branch"))).toMatchObject({ code: "INVALID_ARGUMENT", fields: ["base_commit"] });
   }, 60_000);
 
+  it("a push the server refuses (its pre-receive hook) is REMOTE_REJECTED with its words, and nothing changed in Berth", async () => {
+    const remote = bareRemote("hooked", base);
+    const repoId = (await berth.grpc.registerRepository({ name: "hooked", remoteUrl: remote.fileUrl })).repository!.id;
+    const ws = await open(berth.grpc, repoId, "Refused by a hook");
+    await berth.grpc.writeFile({ sessionId: ws.sessionId, path: "hooked.txt", content: bytes("refused\n"), expectedHash: "" });
+    writeFileSync(path.join(remote.dir, "hooks", "pre-receive"), "#!/bin/sh\necho 'protected: no pushes today' >&2\nexit 1\n", { mode: 0o755 });
+    const f = await failure(berth.grpc.commitChangeset({ changesetId: ws.changesetId }));
+    expect(f).toMatchObject({ code: "FAILED_PRECONDITION", reason: "REMOTE_REJECTED", metadata: { changeset_id: ws.changesetId, target_ref: `refs/heads/berth/${ws.changesetId}` } });
+    expect(f.metadata.remote_message).toMatch(/pre-receive hook declined/);
+    const row = await berth.database.opened.db.selectFrom("changesets").select(["commit_id"]).where("id", "=", ws.changesetId).executeTakeFirstOrThrow();
+    expect(row.commit_id).toBeNull();
+    expect(remote.git("for-each-ref", "refs/heads/berth")).toBe("");
+  }, 60_000);
+
   it("refuses at registration: both locations, another scheme, the scp-like form, a URL that holds no repository, a server out of reach", async () => {
     const remote = bareRemote("refused", base);
     const both = await failure(berth.grpc.registerRepository({ name: "both", sourcePath: "/tmp", remoteUrl: remote.fileUrl }));
