@@ -6,13 +6,14 @@
  *    1 config.ts       nothing from src/
  *    2 platform/       platform only (+ gen/ for the stored event format, migrations/ for migrate.ts)
  *    3 auth/           platform, config
- *    4 sessions/       platform
- *    5 claims/         platform, sessions
- *    6 overlay/        platform, sessions, claims
- *    7 turns/          platform, sessions, claims, overlay, config
+ *   3b repository/     platform (where a repository's git objects are: a source path or a mirror of a git server)
+ *    4 sessions/       platform, repository
+ *    5 claims/         platform, sessions, repository
+ *    6 overlay/        platform, sessions, claims, repository
+ *    7 turns/          platform, sessions, claims, overlay, repository, config
  *    8 delivery/       platform, config
- *    9 observability/  platform, sessions, claims, overlay, turns, delivery, config
- *   10 api/            platform, auth, sessions, claims, overlay, turns, delivery, config
+ *    9 observability/  platform, sessions, claims, overlay, turns, delivery, repository, config
+ *   10 api/            platform, auth, sessions, claims, overlay, turns, delivery, repository, config
  *   10b console/       nothing from src/ (the web console: a static-file route and its browser modules)
  *   10c mcp/           nothing from src/ but gen/ (the MCP tools: a client of WorkspaceService, used by cli/ and transport/)
  *   11 transport/      everything above (not cli/, not main.ts)
@@ -70,29 +71,36 @@ module.exports = {
         "sessions, turns or the API that asks it who a caller is.",
     ),
     layer(
+      "repository-layer",
+      "^src/repository/",
+      ["^src/(repository|platform)/"],
+      "Layer 3b: repository/ (where this instance finds a repository's git objects: its source path, or its mirror " +
+        "of a git server, fetched and pushed) may import platform/ only; every domain layer asks it, it knows none of them.",
+    ),
+    layer(
       "sessions-layer",
       "^src/sessions/",
-      ["^src/(sessions|platform)/"],
-      "Layer 4: sessions/ (registry, lifecycle, workspaces) is the lowest domain layer and may import platform/ only; " +
-        "claims, overlay and turns are built on it, never the other way round.",
+      ["^src/(sessions|platform|repository)/"],
+      "Layer 4: sessions/ (registry, lifecycle, workspaces) is the lowest domain layer and may import platform/ and " +
+        "repository/ only; claims, overlay and turns are built on it, never the other way round.",
     ),
     layer(
       "claims-layer",
       "^src/claims/",
-      ["^src/(claims|platform|sessions)/"],
+      ["^src/(claims|platform|sessions|repository)/"],
       "Layer 5: claims/ may import platform/ and sessions/ only (a claim is held on a session's workspace).",
     ),
     layer(
       "overlay-layer",
       "^src/overlay/",
-      ["^src/(overlay|platform|sessions|claims)/"],
+      ["^src/(overlay|platform|sessions|claims|repository)/"],
       "Layer 6: overlay/ (the per-workspace file overlay and its symbol index) may import platform/, sessions/ " +
         "and claims/ only; turns/ and everything above use it, it does not use them.",
     ),
     layer(
       "turns-layer",
       "^src/turns/",
-      ["^src/(turns|platform|sessions|claims|overlay)/", "^src/config\\.ts$"],
+      ["^src/(turns|platform|sessions|claims|overlay|repository)/", "^src/config\\.ts$"],
       "Layer 7: turns/ (the scheduler, the turn store and the workspace map, .mjs walk files included) may import " +
         "platform/, sessions/, claims/, overlay/ and config.ts only; it never reaches up into delivery, api or transport.",
     ),
@@ -106,14 +114,14 @@ module.exports = {
     layer(
       "observability-layer",
       "^src/observability/",
-      ["^src/(observability|platform|sessions|claims|overlay|turns|delivery)/", "^src/config\\.ts$"],
+      ["^src/(observability|platform|sessions|claims|overlay|turns|delivery|repository)/", "^src/config\\.ts$"],
       "Layer 9: observability/ (metrics, tracing) reads the domain and delivery layers (platform, sessions, claims, " +
         "overlay, turns, delivery, config); the API and transports call into it, never the other way round.",
     ),
     layer(
       "api-layer",
       "^src/api/",
-      ["^src/(api|platform|auth|sessions|claims|overlay|turns|delivery)/", "^src/config\\.ts$"],
+      ["^src/(api|platform|auth|sessions|claims|overlay|turns|delivery|repository)/", "^src/config\\.ts$"],
       "Layer 10: api/ (the RPC handlers) may import platform, auth, sessions, claims, overlay, turns, delivery and " +
         "config; it is transport-agnostic: it does not import transport/, observability/ or cli/.",
     ),
@@ -136,7 +144,7 @@ module.exports = {
     layer(
       "transport-layer",
       "^src/transport/",
-      ["^src/(transport|platform|auth|sessions|claims|overlay|turns|delivery|observability|api|console|mcp)/", "^src/config\\.ts$"],
+      ["^src/(transport|platform|auth|sessions|claims|overlay|turns|delivery|observability|api|console|mcp|repository)/", "^src/config\\.ts$"],
       "Layer 11: transport/ (gRPC and Connect servers, the pipeline, health, reflection) may import every layer " +
         "below it; it does not import cli/ (a client) or main.ts (the composition root).",
     ),

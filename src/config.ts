@@ -64,6 +64,10 @@ export interface Config {
   readonly eventPollMs: number;
   /** Where CommitChangeset puts a changeset's commit: <prefix><changeset_id> (docs/landing-work.md). */
   readonly commitRefPrefix: string;
+  /** Repositories on a git server (docs/landing-work.md): the background fetch of this instance's mirrors (0: off), a remote git's timeout, the http(s) header file. */
+  readonly mirrorFetchIntervalMs: number;
+  readonly remoteTimeoutMs: number;
+  readonly gitHttpHeaderFile: string | undefined;
   /** Turns (src/turns/): environments and the workspace map. */
   readonly envRoot: string;
   readonly envIdleTtlMs: number;
@@ -90,7 +94,7 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_ADDR", default: "127.0.0.1:50051", meaning: "gRPC listen address (host:port; port 0 picks a free port and logs it)" },
   { name: "BERTH_ADVERTISE_ADDR", default: "(BERTH_ADDR, or hostname:port when it listens on 0.0.0.0/::)", meaning: "the internal gRPC address (host:port) other instances forward this instance's turn RPCs to; written into its instances row at start" },
   { name: "BERTH_HTTP_ADDR", default: "127.0.0.1:8080", meaning: "Connect, gRPC-Web and JSON listen address (HTTP/1.1 and h2)" },
-  { name: "BERTH_DATA_DIR", default: "./.berth", meaning: "where the embedded PostgreSQL (PGlite) keeps its data when DATABASE_URL is unset" },
+  { name: "BERTH_DATA_DIR", default: "./.berth", meaning: "where the embedded PostgreSQL (PGlite) keeps its data when DATABASE_URL is unset, and this instance's mirrors of repositories on a git server (mirrors/; one data directory per instance)" },
   { name: "DATABASE_URL", default: "(unset: embedded)", meaning: "PostgreSQL connection string, e.g. postgres://127.0.0.1:5432/berth" },
   { name: "BERTH_TLS_CERT", default: "(unset)", meaning: "PEM certificate chain; with BERTH_TLS_KEY turns TLS on for both ports" },
   { name: "BERTH_TLS_KEY", default: "(unset)", meaning: "PEM private key of BERTH_TLS_CERT" },
@@ -126,6 +130,9 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: "BERTH_EVENT_RETENTION_S", default: "604800", meaning: "events older than this are pruned from PostgreSQL and JetStream (7 days)" },
   { name: "BERTH_EVENT_POLL_MS", default: "2000", meaning: "how often each instance's event hub and NATS relay read the outbox even without a notification (the safety net under LISTEN/NOTIFY)" },
   { name: "BERTH_COMMIT_REF_PREFIX", default: "refs/heads/berth/", meaning: "CommitChangeset writes a changeset's commit on <prefix><changeset_id> in its repository" },
+  { name: "BERTH_MIRROR_FETCH_INTERVAL_MS", default: "60000", meaning: "how often each instance fetches its mirrors of repositories on a git server (under BERTH_DATA_DIR/mirrors) in the background; calls that need the server's current refs fetch anyway; 0: never in the background" },
+  { name: "BERTH_REMOTE_TIMEOUT_MS", default: "120000", meaning: "a fetch, push or ls-remote to a git server still running after this long is stopped (UNAVAILABLE REMOTE_UNREACHABLE)" },
+  { name: "BERTH_GIT_HTTP_HEADER_FILE", default: "(unset)", meaning: "a file holding one `Name: value` HTTP header line (e.g. `Authorization: Bearer …`) sent to http(s) git servers; read at each fetch and push, never logged (docs/security.md#remote-credentials)" },
   { name: "BERTH_ENV_ROOT", default: "$XDG_DATA_HOME/berth/envs (~/.local/share/berth/envs)", meaning: "where turn environments live, one git checkout per workspace id; refused inside a git repository" },
   { name: "BERTH_ENV_IDLE_TTL_MS", default: "60000", meaning: "an environment parked idle (turn COMPLETED) is kept warm this long" },
   { name: "BERTH_ENV_APPROVAL_TTL_MS", default: "600000", meaning: "an environment parked AWAITING_APPROVAL is kept warm this long" },
@@ -327,6 +334,9 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     eventRetentionSeconds: integer(env, "BERTH_EVENT_RETENTION_S", 604_800, 60),
     eventPollMs: integer(env, "BERTH_EVENT_POLL_MS", 2000, 10, 3_600_000),
     commitRefPrefix: refPrefix(env),
+    mirrorFetchIntervalMs: integer(env, "BERTH_MIRROR_FETCH_INTERVAL_MS", 60_000, 0, 86_400_000),
+    remoteTimeoutMs: integer(env, "BERTH_REMOTE_TIMEOUT_MS", 120_000, 1_000, 3_600_000),
+    gitHttpHeaderFile: get(env, "BERTH_GIT_HTTP_HEADER_FILE"),
     envRoot: path.resolve(get(env, "BERTH_ENV_ROOT") ?? defaultEnvRoot(env)),
     envIdleTtlMs: integer(env, "BERTH_ENV_IDLE_TTL_MS", 60_000, 0),
     envApprovalTtlMs: integer(env, "BERTH_ENV_APPROVAL_TTL_MS", 600_000, 0),

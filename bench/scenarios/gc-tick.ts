@@ -66,7 +66,7 @@ export const scenario: Scenario = {
       const owner = randomUUID();
       const silent = pino({ level: "silent" });
       const registry = new WorkspaceRegistry({ uow: new UnitOfWork(db, silent), clock, logger: silent, instanceId: owner });
-      const repoId = (await registry.registerRepository(`bench-gc-${Date.now()}`, undefined)).id;
+      const repoId = (await registry.registerRepository(`bench-gc-${Date.now()}`, {})).id;
       const at = new Date(clock.now());
       const t0 = performance.now();
       await sql`INSERT INTO changesets (id, repo_id, state, reason, created_at, updated_at)

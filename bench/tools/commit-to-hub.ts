@@ -34,7 +34,7 @@ try {
   const uow = new UnitOfWork(opened.db, silent, (numbered: unknown) => hub.nudge(numbered));
   const registry = new WorkspaceRegistry({ uow, clock: { now: () => Date.now() }, logger: silent });
   await registry.load();
-  const repo = await registry.registerRepository("lat", undefined);
+  const repo = await registry.registerRepository("lat", {});
   const arrived = new Map<string, number>();
   const waiters = new Map<string, () => void>();
   const stop = new AbortController();

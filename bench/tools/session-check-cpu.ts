@@ -25,7 +25,7 @@ try {
   const silent = pino({ level: "silent" });
   const registry = new WorkspaceRegistry({ uow: new UnitOfWork(opened.db, silent), clock: systemClock, logger: silent });
   await registry.load();
-  const repo = await registry.registerRepository("check-cpu", undefined);
+  const repo = await registry.registerRepository("check-cpu", {});
   const ids: string[] = [];
   for (let i = 0; i < 300; i++) {
     const ws = await registry.createWorkspace({ repoId: repo.id, intent: "", baseCommit: "main", mode: "persistent", ttlSeconds: undefined, agentId: `a${i}`, agentName: undefined, sessionId: undefined, changesetId: undefined });

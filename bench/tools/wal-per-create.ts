@@ -38,7 +38,7 @@ try {
   });
   const registry = new WorkspaceRegistry({ uow, clock: { now: () => Date.now() }, logger: silent });
   await registry.load();
-  const repo = await registry.registerRepository("wal", undefined);
+  const repo = await registry.registerRepository("wal", {});
   let n = 0;
   const round = async () => {
     await Promise.all(Array.from({ length: 64 }, () => registry.createWorkspace({ repoId: repo.id, intent: "", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: `a${n++}`, agentName: undefined, sessionId: undefined, changesetId: undefined })));

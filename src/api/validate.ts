@@ -20,6 +20,7 @@ export const LIMITS = {
   intent: 4096,
   baseCommit: 256,
   sourcePath: 4096,
+  remoteUrl: 4096,
   reason: 1024,
   commitMessage: 65_536,
   commitAuthor: 256,

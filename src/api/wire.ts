@@ -7,9 +7,16 @@ import type { ChangesetSchema, RepositorySchema, SessionInfoSchema, WorkspaceSch
 import type { MergeOutcomeSchema } from "../../gen/berth/v1/workspace_service_pb.js";
 import type { MergeOutcome } from "../overlay/landing.js";
 
-/** `paths`: whether the caller sees server-side paths (source_path); see api/authorize.ts showsServerPaths. */
+/** `paths`: whether the caller sees server-side paths and URLs (source_path, remote_url); see api/authorize.ts showsServerPaths. */
 export function repositoryToWire(r: Repository, paths: boolean): MessageInitShape<typeof RepositorySchema> {
-  return { id: r.id, name: r.name, sourcePath: paths ? (r.sourcePath ?? "") : "", createdAt: timestampFromMs(r.createdAt), captureExclude: [...r.captureExclude] };
+  return {
+    id: r.id,
+    name: r.name,
+    sourcePath: paths ? (r.sourcePath ?? "") : "",
+    remoteUrl: paths ? (r.remoteUrl ?? "") : "",
+    createdAt: timestampFromMs(r.createdAt),
+    captureExclude: [...r.captureExclude],
+  };
 }
 
 export function changesetToWire(c: Changeset): MessageInitShape<typeof ChangesetSchema> {

@@ -32,6 +32,7 @@ import { sessionKey, type SessionKey } from "../sessions/registry.js";
 import type { Repository } from "../sessions/workspace.js";
 import type { LifecycleName } from "../platform/schema.js";
 import { BerthError } from "../platform/errors.js";
+import { redactUrl } from "../repository/remote-url.js";
 import { changesetToWire, mergeToWire, repositoryToWire, sessionInfoToWire, workspaceToWire } from "./wire.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
 
@@ -80,16 +81,19 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       const c = new Check();
       const name = c.text("name", req.name, { max: LIMITS.repoName, required: true, pattern: /^[A-Za-z0-9][A-Za-z0-9._/-]*$/, patternDescription: "letters, digits and . _ / - (starting with a letter or digit)" });
       const sourcePath = c.text("source_path", req.sourcePath, { max: LIMITS.sourcePath });
+      const remoteUrl = c.text("remote_url", req.remoteUrl, { max: LIMITS.remoteUrl });
+      if (sourcePath && remoteUrl) c.add("remote_url", "MUTUALLY_EXCLUSIVE", "a repository has a source_path or a remote_url, not both");
       if (req.captureExclude.length > LIMITS.captureExcludePatterns) c.add("capture_exclude", "TOO_MANY", `at most ${LIMITS.captureExcludePatterns} patterns, got ${req.captureExclude.length}`);
       const exclude = req.captureExclude.map((p, i) => c.text(`capture_exclude[${i}]`, p, { max: LIMITS.captureExcludePattern, required: true }) ?? "");
       const requestId = c.text("request_id", req.requestId, REQUEST_ID) ?? "";
       c.done();
       requireRepositoryName(ctx.principal, name!);
-      if (sourcePath) {
+      // A path on the server's disk, or a URL the server contacts (file:// is a path too): an admin's to name.
+      if (sourcePath || remoteUrl) {
         requireRole(ctx.principal, "admin");
-        auditAdminAction(ctx, { name: name!, source_path: sourcePath });
+        auditAdminAction(ctx, { name: name!, ...(sourcePath ? { source_path: sourcePath } : { remote_url: redactUrl(remoteUrl!) }) });
       }
-      const repo = await registry.registerRepository(name!, sourcePath, exclude, requestId);
+      const repo = await registry.registerRepository(name!, { sourcePath, remoteUrl }, exclude, requestId);
       return { repository: repositoryToWire(repo, showsServerPaths(ctx.principal)) };
     },
 

@@ -13,15 +13,18 @@ export function registerRepos(program: Command): void {
     .description("register a repository (RegisterRepository)")
     .argument("<name>", "unique name, 1–200 characters")
     .option("--source <path>", "absolute path of a git repository on the server's disk (admin role when auth is on)")
+    .option("--remote <url>", "URL of the repository on a git server (file://, git://, ssh://, http(s)://; no credentials in it), instead of --source (admin role when auth is on)")
     .option("--capture-exclude <pattern...>", "what a turn's capture leaves out besides .gitignore (gitignore syntax, from the repository root)")
     .option("-q, --quiet", "print only the repository's id (R=$(berth repos add … -q))")
-    .action(async (name: string, opts: { source?: string; captureExclude?: string[]; quiet?: boolean }, command: Command) => {
+    .action(async (name: string, opts: { source?: string; remote?: string; captureExclude?: string[]; quiet?: boolean }, command: Command) => {
       const cli = cliFor(command);
-      const res = await cli.call("registering", () => cli.workspaces.registerRepository({ name, sourcePath: opts.source ?? "", captureExclude: opts.captureExclude ?? [] }));
+      const res = await cli.call("registering", () =>
+        cli.workspaces.registerRepository({ name, sourcePath: opts.source ?? "", remoteUrl: opts.remote ?? "", captureExclude: opts.captureExclude ?? [] }),
+      );
       if (opts.quiet) return print(res.repository!.id);
       if (cli.json) return print(jsonLine(RegisterRepositoryResponseSchema, res));
       const r = res.repository!;
-      const rows: [string, string][] = [["id", r.id], ["name", r.name], ["source", r.sourcePath], ["created", formatTime(r.createdAt)]];
+      const rows: [string, string][] = [["id", r.id], ["name", r.name], r.remoteUrl ? ["remote", r.remoteUrl] : ["source", r.sourcePath], ["created", formatTime(r.createdAt)]];
       if (r.captureExclude.length > 0) rows.push(["capture exclude", r.captureExclude.join(" ")]);
       print(keyValues(rows));
     });
@@ -34,6 +37,6 @@ export function registerRepos(program: Command): void {
       const repositories = await allRepositories(cli);
       if (cli.json) return print(jsonLine(ListRepositoriesResponseSchema, create(ListRepositoriesResponseSchema, { repositories })));
       if (repositories.length === 0) return print("no repositories (berth repos add <name> registers one)");
-      print(table(["ID", "NAME", "SOURCE", "CREATED"], repositories.map((r) => [r.id, r.name, r.sourcePath || "-", formatTime(r.createdAt)])));
+      print(table(["ID", "NAME", "SOURCE", "CREATED"], repositories.map((r) => [r.id, r.name, r.sourcePath || r.remoteUrl || "-", formatTime(r.createdAt)])));
     });
 }

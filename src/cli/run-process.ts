@@ -52,6 +52,9 @@ export function sandboxUnavailable(): string | undefined {
   return undefined;
 }
 
+/** A mirror's object store relative to the data directory that holds it (src/repository/mirror.ts names mirrors by repository id). */
+const MIRROR_OBJECTS = /^mirrors\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.git\/objects$/;
+
 const inside = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith("/") ? parent : `${parent}/`);
 
 /**
@@ -77,9 +80,13 @@ export function bwrapArgs(plan: SandboxPlan, cwd: string): string[] {
   const hides = [...new Set(plan.hide.map((p) => path.resolve(p)))].filter((p) => !inside("/tmp", p)).sort((a, b) => a.length - b.length);
   for (const p of hides.filter((h) => !inside(h, plan.writable))) hideOne(p);
   // Neither in nor over a hidden path (nor the environment): the list comes from a file the agent can edit.
+  // One exception, exactly: the object store of a mirror of a git server in a hidden data
+  // directory (<BERTH_DATA_DIR>/mirrors/<repo_id>.git/objects), which is what a registered
+  // repository's objects are for an environment of a repository on a git server.
   const overlaps = (p: string, q: string) => inside(p, q) || inside(q, p);
+  const mirrorObjects = (p: string) => hides.some((h) => MIRROR_OBJECTS.test(path.relative(h, p)));
   for (const p of plan.readable.map((r) => path.resolve(r))) {
-    if (!hides.some((h) => overlaps(p, h)) && !overlaps(p, plan.writable) && !inside("/tmp", p)) args.push("--ro-bind-try", p, p);
+    if ((!hides.some((h) => overlaps(p, h)) || mirrorObjects(p)) && !overlaps(p, plan.writable) && !inside("/tmp", p)) args.push("--ro-bind-try", p, p);
   }
   args.push("--bind", plan.writable, plan.writable);
   for (const p of hides.filter((h) => inside(h, plan.writable))) hideOne(p);

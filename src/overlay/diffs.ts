@@ -41,7 +41,7 @@ interface Entry {
 }
 
 export function noSource(repoId: string): ReturnType<typeof failedPrecondition> {
-  return failedPrecondition("NO_SOURCE_REPOSITORY", `repository ${repoId} was registered without a source_path: there is no git repository to diff or rebase against`, { repo_id: repoId });
+  return failedPrecondition("NO_SOURCE_REPOSITORY", `repository ${repoId} was registered without a source_path or a remote_url: there is no git repository to diff or rebase against`, { repo_id: repoId });
 }
 
 export class Diffs {
@@ -107,8 +107,9 @@ export class Diffs {
 
   private async diffOf(repoId: string, baseCommit: string, entries: ReadonlyMap<string, Entry>, binary: boolean): Promise<WorkspaceDiff> {
     const repo = await this.registry.repository(repoId);
-    if (!repo.sourcePath) throw noSource(repoId);
-    const tree = await this.git.tree(repo.sourcePath, baseCommit);
+    const gitDir = await this.registry.locations.withCommit(repo, baseCommit);
+    if (gitDir === null) throw noSource(repoId);
+    const tree = await this.git.tree(gitDir, baseCommit);
     const changes: TreeChange[] = [];
     for (const [path, e] of entries) {
       // A tombstone of a path the base does not have changes nothing.
@@ -116,7 +117,7 @@ export class Diffs {
       changes.push({ path, content: e.content });
     }
     if (changes.length === 0) return { patch: new Uint8Array(), paths: [], baseCommit };
-    const d = await ScratchRepo.with(repo.sourcePath, async (s) => {
+    const d = await ScratchRepo.with(gitDir, async (s) => {
       const to = await s.treeOf(baseCommit, changes, tree.executables);
       return s.diff(`${baseCommit}^{tree}`, to, binary);
     });

@@ -60,7 +60,7 @@ export class FileReads {
       return { content: v.content, hash: v.file.hash, source: "overlay" };
     }
     const repo = await this.registry.repository(ws.repoId);
-    const base = await this.git.read(repo.sourcePath, ws.baseCommit, path, { bounded: true });
+    const base = await this.git.read(await this.registry.locations.withCommit(repo, ws.baseCommit), ws.baseCommit, path, { bounded: true });
     if (!base) throw fileNotFound(path);
     return { content: base.content, hash: base.hash, source: "base" };
   }
@@ -74,7 +74,7 @@ export class FileReads {
   async listFiles(ws: Workspace, prefix: string, after: string, limit: number): Promise<{ files: ListedFile[]; more: boolean }> {
     const ov = await this.cache.current(ws);
     const repo = await this.registry.repository(ws.repoId);
-    const tree = await this.git.tree(repo.sourcePath, ws.baseCommit);
+    const tree = await this.git.tree(await this.registry.locations.withCommit(repo, ws.baseCommit), ws.baseCommit);
     const start = after > prefix ? after : prefix;
     const inclusive = after <= prefix;
     const base = tree.paths;

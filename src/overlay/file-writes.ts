@@ -47,7 +47,8 @@ interface Ask {
   readonly content: Uint8Array | null;
   readonly expectedHash: string | undefined;
   readonly declared: readonly string[];
-  readonly sourcePath: string | null;
+  /** Where this instance reads the repository's objects (repository/locations.ts); null: no git repository. */
+  readonly gitDir: string | null;
   /** The base commit's tree (the file-or-directory check). */
   readonly tree: BaseTree;
   readonly idx: RepoIndex;
@@ -175,10 +176,11 @@ export class FileWrites {
       // Below a committed link a change would land where the link points (materialise follows
       // no link either: this is the answer the caller can act on) — unless this workspace
       // deleted the link, which makes the path a directory of its own.
-      const tree = await this.git.tree(repo.sourcePath, ws.baseCommit);
+      const gitDir = await this.registry.locations.withCommit(repo, ws.baseCommit);
+      const tree = await this.git.tree(gitDir, ws.baseCommit);
       const link = symlinkOnPath(path, tree.symlinks, (l) => ov.files.get(l)?.hash === null);
       if (link !== undefined) throw traversesSymlink(path, link);
-      const ask: Ask = { ws, path, content, expectedHash, declared, sourcePath: repo.sourcePath, tree, idx, signal: opts.signal, ending };
+      const ask: Ask = { ws, path, content, expectedHash, declared, gitDir, tree, idx, signal: opts.signal, ending };
       this.checkShape(ask, ov);
       const first = await this.decide(ask, ov, await this.cachedState(ask, ov));
       if (first.kind === "unchanged") return first.result;
@@ -218,7 +220,7 @@ export class FileWrites {
 
   /** A path the overlay has no row for: the base commit's file, if any. */
   private async baseState(ask: Ask): Promise<PathState> {
-    const base = await this.git.read(ask.sourcePath, ask.ws.baseCommit, ask.path);
+    const base = await this.git.read(ask.gitDir, ask.ws.baseCommit, ask.path);
     return { existing: undefined, current: base?.content, baseHash: base?.hash ?? null };
   }
 

@@ -24,6 +24,15 @@
  * The row is held across git's work (seconds for thousands of files): a write of the changeset's
  * overlay waits that long, and a write that waited for a MERGED finds the changeset terminal.
  * That is the price of merging exactly the overlay that was locked (docs/decisions.md).
+ *
+ * A repository on a git server lands the same way in this instance's mirror of it
+ * (repository/mirror.ts), fetched first so that the target is the server's branch now. Instead
+ * of a compare-and-set of a local ref, the refs move on the server by a push with a lease on what
+ * the fetch read (`--force-with-lease=<ref>:<old>`); MERGED pushes the changeset's branch and
+ * the target together (`--atomic`), after the transition's compare-and-set and before the
+ * transaction commits, so the crash between the two is the one above: the next MERGED finds its
+ * commit in the server's target. A lease that does not hold is TARGET_MOVED, and the transaction
+ * rolls back with nothing changed in PostgreSQL.
  */
 import { BerthError, failedPrecondition, invalidArgument, notFound } from "../platform/errors.js";
 import type { Clock } from "../platform/clock.js";
@@ -36,6 +45,8 @@ import { changesetOverlay, findLandingChangeset, recordCommit, type LandingChang
 import { cleanCheckoutsOf, moveWithCheckouts } from "./checkout-update.js";
 import { defaultCommitMessage } from "./commit-message.js";
 import { commitIdentity, compareAndSetRef, headBranch, planMerge, readRef, validRefName, writeCommit, type Identity, type PathChange } from "./landing-git.js";
+import { RepositoryLocations } from "../repository/locations.js";
+import type { Mirror, RefUpdate } from "../repository/mirror.js";
 
 /** Who commits: always Berth; the author is the agent (or whoever the request names). */
 const COMMITTER = { name: "Berth", email: "berth@berth.invalid" } as const;
@@ -49,13 +60,24 @@ export interface LandingDeps {
    * Test seam: runs between reading the target and its compare-and-set update (test/landing
    * moves the target there to prove TARGET_MOVED). Never set in production.
    */
-  readonly beforeTargetUpdate?: ((sourcePath: string, targetRef: string) => Promise<void>) | undefined;
+  readonly beforeTargetUpdate?: ((gitDir: string, targetRef: string) => Promise<void>) | undefined;
   /**
    * The messages of the commits the agents of these workspaces made in their environments, in
    * turn order (kept by EndTurn; the turns layer's, given here by transport/build.ts): the default
    * message goes on with them after the intents. Absent: intents only.
    */
   readonly agentMessages?: ((trx: Tx, workspaceIds: readonly string[]) => Promise<string[]>) | undefined;
+}
+
+/**
+ * Where a changeset lands on this instance: the repository's source path, whose refs move in
+ * place, or this instance's mirror of its git server, whose refs move on the server by a push.
+ */
+interface Place {
+  /** Where the objects are written and the refs read. */
+  readonly dir: string;
+  /** The mirror, for a repository on a git server. */
+  readonly mirror: Mirror | undefined;
 }
 
 export interface CommitInput {
@@ -104,28 +126,37 @@ export class Landing {
     const { changesetId } = input;
     const cs = await this.changeset(changesetId);
     assertNotTerminal(changesetId, cs.state);
-    const source = await this.sourceOf(cs);
+    const place = await this.placeOf(cs);
     return this.deps.registry.uow.run(async (change) => {
       const locked = (await findLandingChangeset(change.trx, changesetId, "update"))!;
       assertNotTerminal(changesetId, locked.state);
-      return this.commitLocked(change, locked, source, input);
+      return this.commitLocked(change, locked, place, input);
     });
   }
 
   /**
    * The commit of the overlay as it is now, its ref moved and commit_id recorded, in `change`,
    * whose transaction holds the changeset row (FOR UPDATE, or the MERGED transition's
-   * compare-and-set): no write of the overlay can commit until it ends.
+   * compare-and-set): no write of the overlay can commit until it ends. On a git server the ref
+   * is pushed now, or, given `deferred`, left there for the caller to push with its own.
    */
-  private async commitLocked(change: Change, locked: LandingChangeset, source: string, input: CommitInput): Promise<CommitResult> {
+  private async commitLocked(change: Change, locked: LandingChangeset, place: Place, input: CommitInput, deferred?: RefUpdate[]): Promise<CommitResult> {
     const { changesetId } = input;
-    const built = await this.build(change.trx, locked, source, input);
+    const source = place.dir;
+    const built = await this.build(change.trx, locked, place, input);
     const ref = `${this.deps.refPrefix}${changesetId}`;
     const old = await readRef(source, ref);
     if (old === built.commit && locked.commit_id === built.commit) {
       return { changeset: changesetFromRow(locked), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: true };
     }
-    if (old !== built.commit && !(await compareAndSetRef(source, ref, built.commit, old, `berth: commit changeset ${changesetId}`))) {
+    if (old !== built.commit && place.mirror !== undefined) {
+      const update = { ref, next: built.commit, expected: old };
+      if (deferred) deferred.push(update);
+      else {
+        const pushed = await place.mirror.push([update], { changesetId });
+        if (!pushed.ok) throw targetMoved(changesetId, ref, pushed.expected, pushed.actual);
+      }
+    } else if (old !== built.commit && !(await compareAndSetRef(source, ref, built.commit, old, `berth: commit changeset ${changesetId}`))) {
       throw targetMoved(changesetId, ref, old, await readRef(source, ref));
     }
     const now = this.deps.clock.now();
@@ -145,7 +176,8 @@ export class Landing {
    * The MERGED transition: the changeset committed (again: the current overlay, with the message
    * and author of its last commit), merged into `targetRef` (empty: the branch HEAD names), the
    * target moved by compare-and-set inside the transition's transaction. A repository without
-   * a source_path only changes state (a target_ref for it is NO_SOURCE_REPOSITORY).
+   * a source_path or a remote_url only changes state (a target_ref for it is NO_SOURCE_REPOSITORY).
+   * On a git server the changeset's branch and the target are pushed together (`--atomic`).
    */
   async merge(changesetId: string, targetRef: string, reason: string, agentId: string, expected?: ChangesetStateName): Promise<{ changeset: Changeset; merge?: MergeOutcome; unchanged: boolean }> {
     const cs = await this.changeset(changesetId);
@@ -156,11 +188,13 @@ export class Landing {
     }
     assertCanTransition(changesetId, cs.state, "merged");
     // No git repository behind it: there is nothing to merge into, and MERGED stays the state it was.
-    if ((await this.deps.registry.repository(cs.repo_id)).sourcePath === null) {
-      if (targetRef !== "") await this.sourceOf(cs);
+    if (!RepositoryLocations.hasGit(await this.deps.registry.repository(cs.repo_id))) {
+      if (targetRef !== "") await this.placeOf(cs);
       return this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected });
     }
-    const source = await this.sourceOf(cs);
+    // On a git server: fetched now, so that the target is the server's branch as it is.
+    const place = await this.placeOf(cs);
+    const source = place.dir;
     const target = await this.target(source, targetRef, changesetId);
     let merge: MergeOutcome | undefined;
     // Everything from the overlay's read to the target's move runs once the transition's
@@ -168,7 +202,8 @@ export class Landing {
     // one that waited for the row finds the changeset MERGED and is refused (CHANGESET_TERMINAL).
     const moved = await this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected, during: async (change) => {
       const locked = (await findLandingChangeset(change.trx, changesetId))!;
-      const changesetCommit = await this.commitForMerge(change, locked, source, agentId);
+      const pending: RefUpdate[] = [];
+      const changesetCommit = await this.commitForMerge(change, locked, place, agentId, pending);
       const old = await readRef(source, target);
       if (old === undefined) {
         throw failedPrecondition("TARGET_NOT_FOUND", `the target ${target} does not exist in the repository`, { changeset_id: changesetId, target_ref: target });
@@ -186,7 +221,13 @@ export class Landing {
         });
       }
       merge = { targetRef: target, oldCommit: old, newCommit: plan.commit, changesetCommit, fastForward: plan.kind === "fast_forward" };
-      if (plan.commit !== old) {
+      if (place.mirror !== undefined) {
+        // The changeset's branch (when its commit is new) and the target, both leased, all or nothing.
+        if (plan.commit !== old) await this.deps.beforeTargetUpdate?.(source, target);
+        const updates = plan.commit !== old ? [...pending, { ref: target, next: plan.commit, expected: old }] : pending;
+        const pushed = await place.mirror.push(updates, { changesetId });
+        if (!pushed.ok) throw targetMoved(changesetId, pushed.ref, pushed.expected, pushed.actual);
+      } else if (plan.commit !== old) {
         const checkouts = await cleanCheckoutsOf(source, { changesetId, targetRef: target });
         await this.deps.beforeTargetUpdate?.(source, target);
         const cas = () => compareAndSetRef(source, target, plan.commit, old, `berth: merge changeset ${changesetId}`);
@@ -212,10 +253,12 @@ export class Landing {
    * The commit to merge, in the transition's transaction: the current overlay's, or the one
    * recorded when no live session holds an overlay any more.
    */
-  private async commitForMerge(change: Change, locked: LandingChangeset, source: string, agentId: string): Promise<string> {
-    const prior = locked.commit_id ? await commitIdentity(source, locked.commit_id) : undefined;
+  private async commitForMerge(change: Change, locked: LandingChangeset, place: Place, agentId: string, deferred: RefUpdate[]): Promise<string> {
+    // Written by another instance: its commit is on the server's changeset branch (fetched), or fetched by id here.
+    if (place.mirror !== undefined && locked.commit_id) await place.mirror.ensure(locked.commit_id).catch(() => undefined);
+    const prior = locked.commit_id ? await commitIdentity(place.dir, locked.commit_id) : undefined;
     try {
-      const r = await this.commitLocked(change, locked, source, { changesetId: locked.id, message: prior?.message ?? "", author: prior, agentId });
+      const r = await this.commitLocked(change, locked, place, { changesetId: locked.id, message: prior?.message ?? "", author: prior, agentId }, deferred);
       return r.commit;
     } catch (err) {
       if (locked.commit_id && err instanceof BerthError && err.reason === "NOTHING_TO_COMMIT") return locked.commit_id;
@@ -229,15 +272,19 @@ export class Landing {
     return cs;
   }
 
-  private async sourceOf(cs: LandingChangeset): Promise<string> {
+  /** Where the changeset lands on this instance; a mirror is fetched first (REMOTE_UNREACHABLE when the server is out of reach). */
+  private async placeOf(cs: LandingChangeset): Promise<Place> {
     const repo = await this.deps.registry.repository(cs.repo_id);
-    if (!repo.sourcePath) {
-      throw failedPrecondition("NO_SOURCE_REPOSITORY", `repository ${repo.name} was registered without a source_path: there is no git repository to commit into`, {
+    if (repo.sourcePath) return { dir: repo.sourcePath, mirror: undefined };
+    const mirror = this.deps.registry.locations.mirror(repo);
+    if (mirror === undefined) {
+      throw failedPrecondition("NO_SOURCE_REPOSITORY", `repository ${repo.name} was registered without a source_path or a remote_url: there is no git repository to commit into`, {
         changeset_id: cs.id,
         repo_id: repo.id,
       });
     }
-    return repo.sourcePath;
+    await mirror.fetch();
+    return { dir: mirror.dir, mirror };
   }
 
   /**
@@ -271,7 +318,7 @@ export class Landing {
    * (BASE_MISMATCH otherwise), and a date that is the overlay's (its last change), so that the
    * same overlay, message and author give the same commit id.
    */
-  private async build(trx: Tx, cs: LandingChangeset, source: string, input: CommitInput) {
+  private async build(trx: Tx, cs: LandingChangeset, place: Place, input: CommitInput) {
     const { sessions, rows } = await changesetOverlay(trx, cs.id);
     if (rows.length === 0) {
       throw failedPrecondition("NOTHING_TO_COMMIT", `changeset ${cs.id} has no change in any live session`, { changeset_id: cs.id });
@@ -312,7 +359,9 @@ export class Landing {
     const message = normaliseMessage(input.message || defaultCommitMessage(cs.id, contributing.map((s) => s.intent), (await this.deps.agentMessages?.(trx, contributing.map((s) => s.workspace_id))) ?? []));
     const at = Math.floor(last / 1000);
     const author: Identity = { name: input.author?.name || input.agentId, email: input.author?.email || `${input.agentId}@berth.invalid`, at };
-    const written = await writeCommit(source, base, changes, message, author, { ...COMMITTER, at });
+    // The base is in a source path; a mirror may need it fetched (BASE_COMMIT_GONE when the server dropped it).
+    if (place.mirror !== undefined) await place.mirror.ensure(base);
+    const written = await writeCommit(place.dir, base, changes, message, author, { ...COMMITTER, at });
     return { ...written, base, paths: changes.length };
   }
 }

@@ -163,7 +163,7 @@ export class OverlayService implements OverlayPort {
 
   async readBase(ws: Workspace, path: string): Promise<Uint8Array | undefined> {
     const repo = await this.registry.repository(ws.repoId);
-    return (await this.git.read(repo.sourcePath, ws.baseCommit, path))?.content;
+    return (await this.git.read(await this.registry.locations.withCommit(repo, ws.baseCommit), ws.baseCommit, path))?.content;
   }
 
   // ---- writes (file-writes.ts) ----------------------------------------------------------

@@ -17,7 +17,7 @@ import { sql } from "kysely";
 import { lockForWrite } from "../claims/claims.repository.js";
 import type { Clock } from "../platform/clock.js";
 import { BerthError, failedPrecondition } from "../platform/errors.js";
-import { resolveCommit } from "../sessions/git-source.js";
+import { RepositoryLocations } from "../repository/locations.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { Workspace } from "../sessions/workspace.js";
 import type { Diffs } from "./diffs.js";
@@ -71,14 +71,15 @@ export class Rebases {
 
   async rebase(ws0: Workspace, onto: string): Promise<RebaseResult> {
     const repo = await this.registry.repository(ws0.repoId);
-    if (!repo.sourcePath) throw noSource(ws0.repoId);
-    const target = await resolveCommit(repo.sourcePath, onto, "onto");
+    if (!RepositoryLocations.hasGit(repo)) throw noSource(ws0.repoId);
+    // On a git server, `onto: "main"` is the server's main now (the mirror fetched first).
+    const target = await this.registry.locations.resolve(repo, onto, "onto");
     for (let attempt = 1; ; attempt++) {
       const ws = await this.registry.getWorkspace(ws0.sessionId);
       const version = await sqlRepo.overlayVersion(this.registry.db, ws.workspaceId);
       const oldBase = ws.baseCommit;
       const entries = await this.diffs.entries(ws);
-      const plan = oldBase === target ? { rows: [], merged: [], conflicts: [], dropped: [] } : await this.plan(repo.sourcePath, oldBase, target, entries);
+      const plan = oldBase === target ? { rows: [], merged: [], conflicts: [], dropped: [] } : await this.plan((await this.registry.locations.withCommit(repo, oldBase))!, oldBase, target, entries);
       try {
         await this.store(ws, version, oldBase, target, plan);
       } catch (err) {

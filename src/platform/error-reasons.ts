@@ -19,7 +19,7 @@ export const REASON_ROWS = [
   {
     code: "INVALID_ARGUMENT",
     reasons: ["INVALID_ARGUMENT"],
-    when: "a field is missing, malformed, too long or an unknown enum value; field reasons: `REQUIRED`, `INVALID_UUID`, `TOO_LONG`, `CONTROL_CHARACTER`, `INVALID_FORMAT`, `UNKNOWN_ENUM_VALUE`, `OUT_OF_RANGE`, `RESERVED_NAME`, `PERSISTENT_ONLY`, `NOT_ABSOLUTE`, `NOT_A_GIT_REPOSITORY`, `UNKNOWN_COMMIT` (`base_commit`, RebaseWorkspace `onto`), `TOO_MANY`, `TOO_SHORT` (a ResolveIdPrefix `prefix` of fewer than 4 hex digits), `MERGED_ONLY` (a `target_ref` on a transition other than MERGED), `MUTUALLY_EXCLUSIVE` (EndTurn `exit_signal` with `exit_code`); on paths also `EMPTY_PATH`, `ABSOLUTE_PATH`, `PARENT_SEGMENT`, `BACKSLASH`, `NUL_CHARACTER`, `GIT_DIRECTORY` (a `.git` component anywhere, any spelling: [overlay.md](overlay.md#path-rules))",
+    when: "a field is missing, malformed, too long or an unknown enum value; field reasons: `REQUIRED`, `INVALID_UUID`, `TOO_LONG`, `CONTROL_CHARACTER`, `INVALID_FORMAT`, `UNKNOWN_ENUM_VALUE`, `OUT_OF_RANGE`, `RESERVED_NAME`, `PERSISTENT_ONLY`, `NOT_ABSOLUTE`, `NOT_A_GIT_REPOSITORY` (`source_path`, or a `remote_url` whose server answers that it holds no repository there), `CREDENTIALS_IN_URL`, `UNSUPPORTED_SCHEME` and `MUTUALLY_EXCLUSIVE` (`remote_url`: [landing-work.md](landing-work.md#repositories-on-a-git-server); EndTurn `exit_signal` with `exit_code`), `UNKNOWN_COMMIT` (`base_commit`, RebaseWorkspace `onto`), `TOO_MANY`, `TOO_SHORT` (a ResolveIdPrefix `prefix` of fewer than 4 hex digits), `MERGED_ONLY` (a `target_ref` on a transition other than MERGED); on paths also `EMPTY_PATH`, `ABSOLUTE_PATH`, `PARENT_SEGMENT`, `BACKSLASH`, `NUL_CHARACTER`, `GIT_DIRECTORY` (a `.git` component anywhere, any spelling: [overlay.md](overlay.md#path-rules))",
     metadata: "`field`",
   },
   {
@@ -117,6 +117,30 @@ export const REASON_ROWS = [
     reasons: ["TARGET_MOVED"],
     when: "MERGED (or CommitChangeset's branch ref): the ref changed between Berth's read and its compare-and-set update; nothing changed, retry",
     metadata: "`changeset_id`, `target_ref`, `expected_commit`, `actual_commit`",
+  },
+  {
+    code: "FAILED_PRECONDITION",
+    reasons: ["REMOTE_ACCESS_DENIED"],
+    when: "a repository on a git server: the server refused this instance's credentials (ssh key, `BERTH_GIT_HTTP_HEADER_FILE`) or asked for some; nothing changed. Fix the server's credentials ([security.md](security.md#remote-credentials)), then retry",
+    metadata: "`repo_id` (none at RegisterRepository), `operation` (`ls-remote`, `fetch`, `push`)",
+  },
+  {
+    code: "FAILED_PRECONDITION",
+    reasons: ["REMOTE_NOT_A_REPOSITORY"],
+    when: "a repository on a git server: the server answers that its URL holds no repository (any more: it was moved or deleted); nothing changed",
+    metadata: "`repo_id`, `operation`",
+  },
+  {
+    code: "FAILED_PRECONDITION",
+    reasons: ["REMOTE_REJECTED"],
+    when: "CommitChangeset, MERGED on a repository on a git server: the server refused the push for another reason than a moved ref (a hook, a protected branch); nothing changed in Berth",
+    metadata: "`changeset_id`, `target_ref`, `remote_message`",
+  },
+  {
+    code: "FAILED_PRECONDITION",
+    reasons: ["BASE_COMMIT_GONE"],
+    when: "a repository on a git server: the workspace's base commit (or the changeset's commit) is neither in this instance's mirror nor on the server any more (its history was rewritten, a branch deleted); rebase the workspace's work onto a commit the server has, from an instance whose mirror still holds the old base, or start again ([landing-work.md](landing-work.md#faults))",
+    metadata: "`repo_id`, `commit`",
   },
   {
     code: "FAILED_PRECONDITION",
@@ -229,8 +253,14 @@ export const REASON_ROWS = [
   {
     code: "UNAVAILABLE",
     reasons: ["GIT_FAILED"],
-    when: "a git command of CommitChangeset or a merge failed in the repository (disk full, a corrupt object, a lock left by a crashed git)",
+    when: "a git command of CommitChangeset or a merge failed in the repository (disk full, a corrupt object, a lock left by a crashed git), or a fetch or push to a git server failed for a reason Berth does not recognise",
     metadata: "`source_path` (admins' logs), `command`, `exit_code`",
+  },
+  {
+    code: "UNAVAILABLE",
+    reasons: ["REMOTE_UNREACHABLE"],
+    when: "a call that needs the git server of a repository registered with a `remote_url` (RegisterRepository, CreateWorkspace or RebaseWorkspace naming a branch or a commit this instance's mirror lacks, CommitChangeset, MERGED, a read of a base commit the mirror lacks) could not reach it (refused, unresolvable, timed out); nothing changed, retry. Work on commits the mirror has goes on without the server ([landing-work.md](landing-work.md#faults))",
+    metadata: "`repo_id` (none at RegisterRepository), `operation` (`ls-remote`, `fetch`, `push`)",
   },
   {
     code: "UNAVAILABLE",

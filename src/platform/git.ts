@@ -10,8 +10,9 @@
  *   (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null — HOME is left as it is: with both files
  *   ignored git reads nothing from it), no system attributes, no prompts, no optional locks;
  * - fixed `-c` settings that win over the repository's own config: no hooks, no fsmonitor, no
- *   signature checks, no transport at all (Berth fetches nothing; a future caller that must
- *   names its one exception);
+ *   signature checks, no credential helper, no transport at all: the one caller that fetches and
+ *   pushes (src/repository/remote-git.ts, a repository on a git server) names its exception,
+ *   the one scheme of the repository's URL (`protocol.<scheme>.allow`, in its `config`);
  * - for commands that convert content (`git archive`, and a checkout's status and update), every
  *   filter driver the repository's config defines switched off by name (`filterOverrides`):
  *   `-c` cannot say "all filters". Those go in GIT_CONFIG_COUNT/KEY/VALUE rather than `-c`: a key

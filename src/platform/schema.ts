@@ -28,6 +28,8 @@ export interface RepositoryTable {
   capture_exclude: Generated<string[]>;
   /** The RegisterRepository `request_id` that registered it (migrations/0016_repository_request_id.ts). */
   request_id: string | null;
+  /** The git server's URL, credentials never in it (migrations/0020_repository_remote.ts); NULL with a source_path or neither. */
+  remote_url: Generated<string | null>;
 }
 
 export type ChangesetStateName = "draft" | "submitted" | "verifying" | "approved" | "rejected" | "merged" | "closed";
@@ -246,7 +248,7 @@ export interface Database {
 }
 
 const COLUMNS = {
-  repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude", "request_id"],
+  repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude", "request_id", "remote_url"],
   changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at", "commit_id", "committed_at", "version"],
   workspaces: [
     "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",

@@ -21,7 +21,8 @@ import * as sqlRepo from "./registry.repository.js";
 import { registryFollower } from "./coherence.js";
 import { SessionHooks } from "./session-hooks.js";
 import { Changesets, type MoveOptions } from "./changesets.js";
-import { Repositories } from "./repositories.js";
+import { Repositories, type RepositoryLocation } from "./repositories.js";
+import { RepositoryLocations } from "../repository/locations.js";
 import { draftCreates, makeWorkspace, type DraftCreates, type CreateWorkspaceInput } from "./workspace-creation.js";
 import { CoalescedLookup } from "../platform/coalesced-lookup.js";
 import { isUuid } from "../platform/uuid.js";
@@ -41,6 +42,8 @@ export interface RegistryDeps {
    * Undefined (tests of the registry alone): owner NULL, and load() takes every active workspace.
    */
   readonly instanceId?: string;
+  /** Where repositories' objects are on this instance (source paths, mirrors); default: source paths only. */
+  readonly locations?: RepositoryLocations;
 }
 
 /** What an activity extender answers: the workspaces (by id) whose sessions it keeps connected now. */
@@ -111,9 +114,13 @@ export class WorkspaceRegistry {
   /** The same for sessions held live here: only what confirms the live object (registry.repository.ts, LiveCheckRow). */
   private readonly liveChecks = new CoalescedLookup<string, sqlRepo.LiveCheckRow>((ids) => sqlRepo.checkLiveSessions(this.db, ids));
 
+  /** Where this instance reads and writes each repository's git objects (repository/locations.ts). */
+  readonly locations: RepositoryLocations;
+
   constructor(private readonly deps: RegistryDeps) {
     this.newId = deps.newId ?? randomUUID;
-    this.repositories = new Repositories(deps.uow.db, deps.clock, this.newId);
+    this.locations = deps.locations ?? RepositoryLocations.sourcesOnly();
+    this.repositories = new Repositories(deps.uow.db, deps.clock, this.newId, this.locations);
     this.changesets = new Changesets(deps.uow, deps.clock, this.hooks, deps.logger);
     this.drafts = draftCreates(deps.uow);
     deps.uow.addFollower("registry", registryFollower(this));
@@ -148,8 +155,8 @@ export class WorkspaceRegistry {
 
   // ---- repositories -------------------------------------------------------------------
 
-  registerRepository(name: string, sourcePath: string | undefined, captureExclude: readonly string[] = [], requestId = ""): Promise<Repository> {
-    return this.repositories.registerRepository(name, sourcePath, captureExclude, requestId);
+  registerRepository(name: string, location: RepositoryLocation, captureExclude: readonly string[] = [], requestId = ""): Promise<Repository> {
+    return this.repositories.registerRepository(name, location, captureExclude, requestId);
   }
 
   listRepositories(): Promise<Repository[]> {
@@ -174,7 +181,7 @@ export class WorkspaceRegistry {
     let ws: Workspace;
     try {
       ws = await makeWorkspace(
-        { uow: this.uow, clock: this.deps.clock, newId: this.newId, instanceId: this.deps.instanceId, changesets: this.changesets, drafts: this.drafts },
+        { uow: this.uow, clock: this.deps.clock, newId: this.newId, instanceId: this.deps.instanceId, changesets: this.changesets, drafts: this.drafts, locations: this.locations },
         repo,
         input,
       );

@@ -7,7 +7,9 @@ import type { Clock } from "../platform/clock.js";
 import { BerthError, notFound } from "../platform/errors.js";
 import type { Db } from "../platform/database.js";
 import type { Repository } from "./workspace.js";
-import { checkGitRepository } from "./git-source.js";
+import { checkGitRepository } from "../repository/git-source.js";
+import type { RepositoryLocations } from "../repository/locations.js";
+import { checkRemoteUrl } from "../repository/remote-url.js";
 import * as sqlRepo from "./registry.repository.js";
 
 export class Repositories {
@@ -17,6 +19,7 @@ export class Repositories {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly newId: () => string,
+    private readonly locations: RepositoryLocations,
   ) {}
 
   /** Loads every repository into memory (registry.load()). */
@@ -25,18 +28,22 @@ export class Repositories {
   }
 
   /**
-   * Registers a repository. With a `requestId`, a retry of a registration that succeeded is
-   * answered with the repository it registered (the same name, source and excludes), not
-   * REPOSITORY_EXISTS.
+   * Registers a repository: with a source path (checked to be a git repository), a remote URL
+   * (checked to hold no credentials, and its server asked for its refs), or neither. With a
+   * `requestId`, a retry of a registration that succeeded is answered with the repository it
+   * registered (the same name, location and excludes), not REPOSITORY_EXISTS.
    */
-  async registerRepository(name: string, sourcePath: string | undefined, captureExclude: readonly string[] = [], requestId = ""): Promise<Repository> {
-    const resolved = sourcePath ? await checkGitRepository(sourcePath) : null;
-    const repo: Repository = { id: this.newId(), name, sourcePath: resolved, createdAt: this.clock.now(), captureExclude: [...captureExclude] };
+  async registerRepository(name: string, location: RepositoryLocation, captureExclude: readonly string[] = [], requestId = ""): Promise<Repository> {
+    const resolved = location.sourcePath ? await checkGitRepository(location.sourcePath) : null;
+    const remoteUrl = location.remoteUrl ? checkRemoteUrl(location.remoteUrl) : null;
+    if (remoteUrl !== null) await this.locations.probe(remoteUrl);
+    const repo: Repository = { id: this.newId(), name, sourcePath: resolved, remoteUrl, createdAt: this.clock.now(), captureExclude: [...captureExclude] };
     try {
       await sqlRepo.insertRepository(this.db, {
         id: repo.id,
         name: repo.name,
         source_path: repo.sourcePath,
+        remote_url: repo.remoteUrl,
         created_at: new Date(repo.createdAt),
         capture_exclude: [...repo.captureExclude],
         request_id: requestId === "" ? null : requestId,
@@ -44,7 +51,13 @@ export class Repositories {
     } catch (err) {
       if (sqlRepo.isUniqueViolation(err)) {
         const prior = requestId === "" ? undefined : await sqlRepo.findRepositoryByName(this.db, name);
-        if (prior !== undefined && prior.request_id === requestId && prior.source_path === resolved && sameList(prior.capture_exclude, repo.captureExclude)) {
+        if (
+          prior !== undefined &&
+          prior.request_id === requestId &&
+          prior.source_path === resolved &&
+          prior.remote_url === remoteUrl &&
+          sameList(prior.capture_exclude, repo.captureExclude)
+        ) {
           return repositoryFromRow(prior);
         }
         throw new BerthError("already_exists", "REPOSITORY_EXISTS", `a repository named "${name}" is already registered`, { name });
@@ -86,5 +99,11 @@ export function repositoryNotFound(repoId: string): BerthError {
 }
 
 function repositoryFromRow(row: sqlRepo.RepositoryRow): Repository {
-  return { id: row.id, name: row.name, sourcePath: row.source_path, createdAt: row.created_at.getTime(), captureExclude: row.capture_exclude };
+  return { id: row.id, name: row.name, sourcePath: row.source_path, remoteUrl: row.remote_url, createdAt: row.created_at.getTime(), captureExclude: row.capture_exclude };
+}
+
+/** Where a repository being registered lives: at most one of the two (the API refuses both). */
+export interface RepositoryLocation {
+  readonly sourcePath?: string | undefined;
+  readonly remoteUrl?: string | undefined;
 }

@@ -13,7 +13,7 @@ import type { EventInput } from "../platform/outbox.js";
 import type { UnitOfWork } from "../platform/unit-of-work.js";
 import { modeEnum } from "../platform/proto-enums.js";
 import type { ModeName } from "../platform/schema.js";
-import { resolveCommit } from "./git-source.js";
+import { RepositoryLocations } from "../repository/locations.js";
 import * as sqlRepo from "./registry.repository.js";
 import type { Changesets } from "./changesets.js";
 import { repositoryNotFound } from "./repositories.js";
@@ -43,6 +43,8 @@ export interface CreationDeps {
   readonly instanceId: string | undefined;
   readonly changesets: Changesets;
   readonly drafts: DraftCreates;
+  /** Where the repository's commits are resolved (its source path, or this instance's mirror of its server). */
+  readonly locations: RepositoryLocations;
 }
 
 /** One common create (a new DRAFT changeset) waiting for its batch. */
@@ -122,9 +124,10 @@ export async function makeWorkspace(deps: CreationDeps, repo: Repository, input:
     throw invalidArgument([{ field: "ttl_seconds", reason: "PERSISTENT_ONLY", description: "only persistent workspaces have a TTL" }]);
   }
   let baseCommit = input.baseCommit;
-  if (repo.sourcePath) baseCommit = await resolveCommit(repo.sourcePath, baseCommit || "HEAD");
+  // On a git server, a branch name means the server's branch now (the mirror fetched first).
+  if (RepositoryLocations.hasGit(repo)) baseCommit = await deps.locations.resolve(repo, baseCommit || "HEAD");
   else if (!baseCommit) {
-    throw invalidArgument([{ field: "base_commit", reason: "REQUIRED", description: "required: the repository has no source_path to take HEAD from" }]);
+    throw invalidArgument([{ field: "base_commit", reason: "REQUIRED", description: "required: the repository has no source_path or remote_url to take HEAD from" }]);
   }
 
   const now = deps.clock.now();

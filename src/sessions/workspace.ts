@@ -6,6 +6,8 @@ export interface Repository {
   readonly id: string;
   readonly name: string;
   readonly sourcePath: string | null;
+  /** The git server's URL (RegisterRepository remote_url); null with a source path or neither. Where its objects are: repository/locations.ts. */
+  readonly remoteUrl: string | null;
   readonly createdAt: number;
   /** What a turn's capture leaves out besides .gitignore (gitignore syntax). */
   readonly captureExclude: readonly string[];

@@ -13,7 +13,10 @@ import { registerClaimRules } from "../claims/claim-rules.js";
 import { UnitOfWork } from "../platform/unit-of-work.js";
 import { BerthError } from "../platform/errors.js";
 import { lockInstanceName } from "../platform/instance-lock.js";
+import path from "node:path";
 import { WorkspaceRegistry } from "../sessions/registry.js";
+import { RepositoryLocations, type Scheduler } from "../repository/locations.js";
+import type { MirrorProbe } from "../repository/mirror.js";
 import { LifecycleManager, defaultInstanceName } from "../sessions/lifecycle.js";
 import { OverlayService } from "../overlay/overlay-service.js";
 import { Landing } from "../overlay/landing.js";
@@ -58,7 +61,11 @@ export interface BuildOptions {
     readonly probe?: (env: Environment) => Promise<boolean>;
   };
   /** Test seam of a merge (src/overlay/landing.ts): runs between reading the target ref and moving it. */
-  readonly beforeTargetUpdate?: (sourcePath: string, targetRef: string) => Promise<void>;
+  readonly beforeTargetUpdate?: (gitDir: string, targetRef: string) => Promise<void>;
+  /** Runs the mirrors' background fetch (tests tick it by hand); default a timer every BERTH_MIRROR_FETCH_INTERVAL_MS. */
+  readonly mirrorSchedule?: Scheduler;
+  /** Watches the mirrors' fetches and pushes (tests). */
+  readonly mirrorProbe?: MirrorProbe;
 }
 
 export interface BerthServer {
@@ -70,6 +77,8 @@ export interface BerthServer {
   readonly advertiseAddress: string;
   /** This incarnation's id (its instances row). */
   readonly instanceId: string;
+  /** BERTH_DATA_DIR: this instance's own files (its mirrors of repositories on git servers). */
+  readonly dataDir: string;
   /** http(s)://host:port of the Connect listener. */
   readonly httpUrl: string;
   readonly registry: WorkspaceRegistry;
@@ -136,7 +145,16 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       events.nudge(numbered);
       relay?.nudge(numbered !== undefined);
     });
-    const registry = new WorkspaceRegistry({ uow, clock, logger, instanceId });
+    // Repositories on a git server: this instance's mirrors, under its own data directory.
+    const locations = new RepositoryLocations({
+      mirrorRoot: path.join(config.dataDir, "mirrors"),
+      access: { timeoutMs: config.remoteTimeoutMs, httpHeaderFile: config.gitHttpHeaderFile },
+      fetchIntervalMs: config.mirrorFetchIntervalMs,
+      schedule: options.mirrorSchedule,
+      log: logger,
+      probe: options.mirrorProbe,
+    });
+    const registry = new WorkspaceRegistry({ uow, clock, logger, instanceId, locations });
     // This instance's stable name: known once the gRPC port is bound (the default is host:port).
     const identity: { name?: string; readonly staleAfterMs: number } = { staleAfterMs: 0 };
     // How BeginTurn names this instance to a client that must run where its environments are.
@@ -253,6 +271,8 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     closers.push(() => lifecycle.stop());
     await turns.start();
     closers.push(() => turns.stop());
+    locations.start();
+    closers.push(async () => locations.stop());
     metrics.sources.turns = turns;
     metrics.start();
 
@@ -315,6 +335,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
       grpcAddress: `${hostForUrl(config.grpcAddr.host)}:${transports.grpcPort}`,
       advertiseAddress: advertised,
       instanceId,
+      dataDir: config.dataDir,
       httpUrl: `${tlsScheme}://${hostForUrl(config.httpAddr.host)}:${transports.httpPort}`,
       registry,
       database,

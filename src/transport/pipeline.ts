@@ -153,6 +153,9 @@ export class Pipeline implements StreamHost {
     const cause = abort ?? (err instanceof BerthError ? err : undefined);
     if (cause !== undefined) call.logFields.reason = cause.reason;
     if (!internal) call.logFields.error = status.message;
+    // What the domain kept for the server's eyes only (git's own words, a git server's answer).
+    const kept = err instanceof BerthError ? (err as { cause?: unknown }).cause : undefined;
+    if (!internal && kept instanceof Error) call.logFields.detail = kept.message;
     if (status.code === GrpcCode.PERMISSION_DENIED) {
       const record: AuditRecord = { event: "permission_denied", target: err instanceof BerthError ? err.metadata : {} };
       call.logFields[AUDIT_FIELD] = record;

@@ -95,7 +95,9 @@ export class Acquirer {
     const [repo, entries] = await Promise.all([this.deps.registry.repository(ws.repoId), this.deps.overlay.entries(ws)]);
     const onSkipped = (path: string, reason: string) =>
       this.deps.logger.error({ workspaceId: ws.workspaceId, path, reason }, "turn pool: an overlay entry was left out of the environment (it would have been written through a link, or its path is refused)");
-    const env = await materialise({ root, workspaceId: ws.workspaceId, sourcePath: repo.sourcePath, baseCommit: ws.baseCommit, branch: branchOf(ws.changeset.id), entries, spares: this.deps.spares, onSkipped });
+    // The repository's objects on this instance: its source path, or the mirror (fetched when it lacks the base).
+    const gitDir = await this.deps.registry.locations.withCommit(repo, ws.baseCommit);
+    const env = await materialise({ root, workspaceId: ws.workspaceId, sourcePath: gitDir, baseCommit: ws.baseCommit, branch: branchOf(ws.changeset.id), entries, spares: this.deps.spares, onSkipped });
     // Saved before the turn can write: a crash (kill -9) from here on leaves a directory the
     // restart can diff against it and capture (scheduler.recoverLeftovers). Without it the
     // restart can only keep the directory aside and report it (NO_MANIFEST).

@@ -129,8 +129,8 @@ export class TurnScheduler {
       maxFileBytes: deps.settings.maxFileBytes ?? 8 * 1024 * 1024,
       excludeOf: async (ws) => (await deps.registry.repository(ws.repoId)).captureExclude,
       baseOf: async (ws) => {
-        const { sourcePath } = await deps.registry.repository(ws.repoId);
-        return sourcePath ? { commit: ws.baseCommit, ...(await baseInfo(sourcePath, ws.baseCommit)) } : undefined;
+        const gitDir = await deps.registry.locations.withCommit(await deps.registry.repository(ws.repoId), ws.baseCommit);
+        return gitDir ? { commit: ws.baseCommit, ...(await baseInfo(gitDir, ws.baseCommit)) } : undefined;
       },
     });
     this.teardowns = new Teardowns({ root, logger: deps.logger, pool: this.pool, records: this.records, capture: (ws, env, options) => this.capture.capture(ws, env, options), track });
@@ -543,8 +543,8 @@ export class TurnScheduler {
    */
   async workspaceMap(ws: Workspace, signal: AbortSignal): Promise<MapResult> {
     if (this.pool.get(ws.workspaceId)?.env !== undefined) return this.deps.maps.getMap(this.environmentPathOf(ws), { signal });
-    const { sourcePath } = await this.deps.registry.repository(ws.repoId);
-    const paths = new Set(sourcePath ? (await baseInfo(sourcePath, ws.baseCommit)).files.keys() : []);
+    const gitDir = await this.deps.registry.locations.withCommit(await this.deps.registry.repository(ws.repoId), ws.baseCommit);
+    const paths = new Set(gitDir ? (await baseInfo(gitDir, ws.baseCommit)).files.keys() : []);
     for (const e of await this.deps.overlay.entries(ws)) {
       if (e.content === null) paths.delete(e.path);
       else paths.add(e.path);

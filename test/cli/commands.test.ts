@@ -12,6 +12,7 @@ import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { createGrpcClient } from "../support/grpc-client.js";
 import { berth, berthJson, gitFixture } from "./helpers.js";
+import { bareRemote } from "../remote/helpers.js";
 
 let server: TestBerth;
 let url: string;
@@ -63,6 +64,19 @@ describe("berth repos", { timeout: 120_000 }, () => {
     const listed = await json<{ repositories: { id: string; name: string; createdAt: string }[] }>("repos", "ls");
     expect(listed.repositories.map((r) => r.name)).toEqual(expect.arrayContaining(["cli-demo", "cli-demo-2"]));
     expect(listed.repositories.find((r) => r.name === "cli-demo-2")).toMatchObject({ id: addedJson.repository.id, createdAt: expect.stringMatching(/Z$/) });
+  });
+
+  it("adds a repository on a git server with --remote, shows its URL, and refuses one holding credentials (exit 1, the field named)", async () => {
+    const remote = bareRemote("cli-remote");
+    const added = await run("repos", "add", "cli-remote", "--remote", remote.fileUrl);
+    expect(added.code).toBe(0);
+    expect(added.stdout).toMatch(new RegExp(`^remote\\s+${remote.fileUrl}$`, "m"));
+    expect((await run("repos", "ls")).stdout).toMatch(new RegExp(`\\scli-remote\\s+${remote.fileUrl}\\s`));
+    const refused = await run("repos", "add", "cli-secret", "--remote", "https://user:hunter2@127.0.0.1/x.git");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/INVALID_ARGUMENT/);
+    expect(refused.stderr).toMatch(/remote_url/);
+    expect(refused.stderr).not.toContain("hunter2");
   });
 
   it("reports the server's reason and ErrorInfo metadata, exit 1, for a duplicate name", async () => {

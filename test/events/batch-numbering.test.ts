@@ -42,7 +42,7 @@ describe.each(DATABASE_KINDS)("events numbered by the create batch on %s", (kind
 
   it("numbers a batch's events in its statement, contiguously in the batch's order, without a sequencer pass", async () => {
     const db = database.opened.db;
-    const repo = await registry.registerRepository("numbered", undefined);
+    const repo = await registry.registerRepository("numbered", {});
     await sequencePending(db);
     const before = await headSeq(db);
     nudges.length = 0;
@@ -66,7 +66,7 @@ describe.each(DATABASE_KINDS)("events numbered by the create batch on %s", (kind
 
   it("numbers a batch after an event committed before it and not yet numbered (causal order)", async () => {
     const db = database.opened.db;
-    const repo = await registry.registerRepository("causal", undefined);
+    const repo = await registry.registerRepository("causal", {});
     await sequencePending(db);
     // Committed, left for a pass (no delivery runs here): the create that follows must come after it.
     const earlier = input("session.earlier", repo.id);
@@ -103,7 +103,7 @@ needs({ postgres: true })("batch numbering beside sequencer passes (postgres)", 
 
   it("sends NOTIFY with the head from the batch's own statement", async () => {
     const registry = registryOn(database.opened.db);
-    const repo = await registry.registerRepository("notify", undefined);
+    const repo = await registry.registerRepository("notify", {});
     await sequencePending(database.opened.db);
     const heard: string[] = [];
     listener.on("notification", (n) => {
@@ -120,7 +120,7 @@ needs({ postgres: true })("batch numbering beside sequencer passes (postgres)", 
     try {
       const writerA = registryOn(database.opened.db);
       const writerB = registryOn(second.db);
-      const repo = await writerA.registerRepository("interleaved", undefined);
+      const repo = await writerA.registerRepository("interleaved", {});
       const db = database.opened.db;
       let writing = true;
 

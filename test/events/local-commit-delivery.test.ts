@@ -46,7 +46,7 @@ describe.each(DATABASE_KINDS)("local numbered commits on %s", (kind) => {
   }
 
   it("fans a lone create's event out as committed, with its stored seq and content, without reading the outbox", async () => {
-    const repo = await registry.registerRepository(`lone-${kind}`, undefined);
+    const repo = await registry.registerRepository(`lone-${kind}`, {});
     const readsBefore = hub.reads;
     const ws = await registry.createWorkspace({ repoId: repo.id, intent: "lone", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: "a", agentName: undefined, sessionId: undefined, changesetId: undefined });
     await until(() => received.length >= 1);
@@ -69,7 +69,7 @@ describe.each(DATABASE_KINDS)("local numbered commits on %s", (kind) => {
   });
 
   it("reads when another writer's events come between, and hands out every event once, in seq order", async () => {
-    const repo = await registry.registerRepository(`between-${kind}`, undefined);
+    const repo = await registry.registerRepository(`between-${kind}`, {});
     const create = (i: number) => registry.createWorkspace({ repoId: repo.id, intent: `c${i}`, baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: `a${i}`, agentName: undefined, sessionId: undefined, changesetId: undefined });
     await create(0);
     // Another writer's event, numbered by a pass the hub is not told of: the next create does not follow the hub's position.

@@ -117,7 +117,7 @@ needs({ postgres: true, natsServer: true })("NATS relay (real nats-server)", () 
 
   it("delivers a scripted lifecycle to a durable consumer exactly once, in order, with subject, headers and payload", async () => {
     const r = relay();
-    const repo = await registry.registerRepository("relay-repo", undefined);
+    const repo = await registry.registerRepository("relay-repo", {});
     const ws = await registry.createWorkspace({
       repoId: repo.id, intent: "relay", baseCommit: "abc", mode: "ephemeral", ttlSeconds: undefined,
       agentId: "agent-x", agentName: undefined, sessionId: undefined, changesetId: undefined,

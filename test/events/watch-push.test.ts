@@ -194,8 +194,8 @@ describe("WatchEvents pushed to the grpc-js call", () => {
   });
 
   it("an agent without repo_ids gets its granted repositories' events only, in order, the first of each waiting for its grant lookup", async () => {
-    const granted = await registry.registerRepository(`granted`, undefined);
-    const other = await registry.registerRepository(`other`, undefined);
+    const granted = await registry.registerRepository(`granted`, {});
+    const other = await registry.registerRepository(`other`, {});
     const w = watch(await headSeq(), agentTransports.grpcPort);
     await until(() => hub.subscriberCount === 1, 5_000, "subscribed");
     for (let i = 0; i < 6; i++) await writeEvents(registry, [input("session.created", i % 2 ? other.id : granted.id), input("session.stranded", granted.id)]);

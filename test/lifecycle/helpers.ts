@@ -44,7 +44,7 @@ export async function harness(
   });
   if (opts.startup !== false) await lifecycle.startup();
   await registry.load();
-  const repoId = opts.repoId ?? (await registry.registerRepository(`repo-${randomUUID().slice(0, 8)}`, undefined)).id;
+  const repoId = opts.repoId ?? (await registry.registerRepository(`repo-${randomUUID().slice(0, 8)}`, {})).id;
   return {
     db,
     clock,

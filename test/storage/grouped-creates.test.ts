@@ -57,7 +57,7 @@ describe.each(DATABASE_KINDS)("grouped creates on %s", (kind) => {
   }
 
   it("commits concurrent creates of one repository together, with distinct contiguous names that keep increasing", async () => {
-    const repo = await registry.registerRepository(`batch-${kind}`, undefined);
+    const repo = await registry.registerRepository(`batch-${kind}`, {});
     const first = await Promise.all(Array.from({ length: 40 }, (_, i) => registry.createWorkspace(input(repo.id, `a${i}`))));
     expect(numbers(first)).toEqual(oneTo(40));
     expect(await transactionsOf(repo.id)).toBeLessThan(40);
@@ -68,7 +68,7 @@ describe.each(DATABASE_KINDS)("grouped creates on %s", (kind) => {
   });
 
   it("commits concurrent creates named by their callers together too, with the names asked for and no agent number taken", async () => {
-    const repo = await registry.registerRepository(`named-${kind}`, undefined);
+    const repo = await registry.registerRepository(`named-${kind}`, {});
     const named = await Promise.all(Array.from({ length: 40 }, (_, i) => registry.createWorkspace(input(repo.id, `n${i}`, { agentName: `worker-${i}` }))));
     expect(named.map((w) => w.agentName)).toEqual(Array.from({ length: 40 }, (_, i) => `worker-${i}`));
     expect(await transactionsOf(repo.id)).toBeLessThan(40);
@@ -77,7 +77,7 @@ describe.each(DATABASE_KINDS)("grouped creates on %s", (kind) => {
   });
 
   it("stores each create's session.created with the name its batch gave it", async () => {
-    const repo = await registry.registerRepository(`batch-events-${kind}`, undefined);
+    const repo = await registry.registerRepository(`batch-events-${kind}`, {});
     const created = await Promise.all(Array.from({ length: 12 }, (_, i) => registry.createWorkspace(input(repo.id, `e${i}`, { intent: `intent ${i}` }))));
     await sequencePending(database.opened.db);
     const events = (await readEvents(database.opened.db, 0n, 100_000)).filter((e) => e.event.repoId === repo.id);
@@ -90,7 +90,7 @@ describe.each(DATABASE_KINDS)("grouped creates on %s", (kind) => {
   });
 
   it("fails only the create at fault in a batch: the others are written, with names never given before", async () => {
-    const repo = await registry.registerRepository(`batch-fault-${kind}`, undefined);
+    const repo = await registry.registerRepository(`batch-fault-${kind}`, {});
     const taken = await registry.createWorkspace(input(repo.id, "first"));
     expect(taken.agentName).toBe("agent-1");
 
@@ -136,7 +136,7 @@ needs({ postgres: true })("grouped creates on two instances of one database", ()
   it("never gives two workspaces one name, in one repository or in batches over several", async () => {
     a = await registryOn(database.opened);
     const repos: Repository[] = [];
-    for (let i = 0; i < 3; i++) repos.push(await a.registerRepository(`two-${i}`, undefined));
+    for (let i = 0; i < 3; i++) repos.push(await a.registerRepository(`two-${i}`, {}));
     b = await registryOn(second);
 
     // Instance a walks the repositories in one order and b in the other, so their batches span

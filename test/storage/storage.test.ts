@@ -50,7 +50,7 @@ describe.each(DATABASE_KINDS)("storage on %s", (kind) => {
   });
 
   it("hands out gap-free agent names under concurrency", async () => {
-    const repo = await registry.registerRepository(`names-${kind}`, undefined);
+    const repo = await registry.registerRepository(`names-${kind}`, {});
     const created = await Promise.all(
       Array.from({ length: 25 }, (_, i) =>
         registry.createWorkspace({ repoId: repo.id, intent: "", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: `a${i}`, agentName: undefined, sessionId: undefined, changesetId: undefined }),
@@ -60,7 +60,7 @@ describe.each(DATABASE_KINDS)("storage on %s", (kind) => {
   });
 
   it("stores the session.created event in the same transaction, and none for a failed create", async () => {
-    const repo = await registry.registerRepository(`events-${kind}`, undefined);
+    const repo = await registry.registerRepository(`events-${kind}`, {});
     const ws = await registry.createWorkspace({ repoId: repo.id, intent: "x", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: "a", agentName: "named", sessionId: undefined, changesetId: undefined });
     const rows = await database.opened.db.selectFrom("events").select(["kind", "session_id"]).where("repo_id", "=", repo.id).execute();
     expect(rows).toEqual([{ kind: "session.created", session_id: ws.sessionId }]);
@@ -76,7 +76,7 @@ describe.each(DATABASE_KINDS)("storage on %s", (kind) => {
   });
 
   it("stores session.created with the agent name the counter assigned, in the same statement", async () => {
-    const repo = await registry.registerRepository(`payload-${kind}`, undefined);
+    const repo = await registry.registerRepository(`payload-${kind}`, {});
     const ws = await registry.createWorkspace({ repoId: repo.id, intent: "i".repeat(300), baseCommit: "main", mode: "persistent", ttlSeconds: 60, agentId: "a", agentName: undefined, sessionId: undefined, changesetId: undefined });
     await sequencePending(database.opened.db);
     const events = (await readEvents(database.opened.db, 0n, 100_000)).filter((e) => e.event.sessionId === ws.sessionId);
@@ -87,7 +87,7 @@ describe.each(DATABASE_KINDS)("storage on %s", (kind) => {
   });
 
   it("loads live workspaces back after a restart of the registry", async () => {
-    const repo = await registry.registerRepository(`reload-${kind}`, undefined);
+    const repo = await registry.registerRepository(`reload-${kind}`, {});
     const ws = await registry.createWorkspace({ repoId: repo.id, intent: "keep", baseCommit: "main", mode: "persistent", ttlSeconds: 120, agentId: "a", agentName: undefined, sessionId: undefined, changesetId: undefined });
     const fresh = new WorkspaceRegistry({ uow: new UnitOfWork(database.opened.db, silent), clock, logger: silent });
     await fresh.load();
@@ -97,7 +97,7 @@ describe.each(DATABASE_KINDS)("storage on %s", (kind) => {
   });
 
   it("shares one changeset object between the workspaces that work on it", async () => {
-    const repo = await registry.registerRepository(`shared-${kind}`, undefined);
+    const repo = await registry.registerRepository(`shared-${kind}`, {});
     const a = await registry.createWorkspace({ repoId: repo.id, intent: "", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: "a", agentName: undefined, sessionId: undefined, changesetId: undefined });
     const b = await registry.createWorkspace({ repoId: repo.id, intent: "", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: "b", agentName: undefined, sessionId: undefined, changesetId: a.changeset.id });
     await registry.transitionChangeset(a.changeset.id, "submitted", "");
@@ -107,7 +107,7 @@ describe.each(DATABASE_KINDS)("storage on %s", (kind) => {
   });
 
   it("a live session's lookup follows what another writer committed: base, changeset state (a newer version, at a microsecond updated_at), and its end", async () => {
-    const repo = await registry.registerRepository(`live-check-${kind}`, undefined);
+    const repo = await registry.registerRepository(`live-check-${kind}`, {});
     const ws = await registry.createWorkspace({ repoId: repo.id, intent: "", baseCommit: "main", mode: "ephemeral", ttlSeconds: undefined, agentId: "a", agentName: undefined, sessionId: undefined, changesetId: undefined });
     const db = database.opened.db;
     // Another instance's writes: not through this registry, so only the row read can tell.

@@ -13,7 +13,7 @@ import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import pino, { type Logger } from "pino";
 import { loadConfig } from "../../src/config.js";
-import { testEnvRoot } from "./env-root.js";
+import { testDataDir, testEnvRoot } from "./env-root.js";
 import type { Clock } from "../../src/platform/clock.js";
 import type { OpenedDatabase } from "../../src/platform/database.js";
 import type { OverlayPort } from "../../src/overlay/overlay-port.js";
@@ -59,6 +59,10 @@ export interface StartOptions {
   readonly turns?: BuildOptions["turns"];
   /** The merge's seam between reading the target ref and moving it (test/landing: TARGET_MOVED). */
   readonly beforeTargetUpdate?: BuildOptions["beforeTargetUpdate"];
+  /** Each instance's background fetch of its mirrors, by instance index (test/remote ticks it by hand). */
+  readonly mirrorSchedule?: (instance: number) => BuildOptions["mirrorSchedule"];
+  /** Watches each instance's mirror fetches and pushes. */
+  readonly mirrorProbe?: BuildOptions["mirrorProbe"];
 }
 
 /** A pino logger whose lines (parsed) go to each of `sinks`. */
@@ -105,6 +109,8 @@ export async function startBerth(options: StartOptions = {}): Promise<TestBerth>
     BERTH_ENV_ROOT: testEnvRoot(),
     ...options.env,
   };
+  // Mirrors of git servers go under the data directory: a fresh one per cluster unless named.
+  baseEnv.BERTH_DATA_DIR ??= testDataDir();
   const logs: Record<string, unknown>[] = [];
   const instanceLogs: Record<string, unknown>[][] = [];
   const servers: BerthServer[] = [];
@@ -124,6 +130,7 @@ export async function startBerth(options: StartOptions = {}): Promise<TestBerth>
         ...(baseEnv.BERTH_METRICS_ADDR === "off" ? {} : { BERTH_METRICS_ADDR: "127.0.0.1:0" }),
         // Each instance its own disk, as on its own machine.
         BERTH_ENV_ROOT: `${loadConfig(baseEnv).envRoot}.instance-${i + 1}`,
+        BERTH_DATA_DIR: `${loadConfig(baseEnv).dataDir}.instance-${i + 1}`,
       };
       const config = loadConfig(env);
       const own: Record<string, unknown>[] = [];
@@ -151,6 +158,8 @@ export async function startBerth(options: StartOptions = {}): Promise<TestBerth>
           : {}),
         ...(options.turns ? { turns: options.turns } : {}),
         ...(options.beforeTargetUpdate ? { beforeTargetUpdate: options.beforeTargetUpdate } : {}),
+        ...(options.mirrorSchedule ? { mirrorSchedule: options.mirrorSchedule(i) } : {}),
+        ...(options.mirrorProbe ? { mirrorProbe: options.mirrorProbe } : {}),
       });
       if (wrapOverlay) real = wrapOverlay(server.overlay);
       servers.push(server);

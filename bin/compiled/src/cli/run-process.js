@@ -21,6 +21,8 @@ export function sandboxUnavailable() {
     }
     return undefined;
 }
+/** A mirror's object store relative to the data directory that holds it (src/repository/mirror.ts names mirrors by repository id). */
+const MIRROR_OBJECTS = /^mirrors\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.git\/objects$/;
 const inside = (child, parent) => child === parent || child.startsWith(parent.endsWith("/") ? parent : `${parent}/`);
 /**
  * bwrap's arguments. Order matters (later mounts cover earlier ones): the system read-only, a
@@ -48,9 +50,13 @@ export function bwrapArgs(plan, cwd) {
     for (const p of hides.filter((h) => !inside(h, plan.writable)))
         hideOne(p);
     // Neither in nor over a hidden path (nor the environment): the list comes from a file the agent can edit.
+    // One exception, exactly: the object store of a mirror of a git server in a hidden data
+    // directory (<BERTH_DATA_DIR>/mirrors/<repo_id>.git/objects), which is what a registered
+    // repository's objects are for an environment of a repository on a git server.
     const overlaps = (p, q) => inside(p, q) || inside(q, p);
+    const mirrorObjects = (p) => hides.some((h) => MIRROR_OBJECTS.test(path.relative(h, p)));
     for (const p of plan.readable.map((r) => path.resolve(r))) {
-        if (!hides.some((h) => overlaps(p, h)) && !overlaps(p, plan.writable) && !inside("/tmp", p))
+        if ((!hides.some((h) => overlaps(p, h)) || mirrorObjects(p)) && !overlaps(p, plan.writable) && !inside("/tmp", p))
             args.push("--ro-bind-try", p, p);
     }
     args.push("--bind", plan.writable, plan.writable);

@@ -43,6 +43,14 @@ export type Repository = Message<"berth.v1.Repository"> & {
      * @generated from field: repeated string capture_exclude = 5;
      */
     captureExclude: string[];
+    /**
+     * The git server's URL (file://, git://, ssh://, http(s)://; never with credentials) when the
+     * repository was registered with one; empty otherwise, and unless the caller is an admin (or
+     * auth is off), as source_path.
+     *
+     * @generated from field: string remote_url = 6;
+     */
+    remoteUrl: string;
 };
 /**
  * Describes the message berth.v1.Repository.

@@ -20,7 +20,8 @@ export type RegisterRepositoryRequest = Message<"berth.v1.RegisterRepositoryRequ
      */
     name: string;
     /**
-     * Optional absolute path of a git repository on the server's disk.
+     * Optional absolute path of a git repository on the server's disk. At most one of source_path
+     * and remote_url.
      *
      * @generated from field: string source_path = 2;
      */
@@ -40,6 +41,17 @@ export type RegisterRepositoryRequest = Message<"berth.v1.RegisterRepositoryRequ
      * @generated from field: string request_id = 4;
      */
     requestId: string;
+    /**
+     * Optional URL of the repository on a git server (file://, git://, ssh://, http:// or
+     * https://), instead of a source_path: every instance keeps a mirror of its own under its data
+     * directory, fetches from it and lands work by pushing to it. Contacted at registration
+     * (UNAVAILABLE REMOTE_UNREACHABLE when it cannot be reached). A URL holding credentials (a
+     * password; any user name but ssh's) is INVALID_ARGUMENT: the server's own environment provides
+     * them (docs/security.md). A retry with the same request_id must name the same URL.
+     *
+     * @generated from field: string remote_url = 5;
+     */
+    remoteUrl: string;
 };
 /**
  * Describes the message berth.v1.RegisterRepositoryRequest.
