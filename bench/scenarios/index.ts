@@ -20,8 +20,10 @@ import { scenario as mapWalk } from "./map-walk.js";
 import { scenario as gcTick } from "./gc-tick.js";
 import { scenario as twoInstances } from "./two-instances.js";
 import { scenario as mcpReadFile } from "./mcp-read-file.js";
+import { scenario as landing } from "./landing.js";
+import { scenario as landingMemory } from "./landing-memory.js";
 
-export const SCENARIOS: readonly Scenario[] = [health, h2load, getWorkspace, connectGetWorkspace, createWorkspace, idleRss, startupReconcile, firstStart, writeFile, watchEvents, jetstream, natsFanout, beginTurn, mapWalk, gcTick, twoInstances, mcpReadFile];
+export const SCENARIOS: readonly Scenario[] = [health, h2load, getWorkspace, connectGetWorkspace, createWorkspace, idleRss, startupReconcile, firstStart, writeFile, watchEvents, jetstream, natsFanout, beginTurn, mapWalk, gcTick, twoInstances, mcpReadFile, landing, landingMemory];
 
 /** Measured once their issues land; each gets a file here (see bench/README.md, "Adding a scenario"). */
 export const PENDING: readonly PendingScenario[] = [
