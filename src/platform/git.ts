@@ -17,11 +17,18 @@
  *   `-c` cannot say "all filters". Those go in GIT_CONFIG_COUNT/KEY/VALUE rather than `-c`: a key
  *   is taken as it is there, whatever characters the driver's name holds (`-c` splits at the
  *   first "=");
- * - for a three-way merge, a repository of Berth's own that shares only the object store
- *   (`withObjectStoreOf`): merge drivers cannot be switched off by name (below).
+ * - for a three-way merge or a fast-import, a repository of Berth's own that shares only the
+ *   object store (`withObjectStoreOf`): merge drivers cannot be switched off by name (below), and
+ *   fast-import's commit needs a ref that is not the source's; for a diff or a rebase's merges,
+ *   one whose new objects stay in a store of its own (`withScratchStoreOver`).
+ *
+ * Every git started here is reported to the observers of `observeGitSpawns` (tests count the
+ * processes a call starts), and a caller may stream git's stdin (`feed`) instead of handing it
+ * one buffer: fast-import reads a landing's files as PostgreSQL answers them.
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import type { Writable } from "node:stream";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -62,6 +69,65 @@ export function gitArgs(repoPath: string, args: readonly string[]): string[] {
   for (const c of SAFE_CONFIG) out.push("-c", c);
   out.push("-C", repoPath, ...args);
   return out;
+}
+
+/** What an observer of git's processes is told of each one, as it starts. */
+export interface GitSpawn {
+  readonly repoPath: string;
+  readonly args: readonly string[];
+}
+
+const spawnObservers = new Set<(spawned: GitSpawn) => void>();
+
+/**
+ * Tells `observer` of every git process started from now on (in this process), until the
+ * returned function is called. A seam for tests: the number of processes a call starts is
+ * what landing's cost follows (issue 30).
+ */
+export function observeGitSpawns(observer: (spawned: GitSpawn) => void): () => void {
+  spawnObservers.add(observer);
+  return () => spawnObservers.delete(observer);
+}
+
+function spawned(repoPath: string, args: readonly string[]): void {
+  for (const o of spawnObservers) o({ repoPath, args });
+}
+
+/**
+ * Where a caller writes a git's stdin piece by piece (`feed`): a write waits while the pipe is
+ * full, so what is not yet written is never more than the caller holds. Rejects with
+ * GitStdinClosed once git stopped reading (it exited: its exit code says why).
+ */
+export interface GitSink {
+  write(chunk: Uint8Array | string): Promise<void>;
+}
+
+/** A write to a git that no longer reads its stdin. */
+export class GitStdinClosed extends Error {
+  constructor() {
+    super("git closed its stdin");
+  }
+}
+
+function sinkOver(stdin: Writable): GitSink {
+  return {
+    async write(chunk) {
+      if (stdin.destroyed || stdin.writableEnded) throw new GitStdinClosed();
+      if (stdin.write(chunk)) return;
+      await new Promise<void>((resolve, reject) => {
+        const drained = () => {
+          stdin.off("close", closed);
+          resolve();
+        };
+        const closed = () => {
+          stdin.off("drain", drained);
+          reject(new GitStdinClosed());
+        };
+        stdin.once("drain", drained);
+        stdin.once("close", closed);
+      });
+    },
+  };
 }
 
 /** Extra settings (key, value) for one call, on top of gitEnv(). */
@@ -106,6 +172,12 @@ export interface GitExecOptions {
   readonly optionalLocks?: boolean;
   /** Written to git's stdin (closed either way). */
   readonly input?: Uint8Array;
+  /**
+   * Instead of `input`: writes git's stdin as it goes, which is closed when it settles. When it
+   * rejects, git sees its input end early and the call rejects with the feed's error (or git's,
+   * when the feed failed because git had stopped reading).
+   */
+  readonly feed?: (sink: GitSink) => Promise<void>;
   /** A scratch object store and index (see GitScratch). */
   readonly scratch?: GitScratch;
   /** Exit codes that are answers, not failures (`merge-file` counts conflicts in it): resolved with the code. */
@@ -130,19 +202,39 @@ export async function execGitCode(repoPath: string, args: readonly string[], opt
 
 /** The one execFile of git: the fixed environment (plus scratch, locks, plumbing variables), stdin fed and closed. */
 function execGitRun(repoPath: string, args: readonly string[], options: GitExecOptions & { extraEnv?: Readonly<Record<string, string>> }): Promise<{ stdout: Buffer; stderr: Buffer }> {
+  spawned(repoPath, args);
   const run = execFileP("git", gitArgs(repoPath, args), {
     env: { ...envWith(options.config, { optionalLocks: options.optionalLocks, scratch: options.scratch }), ...options.extraEnv },
     timeout: options.timeoutMs,
     maxBuffer: options.maxBuffer,
     encoding: "buffer",
   });
-  run.child.stdin?.on("error", () => {}); // EPIPE when git exits before reading it all: its exit code says why
-  run.child.stdin?.end(options.input ? Buffer.from(options.input.buffer, options.input.byteOffset, options.input.byteLength) : undefined);
+  const stdin = run.child.stdin!;
+  stdin.on("error", () => {}); // EPIPE when git exits before reading it all: its exit code says why
+  if (options.feed) return fed(run, stdin, options.feed);
+  stdin.end(options.input ? Buffer.from(options.input.buffer, options.input.byteOffset, options.input.byteLength) : undefined);
   return run;
+}
+
+/** execGitRun's end when a feed writes stdin: the feed runs, stdin closes, and git's end decides (see GitExecOptions.feed). */
+async function fed<T>(run: Promise<T>, stdin: Writable, feed: (sink: GitSink) => Promise<void>): Promise<T> {
+  run.catch(() => {}); // a git that fails while the feed still writes is answered below, not left unhandled
+  let failed: { err: unknown } | undefined;
+  try {
+    await feed(sinkOver(stdin));
+  } catch (err) {
+    failed = { err };
+  }
+  stdin.end();
+  if (!failed) return run;
+  if (failed.err instanceof GitStdinClosed) return run; // git's own failure (or, oddly, success) is the answer
+  await run.catch(() => {});
+  throw failed.err;
 }
 
 /** A long-lived or streaming git (cat-file --batch, archive), all three streams piped (end stdin if it reads none). */
 export function spawnGit(repoPath: string, args: readonly string[], options: { config?: GitConfig } = {}): ChildProcessWithoutNullStreams {
+  spawned(repoPath, args);
   return spawn("git", gitArgs(repoPath, args), { env: envWith(options.config), stdio: ["pipe", "pipe", "pipe"] });
 }
 
@@ -193,6 +285,8 @@ export interface GitRunOptions {
   readonly maxBuffer: number;
   /** Written to git's stdin, which is then closed (hash-object --stdin, mktree). */
   readonly input?: Uint8Array;
+  /** Instead of `input`: git's stdin written as it goes (GitExecOptions.feed). */
+  readonly feed?: (sink: GitSink) => Promise<void>;
   /**
    * Variables on top of gitEnv(), for the plumbing that takes its parameters there only
    * (GIT_INDEX_FILE, GIT_AUTHOR_*, GIT_COMMITTER_*). Names outside that list are refused: the
@@ -237,27 +331,45 @@ export type GitRunner = (args: readonly string[], options: GitRunOptions) => Pro
  * whose object store is `repoPath`'s (GIT_OBJECT_DIRECTORY; the source's alternates and shallow
  * boundary come along): git reads and writes the source's objects there and nothing else of it —
  * not its config, not its attributes (info/attributes, a work tree's .gitattributes), not its
- * hooks. What `git merge-tree` needs this for: a custom merge driver is a program named by the
- * repository's config (`merge.<name>.driver`, and `merge.default` for every file) and chosen by
- * its attributes (also the merged trees' own .gitattributes under `merge.renormalize`, which
- * runs clean filters too), and `-c` cannot remove one: `merge.<name>.driver=` is still a driver,
- * an empty command that fails the merge. In a repository whose config names no driver, every
- * `merge=<name>` falls back to git's built-in text merge.
+ * hooks, not its refs. What `git merge-tree` needs this for: a custom merge driver is a program
+ * named by the repository's config (`merge.<name>.driver`, and `merge.default` for every file)
+ * and chosen by its attributes (also the merged trees' own .gitattributes under
+ * `merge.renormalize`, which runs clean filters too), and `-c` cannot remove one:
+ * `merge.<name>.driver=` is still a driver, an empty command that fails the merge. In a
+ * repository whose config names no driver, every `merge=<name>` falls back to git's built-in
+ * text merge. What `git fast-import` needs it for: its commit is made on a ref, which is this
+ * repository's, never one of the source's.
  */
 export async function withObjectStoreOf<T>(repoPath: string, work: (run: GitRunner) => Promise<T>): Promise<T> {
+  return withOwnRepository(repoPath, "shared", work);
+}
+
+/**
+ * As withObjectStoreOf, but git writes new objects into the temporary repository's own store,
+ * and reads the source's through its alternates (objects/info/alternates): diffs and rebases
+ * build trees and merges of an overlay without adding anything to the source repository, and
+ * what they wrote goes with the directory.
+ */
+export async function withScratchStoreOver<T>(repoPath: string, work: (run: GitRunner) => Promise<T>): Promise<T> {
+  return withOwnRepository(repoPath, "scratch", work);
+}
+
+async function withOwnRepository<T>(repoPath: string, store: "shared" | "scratch", work: (run: GitRunner) => Promise<T>): Promise<T> {
   const info = { timeoutMs: 10_000, maxBuffer: 1 << 20 };
   const [objects = "", shallow = "", format = ""] = (await execGit(repoPath, ["rev-parse", "--path-format=absolute", "--git-path", "objects", "--git-path", "shallow", "--show-object-format"], info))
     .toString("utf8")
     .split("\n");
-  const dir = await mkdtemp(path.join(tmpdir(), "berth-objects-of-"));
+  const dir = await mkdtemp(path.join(tmpdir(), store === "shared" ? "berth-objects-of-" : "berth-scratch-"));
   try {
     await execGit(dir, ["init", "--quiet", "--bare", "--template=", `--object-format=${format}`, "."], info);
     await copyFile(shallow, path.join(dir, "shallow")).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== "ENOENT") throw err; // not a shallow repository
     });
+    if (store === "scratch") await writeFile(path.join(dir, "objects", "info", "alternates"), `${objects}\n`);
+    const env = store === "shared" ? { GIT_OBJECT_DIRECTORY: objects } : undefined;
     return await work((args, options) => {
-      if (options.env) throw new Error("withObjectStoreOf: a run there takes no variables");
-      return runGitWith(dir, args, options, { GIT_OBJECT_DIRECTORY: objects });
+      if (options.env) throw new Error("a run in a repository of Berth's own takes no variables");
+      return runGitWith(dir, args, options, env);
     });
   } finally {
     await rm(dir, { recursive: true, force: true });
