@@ -133,23 +133,11 @@ function sinkOver(stdin: Writable): GitSink {
 /** Extra settings (key, value) for one call, on top of gitEnv(). */
 export type GitConfig = readonly (readonly [string, string])[];
 
-/**
- * A scratch object store and index for one call (diffs and rebases build trees of an overlay
- * without writing into the source repository: new objects go to `objectDir`, the repository's
- * own are read through `alternates`).
- */
-export interface GitScratch {
-  readonly objectDir: string;
-  readonly alternates: string;
-  readonly indexFile: string;
-}
-
-function envWith(config: GitConfig | undefined, opts: { optionalLocks?: boolean | undefined; scratch?: GitScratch | undefined } = {}): NodeJS.ProcessEnv {
-  const { optionalLocks = false, scratch } = opts;
+function envWith(config: GitConfig | undefined, opts: { optionalLocks?: boolean | undefined } = {}): NodeJS.ProcessEnv {
+  const { optionalLocks = false } = opts;
   const e: NodeJS.ProcessEnv = {
     ...gitEnv(),
     ...(optionalLocks ? { GIT_OPTIONAL_LOCKS: "1" } : {}),
-    ...(scratch ? { GIT_OBJECT_DIRECTORY: scratch.objectDir, GIT_ALTERNATE_OBJECT_DIRECTORIES: scratch.alternates, GIT_INDEX_FILE: scratch.indexFile } : {}),
   };
   if (!config || config.length === 0) return e;
   e.GIT_CONFIG_COUNT = String(config.length);
@@ -178,8 +166,6 @@ export interface GitExecOptions {
    * when the feed failed because git had stopped reading).
    */
   readonly feed?: (sink: GitSink) => Promise<void>;
-  /** A scratch object store and index (see GitScratch). */
-  readonly scratch?: GitScratch;
   /** Exit codes that are answers, not failures (`merge-file` counts conflicts in it): resolved with the code. */
   readonly okCodes?: readonly number[];
 }
@@ -200,11 +186,11 @@ export async function execGitCode(repoPath: string, args: readonly string[], opt
   }
 }
 
-/** The one execFile of git: the fixed environment (plus scratch, locks, plumbing variables), stdin fed and closed. */
+/** The one execFile of git: the fixed environment (plus locks, plumbing variables), stdin fed and closed. */
 function execGitRun(repoPath: string, args: readonly string[], options: GitExecOptions & { extraEnv?: Readonly<Record<string, string>> }): Promise<{ stdout: Buffer; stderr: Buffer }> {
   spawned(repoPath, args);
   const run = execFileP("git", gitArgs(repoPath, args), {
-    env: { ...envWith(options.config, { optionalLocks: options.optionalLocks, scratch: options.scratch }), ...options.extraEnv },
+    env: { ...envWith(options.config, { optionalLocks: options.optionalLocks }), ...options.extraEnv },
     timeout: options.timeoutMs,
     maxBuffer: options.maxBuffer,
     encoding: "buffer",
