@@ -116,9 +116,18 @@ export function identLine(who: Identity): string {
   return `${withoutCrud(who.name)} <${withoutCrud(who.email)}> ${Math.floor(who.at)} +0000`;
 }
 
-/** git's ident.c crud(): bytes trimmed from both ends of a name or an e-mail. */
+/** git's ident.c crud(): bytes trimmed from both ends of a name or an e-mail (controls, space, and . , : ; < > " \ '). */
 function crud(c: number): boolean {
-  return c <= 32 || c === 0x2c || c === 0x3a || c === 0x3b || c === 0x3c || c === 0x3e || c === 0x22 || c === 0x5c || c === 0x27;
+  return c <= 32 || c === 0x2e || c === 0x2c || c === 0x3a || c === 0x3b || c === 0x3c || c === 0x3e || c === 0x22 || c === 0x5c || c === 0x27;
+}
+
+/**
+ * Whether git would take `name` as an identity's name: `git commit-tree` refuses one of nothing
+ * but crud ("name consists only of disallowed characters"), and a commit written here must be
+ * one it would have written.
+ */
+export function usableIdentName(name: string): boolean {
+  return withoutCrud(name) !== "";
 }
 
 /**
