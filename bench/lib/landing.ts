@@ -13,6 +13,8 @@ import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import {
   CreateWorkspaceRequestSchema,
   CreateWorkspaceResponseSchema,
+  DestroyWorkspaceRequestSchema,
+  DestroyWorkspaceResponseSchema,
   TransitionChangesetRequestSchema,
   TransitionChangesetResponseSchema,
   WriteFileRequestSchema,
@@ -38,6 +40,7 @@ export function git(dir: string, args: readonly string[], input?: string): strin
   return execFileSync("git", ["-C", dir, "-c", "user.email=bench@example.com", "-c", "user.name=bench", "-c", "advice.detachedHead=false", ...args], {
     env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" },
     maxBuffer: 1 << 30,
+    stdio: ["pipe", "pipe", "pipe"],
     ...(input !== undefined ? { input } : {}),
   }).toString("utf8").trim();
 }
@@ -62,6 +65,11 @@ export async function writeAll(c: RpcClient, sessionId: string, files: readonly 
   );
 }
 
+/** Ends a session (its claims with it): the next round's sessions change the same symbols. */
+export async function destroy(c: RpcClient, sessionId: string): Promise<void> {
+  await c.unary(`${SERVICE}/DestroyWorkspace`, DestroyWorkspaceRequestSchema, DestroyWorkspaceResponseSchema, { sessionId });
+}
+
 /** SUBMITTED, VERIFYING, APPROVED. */
 export async function approve(c: RpcClient, changesetId: string): Promise<void> {
   for (const toState of [ChangesetState.SUBMITTED, ChangesetState.VERIFYING, ChangesetState.APPROVED]) {
@@ -72,7 +80,7 @@ export async function approve(c: RpcClient, changesetId: string): Promise<void> 
 /** A checkout of `commit` of `source` (clone --shared: objects borrowed, a working tree of its own). */
 export function checkout(source: string, commit = "main"): string {
   const dir = mkdtempSync(path.join(tmpdir(), "berth-bench-co-"));
-  execFileSync("git", ["clone", "-q", "--shared", source, dir], { env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" } });
+  execFileSync("git", ["clone", "-q", "--shared", source, dir], { env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" }, stdio: "pipe" });
   if (commit !== "main") git(dir, ["checkout", "-q", commit]);
   return dir;
 }

@@ -16,7 +16,7 @@
 import { rmSync } from "node:fs";
 import { createBenchDatabase } from "../lib/database.js";
 import { SERVICE } from "../lib/fixtures.js";
-import { approve, checkout, commitFiles, git, openSession, timed, writeAll, writeTree, type FileWrite } from "../lib/landing.js";
+import { approve, checkout, commitFiles, destroy, git, openSession, timed, writeAll, writeTree, type FileWrite } from "../lib/landing.js";
 import { makeGitRepo, tsModule4KiB } from "../lib/repos.js";
 import { RpcClient } from "../lib/rpc.js";
 import { median, round, type Scenario } from "../lib/scenario.js";
@@ -116,6 +116,7 @@ export const scenario: Scenario = {
           await writeAll(c, s.sessionId, sessionFiles);
           const [rb, ms] = await timed(() => c.unary(`${SERVICE}/RebaseWorkspace`, RebaseWorkspaceRequestSchema, RebaseWorkspaceResponseSchema, { sessionId: s.sessionId, onto }, LONG));
           if (rb.merged.length !== FILES || rb.conflicts.length !== 0) throw new Error(`RebaseWorkspace merged ${rb.merged.length}, conflicts ${rb.conflicts.length}`);
+          await destroy(c, s.sessionId);
           t.rebase.push(ms);
           ctx.log(`round ${r}: RebaseWorkspace ${Math.round(ms)} ms`);
         };

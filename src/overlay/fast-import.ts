@@ -20,6 +20,21 @@ export interface Identity {
 
 export type FileMode = "100644" | "100755";
 
+/**
+ * How every fast-import here runs: `--done` (a stream cut short commits nothing) and no delta
+ * chains (`--depth=0`: deltas against the previous blob cost fast-import more CPU than they
+ * save, and every later read of the blob pays for the chain; measured, docs/decisions.md).
+ * `git gc` repacks a landing's pack like any other.
+ */
+export const FAST_IMPORT_ARGS: readonly string[] = ["fast-import", "--quiet", "--done", "--date-format=raw", "--depth=0"];
+/** Into a source repository: light compression, what `git add`'s loose objects get; the pack is fsynced as git does by default. */
+export const FAST_IMPORT_CONFIG: readonly (readonly [string, string])[] = [["pack.compression", "1"]];
+/**
+ * Into a scratch repository (a diff's tree, a rebase's merges), removed when the call ends: no
+ * compression and no fsync, which only cost time for objects read once and thrown away.
+ */
+export const SCRATCH_FAST_IMPORT_CONFIG: readonly (readonly [string, string])[] = [["pack.compression", "0"], ["core.fsync", "none"]];
+
 const FLUSH_BYTES = 256 * 1024;
 const LF = Buffer.from("\n");
 
@@ -67,6 +82,14 @@ export class FastImportStream {
     await this.add(Buffer.from("D ", "utf8"), quotePath(path), LF);
   }
 
+  /**
+   * Asks for the commit marked `mark` and its tree (fast-import answers on stdout as it reads:
+   * no rev-parse afterwards); `committed` reads the answer.
+   */
+  async report(mark: number): Promise<void> {
+    await this.add(Buffer.from(`\nls :${mark} ""\nget-mark :${mark}\n`, "utf8"));
+  }
+
   /** Ends the stream (`--done`: a stream cut short before this is an error, and nothing is committed). */
   async done(): Promise<void> {
     await this.add(Buffer.from("done\n", "utf8"));
@@ -93,6 +116,14 @@ export class FastImportStream {
     this.pendingBytes = 0;
     await this.sink.write(chunk);
   }
+}
+
+/** The answer to `report`: `040000 tree <tree>\t\n<commit>\n` (after any earlier answers). */
+export function committed(stdout: Buffer): { commit: string; tree: string } {
+  const lines = stdout.toString("utf8").split("\n");
+  const [commit = "", tree = ""] = [lines[lines.length - 2] ?? "", (lines[lines.length - 3] ?? "").split("\t")[0]!.split(" ")[2] ?? ""];
+  if (!/^[0-9a-f]{40,64}$/.test(commit) || !/^[0-9a-f]{40,64}$/.test(tree)) throw new Error(`fast-import answered ${JSON.stringify(stdout.toString("utf8").slice(-200))}`);
+  return { commit, tree };
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import { BerthError } from "../platform/errors.js";
 import { runGit, withObjectStoreOf, type GitResult, type GitRunOptions } from "../platform/git.js";
-import { FastImportStream, type Identity } from "./fast-import.js";
+import { committed, FAST_IMPORT_ARGS, FAST_IMPORT_CONFIG, FastImportStream, type Identity } from "./fast-import.js";
 
 export type { Identity } from "./fast-import.js";
 
@@ -78,10 +78,11 @@ export async function validRefName(repo: string, ref: string): Promise<boolean> 
  * async iterable: each file goes to git as it comes (the caller streams them from PostgreSQL),
  * so nothing holds all of them. They are applied in the order given (a deletion of a directory's
  * files before a file written in its place). A changed file keeps its mode in the base (an
- * executable stays executable); a new one is a regular file. The same inputs give the same
- * commit id (git objects are content-addressed; identities cut as commit-tree cuts them).
- * Processes: one ls-tree of the base, one fast-import, one rev-parse, and the repository's
- * set-up — whatever the number of files.
+ * executable stays executable: `executables`, when the caller knows the base's, else one
+ * ls-tree); a new one is a regular file. The same inputs give the same commit id (git objects
+ * are content-addressed; identities cut as commit-tree cuts them). Processes: one fast-import
+ * (which answers the commit and tree ids itself), the repository's set-up, and the ls-tree when
+ * `executables` is not given — whatever the number of files.
  */
 export async function writeCommit(
   repo: string,
@@ -90,24 +91,26 @@ export async function writeCommit(
   message: string,
   author: Identity,
   committer: Identity,
-  options: { readonly bytes?: number } = {},
+  options: { readonly bytes?: number; readonly executables?: ReadonlySet<string> } = {},
 ): Promise<{ commit: string; tree: string }> {
-  const executables = executablesOf(repo, base);
+  const executables = options.executables ? Promise.resolve(options.executables) : executablesOf(repo, base);
   executables.catch(() => {}); // awaited in the feed; a failure there is the call's
   // A hang guard, not a budget: the stream's pace is PostgreSQL's and git's.
   const timeoutMs = STREAM_TIMEOUT_MS + Math.ceil((options.bytes ?? 0) / (1 << 20)) * STREAM_MS_PER_MIB;
   return withObjectStoreOf(repo, async (run) => {
-    const r = await run(["fast-import", "--quiet", "--done", "--date-format=raw"], {
+    const r = await run(FAST_IMPORT_ARGS, {
       timeoutMs,
       maxBuffer: SMALL,
+      config: FAST_IMPORT_CONFIG,
       feed: async (sink) => {
         const exec = await executables;
         const fi = new FastImportStream(sink);
-        await fi.commit({ ref: LAND_REF, author, committer, message, from: base });
+        await fi.commit({ ref: LAND_REF, mark: 1, author, committer, message, from: base });
         for await (const c of changes) {
           if (c.content === null) await fi.remove(c.path);
           else await fi.put(exec.has(c.path) ? "100755" : "100644", c.path, c.content);
         }
+        await fi.report(1);
         await fi.done();
       },
     }).catch((err: unknown) => {
@@ -118,10 +121,7 @@ export async function writeCommit(
       throw gitFailed(repo, ["fast-import"], { code: typeof e.code === "number" ? e.code : -1, stdout: Buffer.alloc(0), stderr: String(e.stderr ?? "") });
     });
     if (r.code !== 0) throw gitFailed(repo, ["fast-import"], r);
-    const ids = await run(["rev-parse", LAND_REF, `${LAND_REF}^{tree}`], { timeoutMs: TIMEOUT_MS, maxBuffer: SMALL });
-    if (ids.code !== 0) throw gitFailed(repo, ["rev-parse"], ids);
-    const [commit = "", tree = ""] = ids.stdout.toString("utf8").trim().split("\n");
-    return { commit, tree };
+    return committed(r.stdout);
   });
 }
 

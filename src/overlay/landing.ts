@@ -53,6 +53,11 @@ export interface LandingDeps {
    * moves the target there to prove TARGET_MOVED). Never set in production.
    */
   readonly beforeTargetUpdate?: ((sourcePath: string, targetRef: string) => Promise<void>) | undefined;
+  /**
+   * The base tree as the overlay already holds it (git-base.ts, cached per commit): the modes a
+   * commit keeps without an ls-tree of its own. Without it, writeCommit lists the base itself.
+   */
+  readonly baseTree?: ((sourcePath: string, commit: string) => Promise<{ readonly executables: ReadonlySet<string> }>) | undefined;
 }
 
 export interface CommitInput {
@@ -116,9 +121,13 @@ export class Landing {
    */
   private async commitLocked(change: Change, locked: LandingChangeset, source: string, input: CommitInput): Promise<CommitResult> {
     const { changesetId } = input;
-    const built = await this.build(change.trx, locked, source, input);
     const ref = `${this.deps.refPrefix}${changesetId}`;
-    const old = await readRef(source, ref);
+    // Read while the commit builds: the changeset's lock keeps other commits of it off the ref,
+    // and anyone else's move is caught by the compare-and-set below.
+    const current = readRef(source, ref);
+    current.catch(() => {}); // awaited below unless the build fails first
+    const built = await this.build(change.trx, locked, source, input);
+    const old = await current;
     if (old === built.commit && locked.commit_id === built.commit) {
       return { changeset: changesetFromRow(locked), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: true };
     }
@@ -331,7 +340,8 @@ export class Landing {
     const message = normaliseMessage(input.message || defaultMessage(cs.id, contributing.map((s) => s.intent)));
     const at = Math.floor(last / 1000);
     const author: Identity = { name: input.author?.name || input.agentId, email: input.author?.email || `${input.agentId}@berth.invalid`, at };
-    const commit = await writeCommit(source, base, changesOf(trx, deleted, written), message, author, { ...COMMITTER, at }, { bytes });
+    const executables = (await this.deps.baseTree?.(source, base))?.executables;
+    const commit = await writeCommit(source, base, changesOf(trx, deleted, written), message, author, { ...COMMITTER, at }, { bytes, ...(executables ? { executables } : {}) });
     return { ...commit, base, paths: deleted.length + written.length };
   }
 }

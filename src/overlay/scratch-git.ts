@@ -7,13 +7,13 @@
  * (DiffWorkspace) leaves no loose objects behind for someone else's `git gc`, and the directory
  * is removed when the call ends. Every git goes through platform/git.ts (its fixed safe
  * configuration), and a call runs a fixed number of them whatever the number of files
- * (issue 30): one fast-import for a tree, one diff-tree for a diff, one fast-import, one
- * merge-tree, one ls-tree and one cat-file for any number of merges.
+ * (issue 30): one fast-import for a tree (it answers the tree's id itself), one diff-tree for a
+ * diff, one fast-import, one merge-tree, one ls-tree and one cat-file for any number of merges.
  */
 import { randomBytes } from "node:crypto";
 import { BerthError } from "../platform/errors.js";
 import { withScratchStoreOver, type GitConfig, type GitResult, type GitRunner, type GitRunOptions } from "../platform/git.js";
-import { FastImportStream, type Identity } from "./fast-import.js";
+import { committed, FAST_IMPORT_ARGS, FastImportStream, SCRATCH_FAST_IMPORT_CONFIG, type Identity } from "./fast-import.js";
 
 const TIMEOUT_MS = 60_000;
 const MAX_OUTPUT = 512 * 1024 * 1024;
@@ -106,18 +106,20 @@ export class ScratchRepo {
    * keeps the bit).
    */
   async treeOf(baseCommit: string, changes: Iterable<TreeChange> | AsyncIterable<TreeChange>, executable: ReadonlySet<string>): Promise<string> {
-    await this.git(["fast-import", "--quiet", "--done", "--date-format=raw"], {
+    const r = await this.git(FAST_IMPORT_ARGS, {
+      config: SCRATCH_FAST_IMPORT_CONFIG,
       feed: async (sink) => {
         const fi = new FastImportStream(sink);
-        await fi.commit({ ref: OVERLAY_REF, committer: NOBODY, message: "", from: baseCommit });
+        await fi.commit({ ref: OVERLAY_REF, mark: 1, committer: NOBODY, message: "", from: baseCommit });
         for await (const c of changes) {
           if (c.content === null) await fi.remove(c.path);
           else await fi.put(executable.has(c.path) ? "100755" : "100644", c.path, c.content);
         }
+        await fi.report(1);
         await fi.done();
       },
     });
-    return (await this.git(["rev-parse", `${OVERLAY_REF}^{tree}`])).stdout.toString("utf8").trim();
+    return this.answered(r).tree;
   }
 
   /**
@@ -147,7 +149,8 @@ export class ScratchRepo {
     const token = randomBytes(8).toString("hex");
     const [ours, theirs] = [`ours-${token}`, `theirs-${token}`];
     const empty = new Uint8Array();
-    await this.git(["fast-import", "--quiet", "--done", "--date-format=raw"], {
+    const imported = await this.git(FAST_IMPORT_ARGS, {
+      config: SCRATCH_FAST_IMPORT_CONFIG,
       feed: async (sink) => {
         const fi = new FastImportStream(sink);
         await fi.commit({ ref: "refs/heads/base", mark: 1, committer: NOBODY, message: "" });
@@ -159,10 +162,11 @@ export class ScratchRepo {
         for (const j of jobs) await fi.put("100644", j.path, j.ours);
         await fi.commit({ ref: `refs/heads/${theirs}`, committer: NOBODY, message: "", from: ":1" });
         for (const j of jobs) await fi.link("100644", j.path, j.theirsOid);
+        await fi.report(1);
         await fi.done();
       },
     });
-    const baseCommit = (await this.git(["rev-parse", "refs/heads/base"])).stdout.toString("utf8").trim();
+    const baseCommit = this.answered(imported).commit;
     // diff3 style; the base's label its commit id cut at 40 (core.abbrev): known, so replaceable.
     const config: GitConfig = [["merge.conflictStyle", "diff3"], ["core.abbrev", "40"]];
     const merged = await this.git(["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", ours, theirs], { ok: [0, 1], config });
@@ -187,6 +191,15 @@ export class ScratchRepo {
       out.set(j.path, { content: conflicts ? relabelled(contents[i]!, relabel) : contents[i]!, conflicts });
     });
     return out;
+  }
+
+  /** The commit and tree fast-import reported (FastImportStream.report). */
+  private answered(r: GitResult): { commit: string; tree: string } {
+    try {
+      return committed(r.stdout);
+    } catch (err) {
+      throw unreadable(this.sourcePath, err);
+    }
   }
 
   /** The contents of blobs of this repository, in one `cat-file --batch`. */

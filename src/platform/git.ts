@@ -27,7 +27,7 @@
  * one buffer: fast-import reads a landing's files as PostgreSQL answers them.
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import type { Writable } from "node:stream";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -340,24 +340,63 @@ export async function withScratchStoreOver<T>(repoPath: string, work: (run: GitR
   return withOwnRepository(repoPath, "scratch", work);
 }
 
+/** Where a source repository keeps its objects, its shallow file, and its object format. */
+interface SourceStore {
+  readonly objects: string;
+  readonly shallow: string;
+  readonly format: string;
+}
+
+/** SourceStore by repository path: asked of git once (a rev-parse per landing call was a process per call); dropped when work in it fails. */
+const stores = new Map<string, Promise<SourceStore>>();
+const STORES_KEPT = 256;
+
+function sourceStore(repoPath: string): Promise<SourceStore> {
+  const hit = stores.get(repoPath);
+  if (hit) return hit;
+  const p = (async () => {
+    const out = await execGit(repoPath, ["rev-parse", "--path-format=absolute", "--git-path", "objects", "--git-path", "shallow", "--show-object-format"], { timeoutMs: 10_000, maxBuffer: 1 << 20 });
+    const [objects = "", shallow = "", format = ""] = out.toString("utf8").split("\n");
+    return { objects, shallow, format };
+  })();
+  stores.set(repoPath, p);
+  p.catch(() => stores.delete(repoPath));
+  if (stores.size > STORES_KEPT) stores.delete(stores.keys().next().value!);
+  return p;
+}
+
 async function withOwnRepository<T>(repoPath: string, store: "shared" | "scratch", work: (run: GitRunner) => Promise<T>): Promise<T> {
-  const info = { timeoutMs: 10_000, maxBuffer: 1 << 20 };
-  const [objects = "", shallow = "", format = ""] = (await execGit(repoPath, ["rev-parse", "--path-format=absolute", "--git-path", "objects", "--git-path", "shallow", "--show-object-format"], info))
-    .toString("utf8")
-    .split("\n");
+  const source = await sourceStore(repoPath);
   const dir = await mkdtemp(path.join(tmpdir(), store === "shared" ? "berth-objects-of-" : "berth-scratch-"));
   try {
-    await execGit(dir, ["init", "--quiet", "--bare", "--template=", `--object-format=${format}`, "."], info);
-    await copyFile(shallow, path.join(dir, "shallow")).catch((err: NodeJS.ErrnoException) => {
+    await bareRepository(dir, source.format);
+    await copyFile(source.shallow, path.join(dir, "shallow")).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== "ENOENT") throw err; // not a shallow repository
     });
-    if (store === "scratch") await writeFile(path.join(dir, "objects", "info", "alternates"), `${objects}\n`);
-    const env = store === "shared" ? { GIT_OBJECT_DIRECTORY: objects } : undefined;
+    if (store === "scratch") await writeFile(path.join(dir, "objects", "info", "alternates"), `${source.objects}\n`);
+    const env = store === "shared" ? { GIT_OBJECT_DIRECTORY: source.objects } : undefined;
     return await work((args, options) => {
       if (options.env) throw new Error("a run in a repository of Berth's own takes no variables");
       return runGitWith(dir, args, options, env);
     });
+  } catch (err) {
+    // The source may have moved or changed since its store was asked for: ask again next time.
+    stores.delete(repoPath);
+    throw err;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * An empty bare repository in `dir`, made by hand rather than by a `git init` process: what git
+ * needs to take a directory for one (gitrepository-layout: HEAD, objects/, refs/), and for an
+ * object format other than sha1 the config that says so. No hooks, no description, no info/.
+ */
+async function bareRepository(dir: string, format: string): Promise<void> {
+  if (format !== "sha1" && format !== "sha256") throw new Error(`unknown object format ${JSON.stringify(format)}`);
+  for (const d of ["objects/info", "objects/pack", "refs/heads", "refs/tags"]) await mkdir(path.join(dir, d), { recursive: true });
+  await writeFile(path.join(dir, "HEAD"), "ref: refs/heads/main\n");
+  const config = format === "sha1" ? "[core]\n\trepositoryformatversion = 0\n\tbare = true\n" : `[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tobjectformat = ${format}\n`;
+  await writeFile(path.join(dir, "config"), config);
 }
