@@ -124,13 +124,13 @@ export class ScratchRepo {
 
   /**
    * The diff of two trees, in one diff-tree: git's patch (renames detected, binary files marked
-   * or as binary patches) and a summary per path. Its output is the raw records, the numstat
-   * records, an empty field, then the patch (exactly what `-p` alone prints).
+   * or as binary patches) and a summary per path. Its output is the raw records, an empty field,
+   * then the patch (exactly what `-p` alone prints), whose lines give the counts (parseDiffTree).
    */
   async diff(fromTree: string, toTree: string, binary: boolean): Promise<TreeDiff> {
     // Plumbing with every external program off: no diff driver, no textconv (a committed
     // .gitattributes may name either; this repository reads none, but the flags say so).
-    const out = (await this.git(["diff-tree", "-r", "-M", "--no-ext-diff", "--no-textconv", "--no-color", "--raw", "--numstat", "-z", "-p", ...(binary ? ["--binary"] : []), fromTree, toTree])).stdout;
+    const out = (await this.git(["diff-tree", "-r", "-M", "--no-ext-diff", "--no-textconv", "--no-color", "--raw", "-z", "-p", ...(binary ? ["--binary"] : []), fromTree, toTree])).stdout;
     return parseDiffTree(out);
   }
 
@@ -237,10 +237,16 @@ function relabelled(content: Uint8Array, pairs: readonly [string, string][]): Ui
   return new Uint8Array(b);
 }
 
-/** diff-tree's `--raw --numstat -z -p` output, taken apart (see ScratchRepo.diff). */
+/**
+ * diff-tree's `--raw -z -p` output, taken apart (see ScratchRepo.diff): the raw records (status,
+ * paths), an empty field, then the patch, whose sections (one per record, in the same order)
+ * give each path's line counts: the `+` and `-` lines after its first hunk header, which is what
+ * `--numstat` would count by running the same diff a second time. A section without hunks but
+ * with "Binary files" or "GIT binary patch" is a binary file.
+ */
 export function parseDiffTree(out: Buffer): TreeDiff {
   const stats: DiffStat[] = [];
-  const counts = new Map<string, { added: number; removed: number; binary: boolean }>();
+  if (out.length === 0) return { patch: new Uint8Array(), stats };
   const raw: { code: string; path: string; oldPath: string | undefined }[] = [];
   let at = 0;
   const field = () => {
@@ -250,7 +256,6 @@ export function parseDiffTree(out: Buffer): TreeDiff {
     at = end + 1;
     return f;
   };
-  if (out.length === 0) return { patch: new Uint8Array(), stats };
   // Raw records: ":<modes> <oids> <status>" then the path (a rename or copy: old and new path).
   while (at < out.length && out[at] === 0x3a) {
     const code = field().split(" ")[4]![0]!;
@@ -259,21 +264,44 @@ export function parseDiffTree(out: Buffer): TreeDiff {
       raw.push({ code, oldPath, path: field() });
     } else raw.push({ code, path: field(), oldPath: undefined });
   }
-  // Numstat records: "<added>\t<removed>\t<path>", or for a rename "<added>\t<removed>\t" then both paths; an empty field ends them.
-  for (let f = field(); f !== ""; f = field()) {
-    const [added, removed, p] = f.split("\t");
-    let target = p ?? "";
-    if (target === "") {
-      field();
-      target = field();
-    }
-    counts.set(target, { added: added === "-" ? 0 : Number(added), removed: removed === "-" ? 0 : Number(removed), binary: added === "-" });
-  }
-  for (const r of raw) {
-    const n = counts.get(r.path) ?? { added: 0, removed: 0, binary: false };
+  if (field() !== "") throw new Error("diff-tree output: no patch after the records");
+  const patch = out.subarray(at);
+  const counts = patchCounts(patch);
+  if (counts.length !== raw.length) throw new Error(`diff-tree output: ${raw.length} records but ${counts.length} patch sections`);
+  raw.forEach((r, i) => {
+    const n = counts[i]!;
     const change: DiffKind = r.code === "A" || r.code === "C" ? "added" : r.code === "D" ? "deleted" : "modified";
     stats.push({ path: r.path, oldPath: r.code === "R" ? r.oldPath : undefined, change, linesAdded: n.added, linesRemoved: n.removed, binary: n.binary });
-  }
+  });
   stats.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { patch: new Uint8Array(out.subarray(at)), stats };
+  return { patch: new Uint8Array(patch), stats };
+}
+
+const SECTION = Buffer.from("diff --git ");
+const BINARY_NOTES = [Buffer.from("Binary files "), Buffer.from("GIT binary patch")];
+
+/** Per section of a patch (each starts with a `diff --git ` line): its added and removed lines, and whether it is binary. */
+function patchCounts(patch: Buffer): { added: number; removed: number; binary: boolean }[] {
+  const out: { added: number; removed: number; binary: boolean }[] = [];
+  let cur: { added: number; removed: number; binary: boolean } | undefined;
+  let inHunks = false;
+  for (let at = 0; at < patch.length; ) {
+    let end = patch.indexOf(10, at);
+    if (end < 0) end = patch.length;
+    const first = patch[at];
+    // A hunk's lines start with " ", "+", "-" or "\", a binary patch's with a letter and hold no space: "diff --git " starts a section.
+    if (first === 0x64 && patch.subarray(at, at + SECTION.length).equals(SECTION)) {
+      cur = { added: 0, removed: 0, binary: false };
+      out.push(cur);
+      inHunks = false;
+    } else if (cur && !inHunks) {
+      if (first === 0x40 && patch[at + 1] === 0x40) inHunks = true;
+      else if (BINARY_NOTES.some((n) => patch.subarray(at, at + n.length).equals(n))) cur.binary = true;
+    } else if (cur) {
+      if (first === 0x2b) cur.added++;
+      else if (first === 0x2d) cur.removed++;
+    }
+    at = end + 1;
+  }
+  return out;
 }
