@@ -21,8 +21,10 @@ import { scenario as gcTick } from "./gc-tick.js";
 import { scenario as twoInstances } from "./two-instances.js";
 import { scenario as mcpReadFile } from "./mcp-read-file.js";
 import { scenario as remoteRepository } from "./remote-repository.js";
+import { scenario as landing } from "./landing.js";
+import { scenario as landingMemory } from "./landing-memory.js";
 
-export const SCENARIOS: readonly Scenario[] = [health, h2load, getWorkspace, connectGetWorkspace, createWorkspace, idleRss, startupReconcile, firstStart, writeFile, watchEvents, jetstream, natsFanout, beginTurn, mapWalk, gcTick, twoInstances, mcpReadFile, remoteRepository];
+export const SCENARIOS: readonly Scenario[] = [health, h2load, getWorkspace, connectGetWorkspace, createWorkspace, idleRss, startupReconcile, firstStart, writeFile, watchEvents, jetstream, natsFanout, beginTurn, mapWalk, gcTick, twoInstances, mcpReadFile, landing, landingMemory, remoteRepository];
 
 /** Measured once their issues land; each gets a file here (see bench/README.md, "Adding a scenario"). */
 export const PENDING: readonly PendingScenario[] = [

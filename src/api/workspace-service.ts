@@ -33,6 +33,7 @@ import type { Repository } from "../sessions/workspace.js";
 import type { LifecycleName } from "../platform/schema.js";
 import { BerthError } from "../platform/errors.js";
 import { redactUrl } from "../repository/remote-url.js";
+import { usableIdentName } from "../overlay/fast-import.js";
 import { changesetToWire, mergeToWire, repositoryToWire, sessionInfoToWire, workspaceToWire } from "./wire.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
 
@@ -215,6 +216,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       const changesetId = c.uuid("changeset_id", req.changesetId);
       const message = c.text("message", req.message, { max: LIMITS.commitMessage, allowNewlines: true }) ?? "";
       const name = c.text("author.name", req.author?.name ?? "", AUTHOR_PART) ?? "";
+      if (name !== "" && !usableIdentName(name)) c.add("author.name", "INVALID_FORMAT", `must hold a character other than spaces, controls and . , : ; " ' \\ (git drops those at either end of a name), got ${JSON.stringify(name)}`);
       const email = c.text("author.email", req.author?.email ?? "", AUTHOR_PART) ?? "";
       c.done();
       await requireChangesetMover(changesetId!, ctx);

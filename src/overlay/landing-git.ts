@@ -1,26 +1,24 @@
 /**
  * The git plumbing of landing (docs/landing-work.md): a commit built from a base commit and a
  * set of path changes, a merge of two commits, and a compare-and-set ref update. Nothing here
- * touches a working tree or the repository's own index: the tree is built in an index file of
- * its own (GIT_INDEX_FILE in a temporary directory), so a source repository someone works in
- * is left exactly as it is.
+ * touches a working tree or the repository's own index: the commit is built by fast-import in a
+ * repository of Berth's own over the source's object store, so a source repository someone works
+ * in is left exactly as it is (objects added, and the refs Berth moves on purpose).
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { BerthError } from "../platform/errors.js";
 import { runGit, withObjectStoreOf, type GitResult, type GitRunOptions } from "../platform/git.js";
+import { committed, FAST_IMPORT_ARGS, FAST_IMPORT_CONFIG, FastImportStream, type Identity } from "./fast-import.js";
+
+export type { Identity } from "./fast-import.js";
 
 const TIMEOUT_MS = 30_000;
+/** fast-import's guard: this much, and STREAM_MS_PER_MIB more per MiB the caller says it will write. */
+const STREAM_TIMEOUT_MS = 60_000;
+const STREAM_MS_PER_MIB = 1_000;
+/** The ref fast-import's commit is made on, in the repository of Berth's own it runs in. */
+const LAND_REF = "refs/heads/berth-land";
 const SMALL = 1 << 20;
 const ZERO_OID = "0000000000000000000000000000000000000000";
-
-export interface Identity {
-  readonly name: string;
-  readonly email: string;
-  /** Seconds since the epoch (UTC). */
-  readonly at: number;
-}
 
 /** One path of the commit: its new content, or null for a deletion. */
 export interface PathChange {
@@ -73,59 +71,70 @@ export async function validRefName(repo: string, ref: string): Promise<boolean> 
 }
 
 /**
- * Writes the tree of `base` with `changes` applied and a commit of it with parent `base`. A
- * changed file keeps its mode in the base (an executable stays executable); a new one is a
- * regular file. The same inputs give the same commit id (git objects are content-addressed).
+ * Writes the tree of `base` with `changes` applied and a commit of it with parent `base`, in
+ * one `git fast-import` (fast-import.ts) run in a repository of Berth's own over the source's
+ * object store (withObjectStoreOf): the blobs, the trees and the commit go into the source's
+ * objects, the ref fast-import leaves goes with the temporary repository. `changes` may be an
+ * async iterable: each file goes to git as it comes (the caller streams them from PostgreSQL),
+ * so nothing holds all of them. They are applied in the order given (a deletion of a directory's
+ * files before a file written in its place). A changed file keeps its mode in the base (an
+ * executable stays executable: `executables`, when the caller knows the base's, else one
+ * ls-tree); a new one is a regular file. The same inputs give the same commit id (git objects
+ * are content-addressed; identities cut as commit-tree cuts them). Processes: one fast-import
+ * (which answers the commit and tree ids itself), the repository's set-up, and the ls-tree when
+ * `executables` is not given — whatever the number of files.
  */
 export async function writeCommit(
   repo: string,
   base: string,
-  changes: readonly PathChange[],
+  changes: Iterable<PathChange> | AsyncIterable<PathChange>,
   message: string,
   author: Identity,
   committer: Identity,
+  options: { readonly bytes?: number; readonly executables?: ReadonlySet<string> } = {},
 ): Promise<{ commit: string; tree: string }> {
-  const dir = await mkdtemp(path.join(tmpdir(), "berth-land-"));
-  try {
-    const env = { GIT_INDEX_FILE: path.join(dir, "index") };
-    await gitOk(repo, ["read-tree", base], { env });
-    const modes = await baseModes(repo, base, changes.map((c) => c.path));
-    const lines: string[] = [];
-    for (const c of changes) {
-      if (c.content === null) {
-        lines.push(`0 ${ZERO_OID}\t${c.path}`);
-        continue;
-      }
-      // --no-filters: the bytes are stored as the overlay holds them (no clean filter, no eol conversion).
-      const blob = await gitOk(repo, ["hash-object", "-w", "--no-filters", "--stdin"], { input: c.content });
-      const mode = modes.get(c.path) ?? "100644";
-      lines.push(`${mode === "100755" ? "100755" : "100644"} ${blob}\t${c.path}`);
-    }
-    if (lines.length > 0) await gitOk(repo, ["update-index", "-z", "--index-info"], { env, input: Buffer.from(lines.map((l) => `${l}\0`).join(""), "utf8") });
-    const tree = await gitOk(repo, ["write-tree"], { env });
-    const commit = await gitOk(repo, ["commit-tree", tree, "-p", base, "-F", "-"], {
-      env: { ...identityEnv("AUTHOR", author), ...identityEnv("COMMITTER", committer) },
-      input: Buffer.from(message, "utf8"),
+  const executables = options.executables ? Promise.resolve(options.executables) : executablesOf(repo, base);
+  executables.catch(() => {}); // awaited in the feed; a failure there is the call's
+  // A hang guard, not a budget: the stream's pace is PostgreSQL's and git's.
+  const timeoutMs = STREAM_TIMEOUT_MS + Math.ceil((options.bytes ?? 0) / (1 << 20)) * STREAM_MS_PER_MIB;
+  return withObjectStoreOf(repo, async (run) => {
+    const r = await run(FAST_IMPORT_ARGS, {
+      timeoutMs,
+      maxBuffer: SMALL,
+      config: FAST_IMPORT_CONFIG,
+      feed: async (sink) => {
+        const exec = await executables;
+        const fi = new FastImportStream(sink);
+        await fi.commit({ ref: LAND_REF, mark: 1, author, committer, message, from: base });
+        for await (const c of changes) {
+          if (c.content === null) await fi.remove(c.path);
+          else await fi.put(exec.has(c.path) ? "100755" : "100644", c.path, c.content);
+        }
+        await fi.report(1);
+        await fi.done();
+      },
+    }).catch((err: unknown) => {
+      if (err instanceof BerthError) throw err;
+      const e = err as { code?: unknown; stderr?: unknown };
+      // Not git's answer (the feed failed: the overlay's read, for one) is the caller's to see as it is.
+      if (typeof e.code !== "number" && e.stderr === undefined) throw err;
+      throw gitFailed(repo, ["fast-import"], { code: typeof e.code === "number" ? e.code : -1, stdout: Buffer.alloc(0), stderr: String(e.stderr ?? "") });
     });
-    return { commit, tree };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+    if (r.code !== 0) throw gitFailed(repo, ["fast-import"], r);
+    return committed(r.stdout);
+  });
 }
 
-/** The modes in `base` of those of `paths` it has. */
-async function baseModes(repo: string, base: string, paths: readonly string[]): Promise<Map<string, string>> {
-  const wanted = new Set(paths);
-  const out = (await git(repo, ["ls-tree", "-r", "-z", "--full-tree", base], { maxBuffer: 256 << 20 }));
+/** The paths of `base` whose mode is 100755 (a rewritten file keeps the bit). */
+async function executablesOf(repo: string, base: string): Promise<Set<string>> {
+  const out = await git(repo, ["ls-tree", "-r", "-z", "--full-tree", base], { maxBuffer: 256 << 20 });
   if (out.code !== 0) throw gitFailed(repo, ["ls-tree"], out);
-  const modes = new Map<string, string>();
+  const exec = new Set<string>();
   for (const entry of out.stdout.toString("utf8").split("\0")) {
     const tab = entry.indexOf("\t");
-    if (tab < 0) continue;
-    const p = entry.slice(tab + 1);
-    if (wanted.has(p)) modes.set(p, entry.slice(0, entry.indexOf(" ")));
+    if (tab > 0 && entry.startsWith("100755 ")) exec.add(entry.slice(tab + 1));
   }
-  return modes;
+  return exec;
 }
 
 /** The author and message of a commit (to write the same commit again on a changed overlay). */

@@ -1,7 +1,6 @@
 /** The SQL of landing (src/overlay/landing.ts): what a commit is built from, and where it is recorded. */
 import { sql, type Kysely, type Transaction } from "kysely";
 import type { ChangesetStateName, Database, FileChangeName } from "../platform/schema.js";
-import { toBytes } from "./overlay.repository.js";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -36,30 +35,31 @@ export interface ChangesetSession {
   readonly intent: string;
 }
 
-/** One overlay row of one of those sessions, with its content (NULL for a deletion). */
+/** One overlay row of one of those sessions, without its content (its size instead; NULL for a deletion). */
 export interface ChangesetOverlayRow {
   readonly workspace_id: string;
   readonly path: string;
   readonly change: FileChangeName;
   readonly sha256: string | null;
-  readonly content: Uint8Array | null;
+  readonly size: number | null;
   readonly updated_at: Date;
 }
 
 /**
- * The live sessions of a changeset and their overlay rows. Two statements: a session that ends
+ * The live sessions of a changeset and their overlay rows, without content (a landing decides on
+ * these, then streams the content: readOverlayContents). Two statements: a session that ends
  * between them has no rows left and contributes nothing, which is what its end means.
  */
 export async function changesetOverlay(db: Executor, changesetId: string): Promise<{ sessions: ChangesetSession[]; rows: ChangesetOverlayRow[] }> {
   const sessions = await sql<ChangesetSession>`
     SELECT id AS workspace_id, session_id, base_commit, intent FROM workspaces
     WHERE changeset_id = ${changesetId}::uuid AND lifecycle IN ('active', 'stranded') ORDER BY created_at, id`.execute(db);
-  const rows = await sql<ChangesetOverlayRow & { content: unknown }>`
-    SELECT o.workspace_id, o.path, o.change, o.sha256, o.content, o.updated_at
+  const rows = await sql<ChangesetOverlayRow>`
+    SELECT o.workspace_id, o.path, o.change, o.sha256, octet_length(o.content) AS size, o.updated_at
     FROM overlay_files o JOIN workspaces w ON w.id = o.workspace_id
     WHERE w.changeset_id = ${changesetId}::uuid AND w.lifecycle IN ('active', 'stranded') ORDER BY o.path, o.workspace_id`.execute(db);
   return {
     sessions: sessions.rows,
-    rows: rows.rows.map((r) => ({ ...r, content: r.content === null ? null : toBytes(r.content), updated_at: new Date(r.updated_at) })),
+    rows: rows.rows.map((r) => ({ ...r, size: r.size === null ? null : Number(r.size), updated_at: new Date(r.updated_at) })),
   };
 }

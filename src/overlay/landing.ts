@@ -47,6 +47,10 @@ import { defaultCommitMessage } from "./commit-message.js";
 import { commitIdentity, compareAndSetRef, headBranch, planMerge, readRef, validRefName, writeCommit, type Identity, type PathChange } from "./landing-git.js";
 import { RepositoryLocations } from "../repository/locations.js";
 import type { Mirror, RefUpdate } from "../repository/mirror.js";
+import { overlayContents, OverlayRowMoved, type OverlayFileRef } from "./overlay-stream.js";
+
+/** A landing decided on rows that then moved is decided again this many times, then ABORTED OVERLAY_CHANGING. */
+const BUILD_ATTEMPTS = 3;
 
 /** Who commits: always Berth; the author is the agent (or whoever the request names). */
 const COMMITTER = { name: "Berth", email: "berth@berth.invalid" } as const;
@@ -67,6 +71,11 @@ export interface LandingDeps {
    * message goes on with them after the intents. Absent: intents only.
    */
   readonly agentMessages?: ((trx: Tx, workspaceIds: readonly string[]) => Promise<string[]>) | undefined;
+  /**
+   * The base tree as the overlay already holds it (git-base.ts, cached per commit): the modes a
+   * commit keeps without an ls-tree of its own. Without it, writeCommit lists the base itself.
+   */
+  readonly baseTree?: ((gitDir: string, commit: string) => Promise<{ readonly executables: ReadonlySet<string> }>) | undefined;
 }
 
 /**
@@ -143,9 +152,14 @@ export class Landing {
   private async commitLocked(change: Change, locked: LandingChangeset, place: Place, input: CommitInput, deferred?: RefUpdate[]): Promise<CommitResult> {
     const { changesetId } = input;
     const source = place.dir;
-    const built = await this.build(change.trx, locked, place, input);
     const ref = `${this.deps.refPrefix}${changesetId}`;
-    const old = await readRef(source, ref);
+    // Read while the commit builds: the changeset's lock keeps other commits of it off the ref,
+    // and anyone else's move is caught by the compare-and-set below. A mirror's refs are read
+    // after the build, which may fetch into it.
+    const current = place.mirror === undefined ? readRef(source, ref) : undefined;
+    current?.catch(() => {}); // awaited below unless the build fails first
+    const built = await this.build(change.trx, locked, place, input);
+    const old = await (current ?? readRef(source, ref));
     if (old === built.commit && locked.commit_id === built.commit) {
       return { changeset: changesetFromRow(locked), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: true };
     }
@@ -316,9 +330,24 @@ export class Landing {
    * The commit's inputs: every live session's overlay combined (one version per path, or
    * OVERLAY_CONFLICT naming each path the sessions disagree on), their one base commit
    * (BASE_MISMATCH otherwise), and a date that is the overlay's (its last change), so that the
-   * same overlay, message and author give the same commit id.
+   * same overlay, message and author give the same commit id. Decided on the rows' metadata;
+   * the contents then stream from PostgreSQL into git (overlay-stream.ts). A row that moved
+   * between the two (a session ended: its rows are deleted without the changeset's lock) is
+   * decided again, up to BUILD_ATTEMPTS times.
    */
   private async build(trx: Tx, cs: LandingChangeset, place: Place, input: CommitInput) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.buildOnce(trx, cs, place, input);
+      } catch (err) {
+        if (!(err instanceof OverlayRowMoved)) throw err;
+        if (attempt < BUILD_ATTEMPTS) continue;
+        throw new BerthError("aborted", "OVERLAY_CHANGING", `the overlay of changeset ${cs.id} kept changing while it was committed; retry`, { changeset_id: cs.id });
+      }
+    }
+  }
+
+  private async buildOnce(trx: Tx, cs: LandingChangeset, place: Place, input: CommitInput) {
     const { sessions, rows } = await changesetOverlay(trx, cs.id);
     if (rows.length === 0) {
       throw failedPrecondition("NOTHING_TO_COMMIT", `changeset ${cs.id} has no change in any live session`, { changeset_id: cs.id });
@@ -336,17 +365,24 @@ export class Landing {
     const sessionOf = new Map(sessions.map((s) => [s.workspace_id, s.session_id]));
     const byPath = new Map<string, typeof rows>();
     for (const r of rows) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
-    const changes: PathChange[] = [];
+    const deleted: string[] = [];
+    const written: OverlayFileRef[] = [];
     const conflicts: Record<string, string[]> = {};
     let last = 0;
+    let bytes = 0;
     for (const [p, versions] of byPath) {
-      const kinds = new Set(versions.map((v) => (v.content === null ? "deleted" : v.sha256)));
+      const kinds = new Set(versions.map((v) => (v.sha256 === null ? "deleted" : v.sha256)));
       if (kinds.size > 1) {
         conflicts[p] = versions.map((v) => sessionOf.get(v.workspace_id) ?? v.workspace_id);
         continue;
       }
       for (const v of versions) last = Math.max(last, v.updated_at.getTime());
-      changes.push({ path: p, content: versions[0]!.content });
+      const first = versions[0]!;
+      if (first.sha256 === null) deleted.push(p);
+      else {
+        written.push({ workspaceId: first.workspace_id, path: p, sha256: first.sha256, size: first.size ?? 0 });
+        bytes += first.size ?? 0;
+      }
     }
     const conflicting = Object.keys(conflicts);
     if (conflicting.length > 0) {
@@ -361,9 +397,16 @@ export class Landing {
     const author: Identity = { name: input.author?.name || input.agentId, email: input.author?.email || `${input.agentId}@berth.invalid`, at };
     // The base is in a source path; a mirror may need it fetched (BASE_COMMIT_GONE when the server dropped it).
     if (place.mirror !== undefined) await place.mirror.ensure(base);
-    const written = await writeCommit(place.dir, base, changes, message, author, { ...COMMITTER, at });
-    return { ...written, base, paths: changes.length };
+    const executables = (await this.deps.baseTree?.(place.dir, base))?.executables;
+    const commit = await writeCommit(place.dir, base, changesOf(trx, deleted, written), message, author, { ...COMMITTER, at }, { bytes, ...(executables ? { executables } : {}) });
+    return { ...commit, base, paths: deleted.length + written.length };
   }
+}
+
+/** The commit's changes in the order fast-import must apply them: deletions first (a file may take a deleted directory's place), then the contents as PostgreSQL answers them. */
+async function* changesOf(trx: Tx, deleted: readonly string[], written: readonly OverlayFileRef[]): AsyncGenerator<PathChange> {
+  for (const path of deleted) yield { path, content: null };
+  for await (const { ref, content } of overlayContents(trx, written)) yield { path: ref.path, content };
 }
 
 /** One trailing newline, as git itself stores a message: the same words give the same commit. */

@@ -88,6 +88,27 @@ export async function readOverlayContent(db: Executor, workspaceId: string, path
   return row.content === null ? null : toBytes(row.content);
 }
 
+/** One overlay row named by its keys. */
+export interface OverlayRowKey {
+  readonly workspaceId: string;
+  readonly path: string;
+}
+
+/**
+ * The content and hash of the named rows that exist, in one statement (the keys travel as one
+ * JSON parameter): a batch of a diff's or a landing's files. A row that is gone is missing from
+ * the answer; the caller compares the hashes with what it expected.
+ */
+export async function readOverlayContents(db: Executor, keys: readonly OverlayRowKey[]): Promise<{ workspace_id: string; path: string; sha256: string | null; content: Uint8Array | null }[]> {
+  if (keys.length === 0) return [];
+  const json = JSON.stringify(keys.map((k) => ({ w: k.workspaceId, p: k.path })));
+  const r = await sql<{ workspace_id: string; path: string; sha256: string | null; content: unknown }>`
+    SELECT o.workspace_id, o.path, o.sha256, o.content
+    FROM jsonb_to_recordset(${json}::jsonb) AS k(w uuid, p text)
+    JOIN overlay_files o ON o.workspace_id = k.w AND o.path = k.p`.execute(db);
+  return r.rows.map((row) => ({ ...row, content: row.content === null ? null : toBytes(row.content) }));
+}
+
 /** What a workspace's overlay holds: rows and content bytes, in all and for one path. */
 export interface OverlayUsage {
   readonly files: number;

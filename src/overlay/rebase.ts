@@ -1,6 +1,7 @@
 /**
  * RebaseWorkspace (issue 15): moves a workspace to a new base commit, merging each overlay path
- * three-way (old base, new base, the workspace's version) with `git merge-file`. Decided outside
+ * three-way (old base, new base, the workspace's version): all of them in one batch of git's own
+ * merge (scratch-git.ts mergeFiles: `merge-tree`, as `git merge-file -p --diff3` would give each). Decided outside
  * any transaction, then stored in one unit of work that locks the workspace row and checks that
  * neither the overlay (overlay_version) nor the base moved meanwhile: the rows, the new
  * base_commit, the overlay_version bump (every instance's cache reloads) and workspace.rebased
@@ -26,7 +27,8 @@ import { sha256Hex, type GitBase } from "./git-base.js";
 import type { OverlayContext } from "./overlay-context.js";
 import * as sqlRepo from "./overlay.repository.js";
 import { checkRow } from "./refusals.js";
-import { ScratchRepo } from "./scratch-git.js";
+import { OverlayRowMoved } from "./overlay-stream.js";
+import { ScratchRepo, type MergedFile, type MergeJob } from "./scratch-git.js";
 
 export type RebaseConflictKind = "CONTENT" | "MODIFY_DELETE" | "DELETE_MODIFY" | "ADD_ADD" | "BINARY";
 
@@ -44,6 +46,13 @@ type RowPlan =
   | { path: string; op: "set"; content: Uint8Array | null; change: sqlRepo.ChangeName; baseHash: string | null };
 
 const ATTEMPTS = 3;
+
+/** A path decided without a merge: its row, and whether it was dropped or left in conflict. */
+interface Outcome {
+  readonly row: RowPlan;
+  readonly dropped?: boolean;
+  readonly conflict?: RebaseConflictKind;
+}
 
 /** Git's test for binary content: a NUL byte in the first 8000. */
 function looksBinary(c: Uint8Array): boolean {
@@ -78,18 +87,18 @@ export class Rebases {
       const ws = await this.registry.getWorkspace(ws0.sessionId);
       const version = await sqlRepo.overlayVersion(this.registry.db, ws.workspaceId);
       const oldBase = ws.baseCommit;
-      const entries = await this.diffs.entries(ws);
-      const plan = oldBase === target ? { rows: [], merged: [], conflicts: [], dropped: [] } : await this.plan((await this.registry.locations.withCommit(repo, oldBase))!, oldBase, target, entries);
       try {
+        const plan = oldBase === target ? { rows: [], merged: [], conflicts: [], dropped: [] } : await this.plan((await this.registry.locations.withCommit(repo, oldBase))!, oldBase, target, await this.diffs.contents(ws));
         await this.store(ws, version, oldBase, target, plan);
+        // The overlay cache reloads on the bumped overlay_version (keeping the recorded reads STALE_OVERLAY needs).
+        ws.baseCommit = target;
+        return { workspace: ws, oldBaseCommit: oldBase, merged: plan.merged, conflicts: plan.conflicts, dropped: plan.dropped };
       } catch (err) {
-        if (err instanceof Moved && attempt < ATTEMPTS) continue;
-        if (err instanceof Moved) throw new BerthError("aborted", "OVERLAY_CHANGING", `the workspace's overlay kept changing during the rebase; retry`, { session_id: ws.sessionId });
+        const moved = err instanceof Moved || err instanceof OverlayRowMoved;
+        if (moved && attempt < ATTEMPTS) continue;
+        if (moved) throw new BerthError("aborted", "OVERLAY_CHANGING", `the workspace's overlay kept changing during the rebase; retry`, { session_id: ws.sessionId });
         throw err;
       }
-      // The overlay cache reloads on the bumped overlay_version (keeping the recorded reads STALE_OVERLAY needs).
-      ws.baseCommit = target;
-      return { workspace: ws, oldBaseCommit: oldBase, merged: plan.merged, conflicts: plan.conflicts, dropped: plan.dropped };
     }
   }
 
@@ -100,66 +109,67 @@ export class Rebases {
     entries: ReadonlyMap<string, { content: Uint8Array | null }>,
   ): Promise<{ rows: RowPlan[]; merged: string[]; conflicts: { path: string; kind: RebaseConflictKind }[]; dropped: string[] }> {
     const [oldTree, newTree] = await Promise.all([this.git.tree(sourcePath, oldBase), this.git.tree(sourcePath, newBase)]);
+    /** Each path's outcome in path order; a three-way merge's once the batch of merges is back. */
+    const outcomes: (Outcome | { path: string; merge: MergeJob; theirs: Uint8Array; newHash: string; added: boolean })[] = [];
+    const jobs: MergeJob[] = [];
+    for (const [path, e] of entries) {
+      const oldOid = oldTree.blobs.get(path);
+      const newOid = newTree.blobs.get(path);
+      // The new base's content comes through the long-lived cat-file of git-base.ts (no process per file).
+      const theirs = newOid ? (await this.git.read(sourcePath, newBase, path))?.content : undefined;
+      const newHash = theirs ? sha256Hex(theirs) : null;
+      const ours = e.content;
+      const keep = (content: Uint8Array | null): RowPlan => ({ path, op: "set", content, change: content === null ? "deleted" : theirs ? "modified" : "added", baseHash: newHash });
+      // The new base already is what the workspace made (or both deleted it): nothing left to carry.
+      if (same(ours, theirs ?? null)) {
+        outcomes.push({ row: { path, op: "drop" }, dropped: true });
+        continue;
+      }
+      // The base did not change the path: the workspace's version stands over the new base.
+      if (oldOid === newOid) {
+        outcomes.push({ row: keep(ours) });
+        continue;
+      }
+      if (ours === null) {
+        outcomes.push(theirs === undefined ? { row: { path, op: "drop" }, dropped: true } : { row: keep(null), conflict: "DELETE_MODIFY" });
+        continue;
+      }
+      if (theirs === undefined) {
+        outcomes.push({ row: keep(ours), conflict: "MODIFY_DELETE" });
+        continue;
+      }
+      const base = oldOid ? (await this.git.read(sourcePath, oldBase, path))?.content : undefined;
+      if (looksBinary(ours) || looksBinary(theirs) || (base !== undefined && looksBinary(base))) {
+        outcomes.push({ row: keep(ours), conflict: "BINARY" });
+        continue;
+      }
+      const job: MergeJob = { path, ours, baseOid: oldOid, theirsOid: newOid! };
+      jobs.push(job);
+      outcomes.push({ path, merge: job, theirs, newHash: newHash!, added: oldOid === undefined });
+    }
+    // Every three-way merge of the rebase in one batch: a fixed number of git processes (scratch-git.ts).
+    const results = jobs.length === 0 ? new Map<string, MergedFile>() : await ScratchRepo.with(sourcePath, (scratch) => scratch.mergeFiles(jobs, [`workspace`, `old base ${oldBase.slice(0, 12)}`, `new base ${newBase.slice(0, 12)}`]));
     const rows: RowPlan[] = [];
     const merged: string[] = [];
     const dropped: string[] = [];
     const conflicts: { path: string; kind: RebaseConflictKind }[] = [];
-    await ScratchRepo.with(sourcePath, async (scratch) => {
-      for (const [path, e] of entries) {
-        const oldOid = oldTree.blobs.get(path);
-        const newOid = newTree.blobs.get(path);
-        const theirs = newOid ? (await this.git.read(sourcePath, newBase, path))?.content : undefined;
-        const newHash = theirs ? sha256Hex(theirs) : null;
-        const ours = e.content;
-        const keep = (content: Uint8Array | null): RowPlan => ({ path, op: "set", content, change: content === null ? "deleted" : theirs ? "modified" : "added", baseHash: newHash });
-        // The new base already is what the workspace made (or both deleted it): nothing left to carry.
-        if (same(ours, theirs ?? null)) {
-          rows.push({ path, op: "drop" });
-          dropped.push(path);
-          continue;
-        }
-        // The base did not change the path: the workspace's version stands over the new base.
-        if (oldOid === newOid) {
-          rows.push(keep(ours));
-          continue;
-        }
-        const base = oldOid ? (await this.git.read(sourcePath, oldBase, path))?.content : undefined;
-        if (ours === null) {
-          if (theirs === undefined) {
-            rows.push({ path, op: "drop" });
-            dropped.push(path);
-          } else {
-            rows.push(keep(null));
-            conflicts.push({ path, kind: "DELETE_MODIFY" });
-          }
-          continue;
-        }
-        if (theirs === undefined) {
-          rows.push(keep(ours));
-          conflicts.push({ path, kind: "MODIFY_DELETE" });
-          continue;
-        }
-        if (looksBinary(ours) || looksBinary(theirs) || (base !== undefined && looksBinary(base))) {
-          rows.push(keep(ours));
-          conflicts.push({ path, kind: "BINARY" });
-          continue;
-        }
-        const m = await scratch.mergeFile(ours, base ?? new Uint8Array(), theirs, [`workspace`, `old base ${oldBase.slice(0, 12)}`, `new base ${newBase.slice(0, 12)}`]);
-        if (m === "binary") {
-          rows.push(keep(ours));
-          conflicts.push({ path, kind: "BINARY" });
-          continue;
-        }
-        if (same(m.content, theirs)) {
-          rows.push({ path, op: "drop" });
-          dropped.push(path);
-          continue;
-        }
-        rows.push(keep(m.content));
-        if (m.conflicts) conflicts.push({ path, kind: base === undefined ? "ADD_ADD" : "CONTENT" });
-        else merged.push(path);
+    for (const o of outcomes) {
+      if ("row" in o) {
+        rows.push(o.row);
+        if (o.dropped) dropped.push(o.row.path);
+        if (o.conflict) conflicts.push({ path: o.row.path, kind: o.conflict });
+        continue;
       }
-    });
+      const m = results.get(o.path)!;
+      if (same(m.content, o.theirs)) {
+        rows.push({ path: o.path, op: "drop" });
+        dropped.push(o.path);
+        continue;
+      }
+      rows.push({ path: o.path, op: "set", content: m.content, change: "modified", baseHash: o.newHash });
+      if (m.conflicts) conflicts.push({ path: o.path, kind: o.added ? "ADD_ADD" : "CONTENT" });
+      else merged.push(o.path);
+    }
     return { rows, merged, conflicts, dropped };
   }
 

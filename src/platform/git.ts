@@ -18,11 +18,18 @@
  *   `-c` cannot say "all filters". Those go in GIT_CONFIG_COUNT/KEY/VALUE rather than `-c`: a key
  *   is taken as it is there, whatever characters the driver's name holds (`-c` splits at the
  *   first "=");
- * - for a three-way merge, a repository of Berth's own that shares only the object store
- *   (`withObjectStoreOf`): merge drivers cannot be switched off by name (below).
+ * - for a three-way merge or a fast-import, a repository of Berth's own that shares only the
+ *   object store (`withObjectStoreOf`): merge drivers cannot be switched off by name (below), and
+ *   fast-import's commit needs a ref that is not the source's; for a diff or a rebase's merges,
+ *   one whose new objects stay in a store of its own (`withScratchStoreOver`).
+ *
+ * Every git started here is reported to the observers of `observeGitSpawns` (tests count the
+ * processes a call starts), and a caller may stream git's stdin (`feed`) instead of handing it
+ * one buffer: fast-import reads a landing's files as PostgreSQL answers them.
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import type { Writable } from "node:stream";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -65,26 +72,73 @@ export function gitArgs(repoPath: string, args: readonly string[]): string[] {
   return out;
 }
 
+/** What an observer of git's processes is told of each one, as it starts. */
+export interface GitSpawn {
+  readonly repoPath: string;
+  readonly args: readonly string[];
+}
+
+const spawnObservers = new Set<(spawned: GitSpawn) => void>();
+
+/**
+ * Tells `observer` of every git process started from now on (in this process), until the
+ * returned function is called. A seam for tests: the number of processes a call starts is
+ * what landing's cost follows (issue 30).
+ */
+export function observeGitSpawns(observer: (spawned: GitSpawn) => void): () => void {
+  spawnObservers.add(observer);
+  return () => spawnObservers.delete(observer);
+}
+
+function spawned(repoPath: string, args: readonly string[]): void {
+  for (const o of spawnObservers) o({ repoPath, args });
+}
+
+/**
+ * Where a caller writes a git's stdin piece by piece (`feed`): a write waits while the pipe is
+ * full, so what is not yet written is never more than the caller holds. Rejects with
+ * GitStdinClosed once git stopped reading (it exited: its exit code says why).
+ */
+export interface GitSink {
+  write(chunk: Uint8Array | string): Promise<void>;
+}
+
+/** A write to a git that no longer reads its stdin. */
+export class GitStdinClosed extends Error {
+  constructor() {
+    super("git closed its stdin");
+  }
+}
+
+function sinkOver(stdin: Writable): GitSink {
+  return {
+    async write(chunk) {
+      if (stdin.destroyed || stdin.writableEnded) throw new GitStdinClosed();
+      if (stdin.write(chunk)) return;
+      await new Promise<void>((resolve, reject) => {
+        const drained = () => {
+          stdin.off("close", closed);
+          resolve();
+        };
+        const closed = () => {
+          stdin.off("drain", drained);
+          reject(new GitStdinClosed());
+        };
+        stdin.once("drain", drained);
+        stdin.once("close", closed);
+      });
+    },
+  };
+}
+
 /** Extra settings (key, value) for one call, on top of gitEnv(). */
 export type GitConfig = readonly (readonly [string, string])[];
 
-/**
- * A scratch object store and index for one call (diffs and rebases build trees of an overlay
- * without writing into the source repository: new objects go to `objectDir`, the repository's
- * own are read through `alternates`).
- */
-export interface GitScratch {
-  readonly objectDir: string;
-  readonly alternates: string;
-  readonly indexFile: string;
-}
-
-function envWith(config: GitConfig | undefined, opts: { optionalLocks?: boolean | undefined; scratch?: GitScratch | undefined } = {}): NodeJS.ProcessEnv {
-  const { optionalLocks = false, scratch } = opts;
+function envWith(config: GitConfig | undefined, opts: { optionalLocks?: boolean | undefined } = {}): NodeJS.ProcessEnv {
+  const { optionalLocks = false } = opts;
   const e: NodeJS.ProcessEnv = {
     ...gitEnv(),
     ...(optionalLocks ? { GIT_OPTIONAL_LOCKS: "1" } : {}),
-    ...(scratch ? { GIT_OBJECT_DIRECTORY: scratch.objectDir, GIT_ALTERNATE_OBJECT_DIRECTORIES: scratch.alternates, GIT_INDEX_FILE: scratch.indexFile } : {}),
   };
   if (!config || config.length === 0) return e;
   e.GIT_CONFIG_COUNT = String(config.length);
@@ -107,8 +161,12 @@ export interface GitExecOptions {
   readonly optionalLocks?: boolean;
   /** Written to git's stdin (closed either way). */
   readonly input?: Uint8Array;
-  /** A scratch object store and index (see GitScratch). */
-  readonly scratch?: GitScratch;
+  /**
+   * Instead of `input`: writes git's stdin as it goes, which is closed when it settles. When it
+   * rejects, git sees its input end early and the call rejects with the feed's error (or git's,
+   * when the feed failed because git had stopped reading).
+   */
+  readonly feed?: (sink: GitSink) => Promise<void>;
   /** Exit codes that are answers, not failures (`merge-file` counts conflicts in it): resolved with the code. */
   readonly okCodes?: readonly number[];
 }
@@ -129,21 +187,41 @@ export async function execGitCode(repoPath: string, args: readonly string[], opt
   }
 }
 
-/** The one execFile of git: the fixed environment (plus scratch, locks, plumbing variables), stdin fed and closed. */
+/** The one execFile of git: the fixed environment (plus locks, plumbing variables), stdin fed and closed. */
 function execGitRun(repoPath: string, args: readonly string[], options: GitExecOptions & { extraEnv?: Readonly<Record<string, string>> }): Promise<{ stdout: Buffer; stderr: Buffer }> {
+  spawned(repoPath, args);
   const run = execFileP("git", gitArgs(repoPath, args), {
-    env: { ...envWith(options.config, { optionalLocks: options.optionalLocks, scratch: options.scratch }), ...options.extraEnv },
+    env: { ...envWith(options.config, { optionalLocks: options.optionalLocks }), ...options.extraEnv },
     timeout: options.timeoutMs,
     maxBuffer: options.maxBuffer,
     encoding: "buffer",
   });
-  run.child.stdin?.on("error", () => {}); // EPIPE when git exits before reading it all: its exit code says why
-  run.child.stdin?.end(options.input ? Buffer.from(options.input.buffer, options.input.byteOffset, options.input.byteLength) : undefined);
+  const stdin = run.child.stdin!;
+  stdin.on("error", () => {}); // EPIPE when git exits before reading it all: its exit code says why
+  if (options.feed) return fed(run, stdin, options.feed);
+  stdin.end(options.input ? Buffer.from(options.input.buffer, options.input.byteOffset, options.input.byteLength) : undefined);
   return run;
+}
+
+/** execGitRun's end when a feed writes stdin: the feed runs, stdin closes, and git's end decides (see GitExecOptions.feed). */
+async function fed<T>(run: Promise<T>, stdin: Writable, feed: (sink: GitSink) => Promise<void>): Promise<T> {
+  run.catch(() => {}); // a git that fails while the feed still writes is answered below, not left unhandled
+  let failed: { err: unknown } | undefined;
+  try {
+    await feed(sinkOver(stdin));
+  } catch (err) {
+    failed = { err };
+  }
+  stdin.end();
+  if (!failed) return run;
+  if (failed.err instanceof GitStdinClosed) return run; // git's own failure (or, oddly, success) is the answer
+  await run.catch(() => {});
+  throw failed.err;
 }
 
 /** A long-lived or streaming git (cat-file --batch, archive), all three streams piped (end stdin if it reads none). */
 export function spawnGit(repoPath: string, args: readonly string[], options: { config?: GitConfig } = {}): ChildProcessWithoutNullStreams {
+  spawned(repoPath, args);
   return spawn("git", gitArgs(repoPath, args), { env: envWith(options.config), stdio: ["pipe", "pipe", "pipe"] });
 }
 
@@ -194,6 +272,8 @@ export interface GitRunOptions {
   readonly maxBuffer: number;
   /** Written to git's stdin, which is then closed (hash-object --stdin, mktree). */
   readonly input?: Uint8Array;
+  /** Instead of `input`: git's stdin written as it goes (GitExecOptions.feed). */
+  readonly feed?: (sink: GitSink) => Promise<void>;
   /**
    * Variables on top of gitEnv(), for the plumbing that takes its parameters there only
    * (GIT_INDEX_FILE, GIT_AUTHOR_*, GIT_COMMITTER_*). Names outside that list are refused: the
@@ -238,29 +318,86 @@ export type GitRunner = (args: readonly string[], options: GitRunOptions) => Pro
  * whose object store is `repoPath`'s (GIT_OBJECT_DIRECTORY; the source's alternates and shallow
  * boundary come along): git reads and writes the source's objects there and nothing else of it —
  * not its config, not its attributes (info/attributes, a work tree's .gitattributes), not its
- * hooks. What `git merge-tree` needs this for: a custom merge driver is a program named by the
- * repository's config (`merge.<name>.driver`, and `merge.default` for every file) and chosen by
- * its attributes (also the merged trees' own .gitattributes under `merge.renormalize`, which
- * runs clean filters too), and `-c` cannot remove one: `merge.<name>.driver=` is still a driver,
- * an empty command that fails the merge. In a repository whose config names no driver, every
- * `merge=<name>` falls back to git's built-in text merge.
+ * hooks, not its refs. What `git merge-tree` needs this for: a custom merge driver is a program
+ * named by the repository's config (`merge.<name>.driver`, and `merge.default` for every file)
+ * and chosen by its attributes (also the merged trees' own .gitattributes under
+ * `merge.renormalize`, which runs clean filters too), and `-c` cannot remove one:
+ * `merge.<name>.driver=` is still a driver, an empty command that fails the merge. In a
+ * repository whose config names no driver, every `merge=<name>` falls back to git's built-in
+ * text merge. What `git fast-import` needs it for: its commit is made on a ref, which is this
+ * repository's, never one of the source's.
  */
 export async function withObjectStoreOf<T>(repoPath: string, work: (run: GitRunner) => Promise<T>): Promise<T> {
-  const info = { timeoutMs: 10_000, maxBuffer: 1 << 20 };
-  const [objects = "", shallow = "", format = ""] = (await execGit(repoPath, ["rev-parse", "--path-format=absolute", "--git-path", "objects", "--git-path", "shallow", "--show-object-format"], info))
-    .toString("utf8")
-    .split("\n");
-  const dir = await mkdtemp(path.join(tmpdir(), "berth-objects-of-"));
+  return withOwnRepository(repoPath, "shared", work);
+}
+
+/**
+ * As withObjectStoreOf, but git writes new objects into the temporary repository's own store,
+ * and reads the source's through its alternates (objects/info/alternates): diffs and rebases
+ * build trees and merges of an overlay without adding anything to the source repository, and
+ * what they wrote goes with the directory.
+ */
+export async function withScratchStoreOver<T>(repoPath: string, work: (run: GitRunner) => Promise<T>): Promise<T> {
+  return withOwnRepository(repoPath, "scratch", work);
+}
+
+/** Where a source repository keeps its objects, its shallow file, and its object format. */
+interface SourceStore {
+  readonly objects: string;
+  readonly shallow: string;
+  readonly format: string;
+}
+
+/** SourceStore by repository path: asked of git once (a rev-parse per landing call was a process per call); dropped when work in it fails. */
+const stores = new Map<string, Promise<SourceStore>>();
+const STORES_KEPT = 256;
+
+function sourceStore(repoPath: string): Promise<SourceStore> {
+  const hit = stores.get(repoPath);
+  if (hit) return hit;
+  const p = (async () => {
+    const out = await execGit(repoPath, ["rev-parse", "--path-format=absolute", "--git-path", "objects", "--git-path", "shallow", "--show-object-format"], { timeoutMs: 10_000, maxBuffer: 1 << 20 });
+    const [objects = "", shallow = "", format = ""] = out.toString("utf8").split("\n");
+    return { objects, shallow, format };
+  })();
+  stores.set(repoPath, p);
+  p.catch(() => stores.delete(repoPath));
+  if (stores.size > STORES_KEPT) stores.delete(stores.keys().next().value!);
+  return p;
+}
+
+async function withOwnRepository<T>(repoPath: string, store: "shared" | "scratch", work: (run: GitRunner) => Promise<T>): Promise<T> {
+  const source = await sourceStore(repoPath);
+  const dir = await mkdtemp(path.join(tmpdir(), store === "shared" ? "berth-objects-of-" : "berth-scratch-"));
   try {
-    await execGit(dir, ["init", "--quiet", "--bare", "--template=", `--object-format=${format}`, "."], info);
-    await copyFile(shallow, path.join(dir, "shallow")).catch((err: NodeJS.ErrnoException) => {
+    await bareRepository(dir, source.format);
+    await copyFile(source.shallow, path.join(dir, "shallow")).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== "ENOENT") throw err; // not a shallow repository
     });
+    if (store === "scratch") await writeFile(path.join(dir, "objects", "info", "alternates"), `${source.objects}\n`);
+    const env = store === "shared" ? { GIT_OBJECT_DIRECTORY: source.objects } : undefined;
     return await work((args, options) => {
-      if (options.env) throw new Error("withObjectStoreOf: a run there takes no variables");
-      return runGitWith(dir, args, options, { GIT_OBJECT_DIRECTORY: objects });
+      if (options.env) throw new Error("a run in a repository of Berth's own takes no variables");
+      return runGitWith(dir, args, options, env);
     });
+  } catch (err) {
+    // The source may have moved or changed since its store was asked for: ask again next time.
+    stores.delete(repoPath);
+    throw err;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * An empty bare repository in `dir`, made by hand rather than by a `git init` process: what git
+ * needs to take a directory for one (gitrepository-layout: HEAD, objects/, refs/), and for an
+ * object format other than sha1 the config that says so. No hooks, no description, no info/.
+ */
+async function bareRepository(dir: string, format: string): Promise<void> {
+  if (format !== "sha1" && format !== "sha256") throw new Error(`unknown object format ${JSON.stringify(format)}`);
+  for (const d of ["objects/info", "objects/pack", "refs/heads", "refs/tags"]) await mkdir(path.join(dir, d), { recursive: true });
+  await writeFile(path.join(dir, "HEAD"), "ref: refs/heads/main\n");
+  const config = format === "sha1" ? "[core]\n\trepositoryformatversion = 0\n\tbare = true\n" : `[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tobjectformat = ${format}\n`;
+  await writeFile(path.join(dir, "config"), config);
 }

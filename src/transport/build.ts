@@ -184,7 +184,7 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     for (const w of authenticator.startupWarnings ?? []) logger.warn({ auth: config.auth.mode }, w);
     // `events` is read by src/api/event-handlers.ts (EventServiceDeps).
     // A changeset's default commit message goes on with its agents' own commit messages, which the turns keep.
-    const landing = new Landing({ registry, clock, refPrefix: config.commitRefPrefix, beforeTargetUpdate: options.beforeTargetUpdate, agentMessages: keptCommitMessages });
+    const landing = new Landing({ registry, clock, refPrefix: config.commitRefPrefix, beforeTargetUpdate: options.beforeTargetUpdate, agentMessages: keptCommitMessages, baseTree: (source, commit) => overlay.git.tree(source, commit) });
     const serviceDeps = { registry, lifecycle, events, overlay, landing };
     // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).
     const maps = new WorkspaceMapService({

@@ -152,6 +152,19 @@ describe("CommitChangeset", () => {
     expect((await failure(berth.grpc.commitChangeset({ changesetId: "nope" }))).fields).toEqual(["changeset_id"]);
     expect((await failure(berth.grpc.commitChangeset({ changesetId: empty.changesetId, author: { name: "Eve <x>", email: "" } }))).fields).toEqual(["author.name"]);
   });
+
+  it("refuses an author name git would cut to nothing (INVALID_ARGUMENT author.name) and writes nothing", async () => {
+    const repo = gitRepo();
+    const { open } = await registered(berth.grpc, repo, "land-crud-name");
+    const ws = await open("agent-a");
+    await write(berth.grpc, ws.sessionId, "src/app.ts", "export const answer = 42;\n");
+    const refused = await failure(berth.grpc.commitChangeset({ changesetId: ws.changesetId, author: { name: ` '.'; `, email: "x@example.com" } }));
+    expect(refused).toMatchObject({ code: "INVALID_ARGUMENT", fields: ["author.name"] });
+    expect(repo.git("for-each-ref", "--format=%(refname)", "refs/heads/berth/")).toBe("");
+    // Crud around a name is cut as git cuts it; the commit goes through.
+    const r = await berth.grpc.commitChangeset({ changesetId: ws.changesetId, author: { name: ` "Ada, Lovelace". `, email: "ada@example.com" } });
+    expect(repo.git("log", "-1", "--format=%an <%ae>", r.commitId)).toBe("Ada, Lovelace <ada@example.com>");
+  });
 });
 
 describe("the MERGED transition", () => {
