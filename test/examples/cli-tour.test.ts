@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { BIN, ROOT } from "../cli/helpers.js";
 import { run } from "./helpers.js";
-import { readmeSteps, runTour } from "./readme-tour.js";
+import { readmeSteps, runTour, tourEnv } from "./readme-tour.js";
 
 describe("the README's berth command tour", () => {
   let berth: TestBerth;
@@ -25,16 +25,7 @@ describe("the README's berth command tour", () => {
   });
 
   it("runs every line as pasted, each printing what the README shows: two agents, files, claims, a turn, strand and resume while held, the merged commit; then berth run around an agent", { timeout: 240_000 }, async () => {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      BERTH_SERVER: berth.server.httpUrl,
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@example.com",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@example.com",
-    };
-    delete env["BERTH_TOKEN"];
+    const env = tourEnv(berth.server.httpUrl);
     const steps = readmeSteps(ROOT, "## The tour with the berth command");
     expect(steps.some((s) => s.command.endsWith(" &"))).toBe(true);
     expect(steps.filter((s) => /^[A-Z0-9]+=\$\(/.test(s.command)).length).toBeGreaterThanOrEqual(4);

@@ -12,7 +12,7 @@ import { startBerth, type TestBerth } from "../support/berth.js";
 import { REQUIRE_SERVICES } from "../support/services.js";
 import { succeeds } from "./helpers.js";
 import { BIN, ROOT } from "../cli/helpers.js";
-import { readmeSteps, runTour, type Step, type TourResult } from "./readme-tour.js";
+import { readmeSteps, runTour, tourEnv, type Step, type TourResult } from "./readme-tour.js";
 
 const haveCurl = succeeds("curl", ["--version"]);
 if (!haveCurl) {
@@ -33,16 +33,7 @@ describe.skipIf(!haveCurl)("the README's curl tour", () => {
 
   /** The steps as pasted: the README's server and /tmp/berth-… paths are this test's. */
   function tour(steps: readonly Step[], tmp: string): Promise<TourResult> {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      BERTH_SERVER: berth.server.httpUrl,
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@example.com",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@example.com",
-    };
-    delete env["BERTH_TOKEN"];
+    const env = tourEnv(berth.server.httpUrl);
     return runTour(steps, {
       env,
       toLocal: (line) =>

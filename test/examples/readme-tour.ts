@@ -20,6 +20,21 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 
+/** The environment a tour's lines run in, as a new user's shell: the server named, no token, git with a fixed identity and no user config. */
+export function tourEnv(serverUrl: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    BERTH_SERVER: serverUrl,
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_AUTHOR_NAME: "t",
+    GIT_AUTHOR_EMAIL: "t@example.com",
+    GIT_COMMITTER_NAME: "t",
+    GIT_COMMITTER_EMAIL: "t@example.com",
+  };
+  delete env["BERTH_TOKEN"];
+  return env;
+}
+
 export interface Step {
   /** The command line as written (trailing comments included: the shell ignores them). */
   readonly command: string;
