@@ -151,6 +151,11 @@ class WorkspaceServiceStub(object):
                 request_serializer=berth_dot_v1_dot_workspace__service__pb2.RebaseWorkspaceRequest.SerializeToString,
                 response_deserializer=berth_dot_v1_dot_workspace__service__pb2.RebaseWorkspaceResponse.FromString,
                 )
+        self.ResolveIdPrefix = channel.unary_unary(
+                '/berth.v1.WorkspaceService/ResolveIdPrefix',
+                request_serializer=berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixResponse.FromString,
+                )
 
 
 class WorkspaceServiceServicer(object):
@@ -358,6 +363,17 @@ class WorkspaceServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ResolveIdPrefix(self, request, context):
+        """---- short ids (issue 27) ----
+        The ids of one kind that start with a prefix (the short ids the console, the events and the
+        berth command show), among those the caller may act on: its own sessions, workspaces and
+        turns and the changesets it works on, in repositories it is granted (every one for an
+        admin). Read from PostgreSQL with a range on the id's index, so every instance answers alike.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkspaceServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -490,6 +506,11 @@ def add_WorkspaceServiceServicer_to_server(servicer, server):
                     servicer.RebaseWorkspace,
                     request_deserializer=berth_dot_v1_dot_workspace__service__pb2.RebaseWorkspaceRequest.FromString,
                     response_serializer=berth_dot_v1_dot_workspace__service__pb2.RebaseWorkspaceResponse.SerializeToString,
+            ),
+            'ResolveIdPrefix': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResolveIdPrefix,
+                    request_deserializer=berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -947,5 +968,22 @@ class WorkspaceService(object):
         return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/RebaseWorkspace',
             berth_dot_v1_dot_workspace__service__pb2.RebaseWorkspaceRequest.SerializeToString,
             berth_dot_v1_dot_workspace__service__pb2.RebaseWorkspaceResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResolveIdPrefix(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/ResolveIdPrefix',
+            berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixRequest.SerializeToString,
+            berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
