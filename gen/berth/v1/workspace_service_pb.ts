@@ -2518,7 +2518,9 @@ export const WorkspaceService: GenService<{
     output: typeof CountActiveResponseSchema;
   },
   /**
-   * Moves a changeset to another state; two racing transitions never both win.
+   * Moves a changeset to another state; two racing transitions never both win. SUBMITTED,
+   * VERIFYING and APPROVED may go back to DRAFT (sent back for changes); every move is recorded
+   * in the changeset's history (GetChangeset).
    *
    * @generated from rpc berth.v1.WorkspaceService.TransitionChangeset
    */

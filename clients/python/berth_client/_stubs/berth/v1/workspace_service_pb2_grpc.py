@@ -229,7 +229,9 @@ class WorkspaceServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def TransitionChangeset(self, request, context):
-        """Moves a changeset to another state; two racing transitions never both win.
+        """Moves a changeset to another state; two racing transitions never both win. SUBMITTED,
+        VERIFYING and APPROVED may go back to DRAFT (sent back for changes); every move is recorded
+        in the changeset's history (GetChangeset).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
