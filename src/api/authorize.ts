@@ -177,6 +177,25 @@ export async function requireChangesetMember(
   });
 }
 
+/** What the changeset read rule needs of the registry. */
+export interface ChangesetCatalogue extends RepositoryCatalogue {
+  agentsOfChangeset(changesetId: string): Promise<readonly string[]>;
+  repositoryOfChangeset(changesetId: string): Promise<string | undefined>;
+}
+
+/**
+ * Who may read a changeset (DiffChangeset, its review comments): a member or an admin
+ * (requireChangesetMember, NOT_CHANGESET_OWNER), and a member still granted the changeset's
+ * repository. Returns the repository, undefined when there is no such changeset (the caller's own
+ * lookup then answers CHANGESET_NOT_FOUND).
+ */
+export async function requireChangesetReader(catalogue: ChangesetCatalogue, ctx: CallContext, changesetId: string): Promise<string | undefined> {
+  await requireChangesetMember(ctx, changesetId, () => catalogue.agentsOfChangeset(changesetId), "NOT_CHANGESET_OWNER");
+  const repoId = await catalogue.repositoryOfChangeset(changesetId);
+  if (!actsForAnyone(ctx.principal) && repoId !== undefined) await requireRepository(catalogue, ctx.principal, repoId);
+  return repoId;
+}
+
 const redacted = new WeakMap<Event, Event>();
 
 /**

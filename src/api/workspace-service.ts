@@ -16,6 +16,7 @@ import {
   seesRepository,
   showsServerPaths,
 } from "./authorize.js";
+import { commentHandlers } from "./comment-handlers.js";
 import { diffHandlers } from "./diff-handlers.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
@@ -232,5 +233,6 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     ...claimListHandler(deps),
     ...idPrefixHandler(deps),
     ...diffHandlers(deps),
+    ...commentHandlers(deps),
   };
 }

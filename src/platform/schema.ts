@@ -229,6 +229,24 @@ export interface OverlayReadTable {
   read_at: Timestamp;
 }
 
+// ---- 0023_comments ------------------------------------------------------------------------
+
+/** A review comment on a changeset (migrations/0023_comments.ts); never deleted, resolved by setting resolved_*. */
+export interface CommentTable {
+  id: string;
+  changeset_id: string;
+  repo_id: string;
+  /** Empty: on the changeset as a whole. */
+  path: Generated<string>;
+  /** 0: the whole file (or the changeset). */
+  line: Generated<number>;
+  body: string;
+  author: string;
+  created_at: Timestamp;
+  resolved_by: ColumnType<string | null, string | null | undefined, string | null>;
+  resolved_at: NullableTimestamp;
+}
+
 // ---- every table --------------------------------------------------------------------------
 
 export interface Database {
@@ -245,6 +263,7 @@ export interface Database {
   claims: ClaimTable;
   turns: TurnTable;
   overlay_reads: OverlayReadTable;
+  comments: CommentTable;
 }
 
 const COLUMNS = {
@@ -269,6 +288,7 @@ const COLUMNS = {
     "exit_code", "exit_signal", "commit_messages",
   ],
   overlay_reads: ["workspace_id", "path", "read_at"],
+  comments: ["id", "changeset_id", "repo_id", "path", "line", "body", "author", "created_at", "resolved_by", "resolved_at"],
 } as const;
 
 /** The columns of `Table` a list lacks, and the names it has that `Table` does not: never when it is exact. */

@@ -21,6 +21,7 @@ import * as sqlRepo from "./registry.repository.js";
 import { registryFollower } from "./coherence.js";
 import { SessionHooks } from "./session-hooks.js";
 import { Changesets, type MoveOptions } from "./changesets.js";
+import { Comments } from "./comments.js";
 import { Repositories, type RepositoryLocation } from "./repositories.js";
 import { RepositoryLocations } from "../repository/locations.js";
 import { draftCreates, makeWorkspace, type DraftCreates, type CreateWorkspaceInput } from "./workspace-creation.js";
@@ -93,6 +94,8 @@ export class WorkspaceRegistry {
   private readonly live = new Map<string, Workspace>();
   /** The interned changesets of live workspaces and their transitions (changesets.ts). */
   private readonly changesets: Changesets;
+  /** Review comments on changesets (comments.ts). */
+  readonly comments: Comments;
   private readonly newId: () => string;
   /** Concurrent common creates, committed together (workspace-creation.ts). */
   private readonly drafts: DraftCreates;
@@ -122,6 +125,7 @@ export class WorkspaceRegistry {
     this.locations = deps.locations ?? RepositoryLocations.sourcesOnly();
     this.repositories = new Repositories(deps.uow.db, deps.clock, this.newId, this.locations);
     this.changesets = new Changesets(deps.uow, deps.clock, this.hooks, deps.logger);
+    this.comments = new Comments(deps.uow, deps.clock, this.newId);
     this.drafts = draftCreates(deps.uow);
     deps.uow.addFollower("registry", registryFollower(this));
   }
