@@ -15,10 +15,16 @@ import { startBerth, type TestBerth } from "../support/berth.js";
 import { createGrpcClient } from "../support/grpc-client.js";
 import { failure } from "../support/rpc-error.js";
 import { gitRepo } from "../overlay/helpers.js";
+import { optional } from "../support/services.js";
+import { NatsServer, until } from "../events/helpers.js";
+import { connect } from "@nats-io/transport-node";
+import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 
 const sha = (t: string) => createHash("sha256").update(t).digest("hex");
 const TOKENS = { alice: randomBytes(16).toString("hex"), bob: randomBytes(16).toString("hex"), ops: randomBytes(16).toString("hex") };
 
+const jetStream = optional({ natsServer: true }, "that JetStream gets the comment events");
+let nats: NatsServer | undefined;
 let berth: TestBerth;
 let repoId: string;
 type Client = ReturnType<typeof createGrpcClient<typeof WorkspaceService>>;
@@ -37,7 +43,8 @@ beforeAll(async () => {
       { sha256: sha(TOKENS.ops), agent_id: "ops", roles: ["agent", "admin"] },
     ],
   }));
-  berth = await startBerth({ env: { BERTH_AUTH: "token", BERTH_AUTH_TOKENS_FILE: file } });
+  if (jetStream.ok) nats = await NatsServer.launch();
+  berth = await startBerth({ env: { BERTH_AUTH: "token", BERTH_AUTH_TOKENS_FILE: file, ...(nats ? { NATS_URL: nats.url } : {}) } });
   const client = (token: string) => createGrpcClient(WorkspaceService, berth.server.grpcAddress, { metadata: { authorization: `Bearer ${token}` } });
   alice = client(TOKENS.alice);
   bob = client(TOKENS.bob);
@@ -47,6 +54,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of [alice, bob, ops]) c?.close();
   await berth?.close();
+  await nats?.destroy();
 });
 
 async function changeset(): Promise<{ sessionId: string; changesetId: string }> {
@@ -96,7 +104,7 @@ describe("review comments", () => {
     expect(pages).toBe(3);
   });
 
-  it("announces comment.added and comment.resolved on WatchEvents, without the body", async () => {
+  it("announces comment.added and comment.resolved on WatchEvents and JetStream, without the body", jetStream.options, async () => {
     const { changesetId } = await changeset();
     const abort = new AbortController();
     const got: Event[] = [];
@@ -119,6 +127,26 @@ describe("review comments", () => {
       expect(e.payload.value).toMatchObject({ commentId: comment!.id, path: "README.md", line: 1 });
     }
     expect(JSON.stringify(got, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v))).not.toContain("secret-ish");
+
+    if (nats) {
+      await until(async () => (berth.server.relay?.publishedSeq ?? 0n) >= got[1]!.seq, 15_000, "relay");
+      const nc = await connect({ servers: nats.url });
+      try {
+        const jsm = await jetstreamManager(nc);
+        await jsm.consumers.add("BERTH_EVENTS", { durable_name: "comments", ack_policy: AckPolicy.Explicit, filter_subject: `berth.comment.*.${repoId}` });
+        const c = await jetstream(nc).consumers.get("BERTH_EVENTS", "comments");
+        const seen = new Map<string, string>();
+        for (;;) {
+          const m = await c.next({ expires: 2000 });
+          if (!m) break;
+          seen.set(m.headers!.get("Nats-Msg-Id"), m.subject);
+          m.ack();
+        }
+        expect(got.map((e) => seen.get(e.id))).toEqual([`berth.comment.added.${repoId}`, `berth.comment.resolved.${repoId}`]);
+      } finally {
+        await nc.close();
+      }
+    }
   });
 
   it("refuses an agent that may not read the changeset, on every call, as DiffChangeset does", async () => {
