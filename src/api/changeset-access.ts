@@ -14,12 +14,11 @@ import type { WorkspaceRegistry } from "../sessions/registry.js";
  * Who may read a changeset (DiffChangeset, GetChangeset): a member of it or an admin, and a
  * member whose grant on the changeset's repository was withdrawn may not.
  */
-export async function requireChangesetReader(registry: WorkspaceRegistry, ctx: CallContext, changesetId: string): Promise<void> {
+export async function requireChangesetReader(registry: WorkspaceRegistry, ctx: CallContext, changesetId: string): Promise<string | undefined> {
   await requireChangesetMember(ctx, changesetId, () => registry.agentsOfChangeset(changesetId), "NOT_CHANGESET_OWNER");
-  if (!actsForAnyone(ctx.principal)) {
-    const repoId = await registry.repositoryOfChangeset(changesetId);
-    if (repoId !== undefined) await requireRepository(registry, ctx.principal, repoId);
-  }
+  const repoId = await registry.repositoryOfChangeset(changesetId);
+  if (!actsForAnyone(ctx.principal) && repoId !== undefined) await requireRepository(registry, ctx.principal, repoId);
+  return repoId;
 }
 
 /**

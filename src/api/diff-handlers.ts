@@ -53,8 +53,7 @@ export function diffHandlers(deps: WorkspaceServiceDeps): DiffMethods {
       const c = new Check();
       const changesetId = c.uuid("changeset_id", req.changesetId);
       c.done();
-      await requireChangesetReader(registry, ctx, changesetId!);
-      const repoId = await registry.repositoryOfChangeset(changesetId!);
+      const repoId = await requireChangesetReader(registry, ctx, changesetId!);
       const workspaces = await registry.workspacesOfChangeset(changesetId!);
       const d = await overlay().diffChangeset(workspaces, req.binary, repoId!);
       return {

@@ -1,7 +1,8 @@
 /**
  * ResolveIdPrefix (issue 27): the ids that start with a short prefix, so that a client may take
  * the 8-character ids the console and the events show. Only ids the caller may act on are
- * answered — an agent's own sessions, workspaces and turns and the changesets it works on
+ * answered — an agent's own sessions, workspaces and turns, the changesets it works on and their
+ * review comments
  * (./session-access.ts actsFor, ./authorize.ts requireChangesetMember), in repositories it is
  * granted — so a prefix tells nobody of another agent's ids. Read from PostgreSQL, never from an
  * instance's memory: every instance answers alike.
@@ -28,6 +29,8 @@ export function idPrefixHandler(deps: WorkspaceServiceDeps): Pick<ServiceHandler
         return idsWithPrefix(registry.db, "workspace", q);
       case IdKind.CHANGESET:
         return idsWithPrefix(registry.db, "changeset", q);
+      case IdKind.COMMENT:
+        return idsWithPrefix(registry.db, "comment", q);
       case IdKind.SESSION:
       case IdKind.UNSPECIFIED: // refused by the Check before any read
         return idsWithPrefix(registry.db, "session", q);

@@ -26,6 +26,8 @@ export const LIMITS = {
   commitAuthor: 256,
   targetRef: 1024,
   symbol: 1024,
+  /** A review comment's text (AddComment). */
+  commentBody: 10_000,
   captureExcludePatterns: 100,
   captureExcludePattern: 200,
   /** Hex digits an id prefix needs at least (ResolveIdPrefix): 1 in 65536 of the ids, so one agent's few. */

@@ -16,6 +16,7 @@ import {
   seesRepository,
   showsServerPaths,
 } from "./authorize.js";
+import { commentHandlers } from "./comment-handlers.js";
 import { diffHandlers } from "./diff-handlers.js";
 import { changesetHandlers } from "./changeset-handlers.js";
 import { moverOf, requireChangesetMover } from "./changeset-access.js";
@@ -225,5 +226,6 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     ...idPrefixHandler(deps),
     ...diffHandlers(deps),
     ...changesetHandlers(deps),
+    ...commentHandlers(deps),
   };
 }

@@ -68,6 +68,8 @@ function detail(event: Event): string {
       return `${p.value.targetRef} ${p.value.oldCommitId.slice(0, 12)}→${p.value.newCommitId.slice(0, 12)}${p.value.fastForward ? " (fast-forward)" : ""}`;
     case "workspaceRebased":
       return `${p.value.oldBaseCommit.slice(0, 12)}→${p.value.newBaseCommit.slice(0, 12)}${p.value.conflicted.length ? `, ${p.value.conflicted.length} conflicted` : ""}`;
+    case "commentChanged":
+      return `comment ${shortId(p.value.commentId)}${p.value.path ? ` on ${p.value.path}${p.value.line ? `:${p.value.line}` : ""}` : ""}`;
     // Every case is named (no default), so a new payload kind is a compile error here until it
     // is given its detail. undefined: no payload, or one this CLI's protos do not know.
     case "sessionAbandoned":

@@ -15,13 +15,14 @@ import { BadRequestSchema, Code, ConnectError, IdKind } from "@berth/client";
 import { cliFor, type Cli } from "./client.js";
 import { UsageError } from "./output.js";
 
-export type IdKindName = "session" | "workspace" | "turn" | "changeset";
+export type IdKindName = "session" | "workspace" | "turn" | "changeset" | "comment";
 
 const KINDS: Record<IdKindName, IdKind> = {
   session: IdKind.SESSION,
   workspace: IdKind.WORKSPACE,
   turn: IdKind.TURN,
   changeset: IdKind.CHANGESET,
+  comment: IdKind.COMMENT,
 };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { registerChangeset } from "./changeset.js";
 import { registerClaims } from "./claims.js";
+import { registerComments } from "./comments.js";
 import { DEFAULT_SERVER } from "./client.js";
 import { registerCompletion } from "./completion.js";
 import { registerDiffs } from "./diffs.js";
@@ -37,6 +38,7 @@ export function registerClientCommands(program: Command): void {
   registerHold(program);
   registerSessions(program);
   registerChangeset(program);
+  registerComments(program);
   registerLanding(program);
   registerEvents(program);
   registerTurns(program);

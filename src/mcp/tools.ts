@@ -10,11 +10,12 @@
  * resume_session last bound on this connection. A stranded session is never continued silently:
  * its refusal (SESSION_STRANDED) tells the agent to call resume_session.
  */
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { CallOptions, Client } from "@connectrpc/connect";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
-import { ChangesetState, FileChange, FileSource, LifecycleState, SymbolChangeKind, WorkspaceMode, type Workspace } from "../../gen/berth/v1/types_pb.js";
+import { ChangesetState, FileChange, FileSource, LifecycleState, SymbolChangeKind, WorkspaceMode, type Comment, type Workspace } from "../../gen/berth/v1/types_pb.js";
 import type { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { answered, localRefusal } from "./refusals.js";
 
@@ -31,7 +32,7 @@ export interface McpToolsOptions {
  * The version MCP clients see in serverInfo: that of this tool set (names, arguments, results),
  * raised when a tool changes, whichever server release serves it.
  */
-export const TOOLS_VERSION = "1.0.0";
+export const TOOLS_VERSION = "1.1.0";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -78,6 +79,35 @@ function contentView(bytes: Uint8Array): { content: string; encoding: "utf-8" | 
   }
 }
 
+/** A review comment as the tools show it (snake_case, like every tool's answer). */
+export function commentView(c: Comment): Record<string, unknown> {
+  return {
+    id: c.id,
+    ...(c.path ? { path: c.path } : {}),
+    ...(c.line ? { line: c.line } : {}),
+    body: c.body,
+    author: c.author,
+    ...(c.createdAt ? { created_at: timestampDate(c.createdAt).toISOString() } : {}),
+    resolved: c.resolved,
+    ...(c.resolved ? { resolved_by: c.resolvedBy } : {}),
+  };
+}
+
+/** The comments an agent is shown at most at once: a changeset with more has a review problem no page fixes. */
+export const MAX_LISTED_COMMENTS = 1000;
+
+/** A changeset's comments (open ones, or all), oldest first, every page up to MAX_LISTED_COMMENTS; `more` when there were more. */
+export async function changesetComments(client: Client<typeof WorkspaceService>, call: CallOptions, changesetId: string, includeResolved: boolean): Promise<{ comments: Comment[]; more: boolean }> {
+  const comments: Comment[] = [];
+  let pageToken = "";
+  do {
+    const page = await client.listComments({ changesetId, includeResolved, pageToken, pageSize: 500 }, call);
+    comments.push(...page.comments);
+    pageToken = page.nextPageToken;
+  } while (pageToken !== "" && comments.length < MAX_LISTED_COMMENTS);
+  return { comments: comments.slice(0, MAX_LISTED_COMMENTS), more: pageToken !== "" || comments.length > MAX_LISTED_COMMENTS };
+}
+
 /** A new MCP server exposing Berth's tools over `options.client`. */
 export function createBerthMcpServer(options: McpToolsOptions): McpServer {
   const { client } = options;
@@ -89,6 +119,7 @@ export function createBerthMcpServer(options: McpToolsOptions): McpServer {
       instructions:
         "Berth keeps your work as an overlay of file changes on a base commit, tied to a changeset. Start with create_session (or resume_session), " +
         "then read_file / write_file / delete_file / list_files; claim_symbols before editing code other agents may touch; diff_workspace to review; submit when done. " +
+        "Reviewers comment on your changeset: list_comments shows the open ones; act on each, then resolve_comment. " +
         "A refused call is a tool error naming the reason (SYMBOL_LOCKED, STALE_OVERLAY, SESSION_STRANDED, …) and what to do next.",
     },
   );
@@ -370,6 +401,39 @@ export function createBerthMcpServer(options: McpToolsOptions): McpServer {
         // Compare-and-set from DRAFT: a retry after success is `unchanged`, and a changeset moved on meanwhile is refused, not moved back.
         const res = await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.SUBMITTED, expectedState: ChangesetState.DRAFT, reason: args.reason ?? "" }, call);
         return text({ changeset_id: res.changeset?.id, state: named(ChangesetState, res.changeset?.state ?? 0), unchanged: res.unchanged });
+      }),
+  );
+
+  server.registerTool(
+    "list_comments",
+    {
+      title: "List review comments",
+      description:
+        "The open review comments on the session's changeset, oldest first: each with its id, path and line (in the new file; none: the whole file or the changeset), " +
+        "body and author. Act on each, then resolve_comment it. include_resolved also lists those already resolved.",
+      inputSchema: { include_resolved: z.boolean().optional().describe("Also the resolved comments. Default false."), session_id: sessionArg },
+      annotations: { readOnlyHint: true },
+    },
+    (args) =>
+      onSession(args.session_id, async (sessionId) => {
+        const ws = await workspaceOf(sessionId);
+        const { comments, more } = await changesetComments(client, call, ws.changesetId, args.include_resolved ?? false);
+        return text({ changeset_id: ws.changesetId, comments: comments.map(commentView), ...(more ? { more: true } : {}) });
+      }),
+  );
+
+  server.registerTool(
+    "resolve_comment",
+    {
+      title: "Resolve a review comment",
+      description: "Marks a review comment resolved once you acted on it (or it needs nothing). A comment already resolved is answered as it is.",
+      inputSchema: { comment_id: z.string().describe("The comment (UUID), from list_comments.") },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+    },
+    (args) =>
+      answered(async () => {
+        const res = await client.resolveComment({ commentId: args.comment_id }, call);
+        return text(commentView(res.comment!));
       }),
   );
 

@@ -41,6 +41,12 @@ export const REASON_ROWS = [
     metadata: "`path`",
   },
   {
+    code: "NOT_FOUND",
+    reasons: ["COMMENT_NOT_FOUND"],
+    when: "ResolveComment: the id names no review comment",
+    metadata: "`comment_id`",
+  },
+  {
     code: "ALREADY_EXISTS",
     reasons: ["REPOSITORY_EXISTS", "SESSION_EXISTS"],
     when: "a name or session id is taken",

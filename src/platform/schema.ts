@@ -244,6 +244,24 @@ export interface ChangesetTransitionTable {
   at: Timestamp;
 }
 
+// ---- 0023_comments ------------------------------------------------------------------------
+
+/** A review comment on a changeset (migrations/0023_comments.ts); never deleted, resolved by setting resolved_*. */
+export interface CommentTable {
+  id: string;
+  changeset_id: string;
+  repo_id: string;
+  /** Empty: on the changeset as a whole. */
+  path: Generated<string>;
+  /** 0: the whole file (or the changeset). */
+  line: Generated<number>;
+  body: string;
+  author: string;
+  created_at: Timestamp;
+  resolved_by: ColumnType<string | null, string | null | undefined, string | null>;
+  resolved_at: NullableTimestamp;
+}
+
 // ---- every table --------------------------------------------------------------------------
 
 export interface Database {
@@ -261,6 +279,7 @@ export interface Database {
   turns: TurnTable;
   overlay_reads: OverlayReadTable;
   changeset_transitions: ChangesetTransitionTable;
+  comments: CommentTable;
 }
 
 const COLUMNS = {
@@ -286,6 +305,7 @@ const COLUMNS = {
   ],
   overlay_reads: ["workspace_id", "path", "read_at"],
   changeset_transitions: ["changeset_id", "version", "from_state", "to_state", "reason", "who", "at"],
+  comments: ["id", "changeset_id", "repo_id", "path", "line", "body", "author", "created_at", "resolved_by", "resolved_at"],
 } as const;
 
 /** The columns of `Table` a list lacks, and the names it has that `Table` does not: never when it is exact. */

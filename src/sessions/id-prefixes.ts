@@ -1,5 +1,5 @@
 /**
- * Which session, workspace and changeset ids start with a prefix (ResolveIdPrefix: the short ids
+ * Which session, workspace, changeset and review comment ids start with a prefix (ResolveIdPrefix: the short ids
  * the console and the berth command show). Each kind is one range scan of its id's index
  * (platform/uuid.ts uuidPrefixBounds), narrowed to one agent's ids unless the caller may act for
  * anyone: whose ids they are is decided by the caller (api/id-prefix-handler.ts), not here.
@@ -7,7 +7,7 @@
 import type { Db } from "../platform/database.js";
 import type { UuidBounds } from "../platform/uuid.js";
 
-export type PrefixedKind = "session" | "workspace" | "changeset";
+export type PrefixedKind = "session" | "workspace" | "changeset" | "comment";
 
 /** An id that matched, with the repository it belongs to (for the caller's grant check). */
 export interface PrefixMatch {
@@ -41,6 +41,15 @@ export async function idsWithPrefix(db: Db, kind: PrefixedKind, q: PrefixQuery):
         s = s.where(({ exists, selectFrom }) => exists(selectFrom("workspaces as w").select("w.id").whereRef("w.changeset_id", "=", "c.id").where("w.agent_id", "=", agentId)));
       }
       return (await s.orderBy("c.id").limit(q.limit).execute()).map((r) => ({ id: r.id, repoId: r.repo_id }));
+    }
+    case "comment": {
+      // A comment is the caller's to see when its changeset is (the changeset case above).
+      const agentId = q.agentId;
+      let s = db.selectFrom("comments as m").select(["m.id", "m.repo_id"]).where("m.id", lowOp, low).where("m.id", "<=", q.bounds.highest);
+      if (agentId !== undefined) {
+        s = s.where(({ exists, selectFrom }) => exists(selectFrom("workspaces as w").select("w.id").whereRef("w.changeset_id", "=", "m.changeset_id").where("w.agent_id", "=", agentId)));
+      }
+      return (await s.orderBy("m.id").limit(q.limit).execute()).map((r) => ({ id: r.id, repoId: r.repo_id }));
     }
     case "session": {
       // A session's current id, and the old ids of resumed sessions (which still answer, SESSION_RESUMED).

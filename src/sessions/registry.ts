@@ -22,6 +22,7 @@ import { registryFollower } from "./coherence.js";
 import { SessionHooks } from "./session-hooks.js";
 import { Changesets, changesetFromRow, type MoveOptions } from "./changesets.js";
 import * as historyRepo from "./changeset-history.repository.js";
+import { Comments } from "./comments.js";
 import { Repositories, type RepositoryLocation } from "./repositories.js";
 import { RepositoryLocations } from "../repository/locations.js";
 import { draftCreates, makeWorkspace, type DraftCreates, type CreateWorkspaceInput } from "./workspace-creation.js";
@@ -122,6 +123,8 @@ export class WorkspaceRegistry {
   private readonly live = new Map<string, Workspace>();
   /** The interned changesets of live workspaces and their transitions (changesets.ts). */
   private readonly changesets: Changesets;
+  /** Review comments on changesets (comments.ts). */
+  readonly comments: Comments;
   private readonly newId: () => string;
   /** Concurrent common creates, committed together (workspace-creation.ts). */
   private readonly drafts: DraftCreates;
@@ -151,6 +154,7 @@ export class WorkspaceRegistry {
     this.locations = deps.locations ?? RepositoryLocations.sourcesOnly();
     this.repositories = new Repositories(deps.uow.db, deps.clock, this.newId, this.locations);
     this.changesets = new Changesets(deps.uow, deps.clock, this.hooks, deps.logger);
+    this.comments = new Comments(deps.uow, deps.clock, this.newId);
     this.drafts = draftCreates(deps.uow);
     deps.uow.addFollower("registry", registryFollower(this));
   }

@@ -132,6 +132,23 @@ function suite(instances: number): void {
     expect(readFileSync(path.join(turn!.environmentPath, "ids.txt"), "utf8").trim()).toBe(`${s} ${turn!.turnId} ${ws.workspace.changesetId} ${url}`);
   });
 
+  it("gives the command its changeset's open review comments in $BERTH_COMMENTS, a file outside the environment (never captured)", SLOW, async () => {
+    const { sessionId, changesetId } = await newWorkspace();
+    const open = await json<{ comment: { id: string } }>("comment", "add", changesetId, "--path", "README.md", "--line", "1", "say what it does");
+    const handled = await json<{ comment: { id: string } }>("comment", "add", changesetId, "already handled");
+    // A comment's short id resolves like a session's.
+    await json("comment", "resolve", handled.comment.id.slice(0, 8));
+    const r = start(["run", sessionId, "--server", url, "--", "sh", "-c", 'cat "$BERTH_COMMENTS"; case "$BERTH_COMMENTS" in "$PWD"/*) exit 9;; esac']);
+    expect(await r.exited, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({
+      changeset_id: changesetId,
+      comments: [{ id: open.comment.id, path: "README.md", line: 1, body: "say what it does", author: "anonymous", created_at: expect.any(String), resolved: false }],
+    });
+    expect(await diffPaths(sessionId)).toEqual([]);
+    const all = await json<{ comments: { id: string; resolved?: boolean; resolvedBy?: string }[] }>("comment", "ls", changesetId, "--all");
+    expect(all.comments.map((c) => [c.id, c.resolved ?? false])).toEqual([[open.comment.id, false], [handled.comment.id, true]]);
+  });
+
   it("ends the turn FAILED and exits with the agent's code when the agent exits 3, its edits captured", SLOW, async () => {
     const s = await newSession();
     const r = start(["run", s, "--server", url, "--json", "--", "sh", "-c", "echo half > half.txt; exit 3"]);

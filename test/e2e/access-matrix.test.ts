@@ -76,6 +76,8 @@ interface Fixtures {
   approved(): Promise<{ sessionId: string; changesetId: string }>;
   /** A new session of alice's with a running turn. */
   turn(): Promise<{ sessionId: string; turnId: string }>;
+  /** A review comment alice wrote on a new changeset of hers. */
+  comment(): Promise<{ changesetId: string; commentId: string }>;
   /** A new stranded session of alice's. */
   stranded(): Promise<string>;
   /** The hash of README.md (and of each del-N.txt) at the base commit. */
@@ -255,6 +257,36 @@ const ROWS: Row[] = [
     expect: { owner: "OK: named", granted: "OK: nothing named", ungranted: "OK: nothing named", withdrawn: "OK: nothing named", admin: "OK: named", none: NO_TOKEN },
     note: ([r]) => ((r as { ids: string[] }).ids.length > 0 ? "named" : "nothing named"),
   },
+  {
+    rpc: "ResolveIdPrefix (of a comment on alice's changeset)",
+    service: "ws",
+    method: "resolveIdPrefix",
+    request: async (f) => ({ kind: IdKind.COMMENT, prefix: (await onceFor(f, "comment", () => f.comment())).commentId.slice(0, 8) }),
+    expect: { owner: "OK: named", granted: "OK: nothing named", ungranted: "OK: nothing named", withdrawn: "OK: nothing named", admin: "OK: named", none: NO_TOKEN },
+    note: ([r]) => ((r as { ids: string[] }).ids.length > 0 ? "named" : "nothing named"),
+  },
+  // Review comments: whoever may read the changeset (DiffChangeset's rule).
+  {
+    rpc: "AddComment",
+    service: "ws",
+    method: "addComment",
+    request: async (f) => ({ changesetId: (await f.session()).changesetId, path: "README.md", line: 1, body: "matrix" }),
+    expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+  },
+  {
+    rpc: "ListComments",
+    service: "ws",
+    method: "listComments",
+    request: async (f) => ({ changesetId: (await onceFor(f, "comment", () => f.comment())).changesetId }),
+    expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+  },
+  {
+    rpc: "ResolveComment",
+    service: "ws",
+    method: "resolveComment",
+    request: async (f) => ({ commentId: (await f.comment()).commentId }),
+    expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+  },
   { rpc: "RebaseWorkspace", service: "ws", method: "rebaseWorkspace", request: async (f) => ({ sessionId: (await f.session()).sessionId, onto: "HEAD" }), expect: SESSION },
   {
     rpc: "BeginTurn",
@@ -407,6 +439,11 @@ for (const instances of [1, 2]) {
         const { sessionId } = await session();
         const { turnId } = await alice.turns.beginTurn({ sessionId });
         return { sessionId, turnId };
+      },
+      async comment() {
+        const { changesetId } = await session();
+        const { comment } = await alice.ws.addComment({ changesetId, body: "matrix" });
+        return { changesetId, commentId: comment!.id };
       },
       async stranded() {
         const { sessionId } = await session();

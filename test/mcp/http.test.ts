@@ -55,6 +55,24 @@ describe("MCP over Streamable HTTP", () => {
     expect(logged.length).toBe(2);
   });
 
+  it("list_comments shows the agent a reviewer's comment on its changeset, and resolve_comment closes it", async () => {
+    const alice = await open(suite.world.berth.server.httpUrl, "alice");
+    const s = await tool<{ session_id: string; changeset_id: string }>(alice, "create_session", { repo: suite.world.repoName });
+    // Stateless HTTP keeps no binding between requests: each call names its session.
+    const mine = { session_id: s.session_id };
+    expect(await tool(alice, "list_comments", mine)).toEqual({ changeset_id: s.changeset_id, comments: [] });
+    // ops reviews (an admin: not on the changeset, allowed to read it).
+    const { comment } = await suite.world.grpc("ops").addComment({ changesetId: s.changeset_id, path: "README.md", line: 2, body: "say what the tool is for" });
+    const listed = await tool<{ comments: Record<string, unknown>[] }>(alice, "list_comments", mine);
+    expect(listed.comments).toEqual([expect.objectContaining({ id: comment!.id, path: "README.md", line: 2, body: "say what the tool is for", author: "ops", resolved: false })]);
+    expect(await tool(alice, "resolve_comment", { comment_id: comment!.id })).toMatchObject({ id: comment!.id, resolved: true, resolved_by: "alice" });
+    expect((await tool<{ comments: unknown[] }>(alice, "list_comments", mine)).comments).toEqual([]);
+    expect((await tool<{ comments: unknown[] }>(alice, "list_comments", { ...mine, include_resolved: true })).comments).toHaveLength(1);
+    // bob may not read alice's changeset: the RPC's refusal, as a tool error.
+    const bob = await open(suite.world.berth.server.httpUrl, "bob");
+    expect(await refusal(bob, "resolve_comment", { comment_id: comment!.id })).toMatch(/^PERMISSION_DENIED NOT_CHANGESET_OWNER/);
+  });
+
   it("answers a stranded session with SESSION_STRANDED and the resume hint, and resume_session brings the work back", async () => {
     const alice = await open(suite.world.berth.server.httpUrl, "alice");
     const s = await tool<{ session_id: string }>(alice, "create_session", { repo: suite.world.repoName });

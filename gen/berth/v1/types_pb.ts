@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/types.proto.
  */
 export const file_berth_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChRiZXJ0aC92MS90eXBlcy5wcm90bxIIYmVydGgudjEimAEKClJlcG9zaXRvcnkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtzb3VyY2VfcGF0aBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9jYXB0dXJlX2V4Y2x1ZGUYBSADKAkSEgoKcmVtb3RlX3VybBgGIAEoCSKGAgoJQ2hhbmdlc2V0EgoKAmlkGAEgASgJEg8KB3JlcG9faWQYAiABKAkSJwoFc3RhdGUYAyABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZRIOCgZyZWFzb24YBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJY29tbWl0X2lkGAcgASgJEjAKDGNvbW1pdHRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAitAQKCVdvcmtzcGFjZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgdyZXBvX2lkGAMgASgJEhAKCGFnZW50X2lkGAQgASgJEhIKCmFnZW50X25hbWUYBSABKAkSFAoMY2hhbmdlc2V0X2lkGAYgASgJEjEKD2NoYW5nZXNldF9zdGF0ZRgHIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEg4KBmludGVudBgIIAEoCRITCgtiYXNlX2NvbW1pdBgJIAEoCRIlCgRtb2RlGAogASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5sYXN0X2FjdGl2ZV9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoPbGlmZWN5Y2xlX3N0YXRlGA4gASgOMhguYmVydGgudjEuTGlmZWN5Y2xlU3RhdGUSLwoLc3RyYW5kZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGxpZmVjeWNsZV9yZWFzb24YECABKAkSHwoXcmVzdW1lZF9mcm9tX3Nlc3Npb25faWQYESABKAki1AMKC1Nlc3Npb25JbmZvEhIKCnNlc3Npb25faWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEhIKCmFnZW50X25hbWUYBCABKAkSDgoGaW50ZW50GAUgASgJEhQKDGNoYW5nZXNldF9pZBgGIAEoCRIxCg9jaGFuZ2VzZXRfc3RhdGUYByABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZRIlCgRtb2RlGAggASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5sYXN0X2FjdGl2ZV9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoPbGlmZWN5Y2xlX3N0YXRlGAsgASgOMhguYmVydGgudjEuTGlmZWN5Y2xlU3RhdGUSLwoLc3RyYW5kZWRfYXQYFCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGxpZmVjeWNsZV9yZWFzb24YFSABKAkSEwoLYmFzZV9jb21taXQYFiABKAkiVgoMU3ltYm9sQ2hhbmdlEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRIqCgZjaGFuZ2UYAyABKA4yGi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2VLaW5kKmwKDVdvcmtzcGFjZU1vZGUSHgoaV09SS1NQQUNFX01PREVfVU5TUEVDSUZJRUQQABIcChhXT1JLU1BBQ0VfTU9ERV9FUEhFTUVSQUwQARIdChlXT1JLU1BBQ0VfTU9ERV9QRVJTSVNURU5UEAIq/gEKDkNoYW5nZXNldFN0YXRlEh8KG0NIQU5HRVNFVF9TVEFURV9VTlNQRUNJRklFRBAAEhkKFUNIQU5HRVNFVF9TVEFURV9EUkFGVBABEh0KGUNIQU5HRVNFVF9TVEFURV9TVUJNSVRURUQQAhIdChlDSEFOR0VTRVRfU1RBVEVfVkVSSUZZSU5HEAMSHAoYQ0hBTkdFU0VUX1NUQVRFX0FQUFJPVkVEEAQSHAoYQ0hBTkdFU0VUX1NUQVRFX1JFSkVDVEVEEAUSGgoWQ0hBTkdFU0VUX1NUQVRFX01FUkdFRBAGEhoKFkNIQU5HRVNFVF9TVEFURV9DTE9TRUQQByqpAQoOTGlmZWN5Y2xlU3RhdGUSHwobTElGRUNZQ0xFX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWTElGRUNZQ0xFX1NUQVRFX0FDVElWRRABEhwKGExJRkVDWUNMRV9TVEFURV9TVFJBTkRFRBACEh0KGUxJRkVDWUNMRV9TVEFURV9BQkFORE9ORUQQAxIdChlMSUZFQ1lDTEVfU1RBVEVfREVTVFJPWUVEEAQqhAEKC1R1cm5PdXRjb21lEhwKGFRVUk5fT1VUQ09NRV9VTlNQRUNJRklFRBAAEhoKFlRVUk5fT1VUQ09NRV9DT01QTEVURUQQARIiCh5UVVJOX09VVENPTUVfQVdBSVRJTkdfQVBQUk9WQUwQAhIXChNUVVJOX09VVENPTUVfRkFJTEVEEAMqcwoKRmlsZUNoYW5nZRIbChdGSUxFX0NIQU5HRV9VTlNQRUNJRklFRBAAEhUKEUZJTEVfQ0hBTkdFX0FEREVEEAESGAoURklMRV9DSEFOR0VfTU9ESUZJRUQQAhIXChNGSUxFX0NIQU5HRV9ERUxFVEVEEAMqWAoKRmlsZVNvdXJjZRIbChdGSUxFX1NPVVJDRV9VTlNQRUNJRklFRBAAEhcKE0ZJTEVfU09VUkNFX09WRVJMQVkQARIUChBGSUxFX1NPVVJDRV9CQVNFEAIqlQEKEFN5bWJvbENoYW5nZUtpbmQSIgoeU1lNQk9MX0NIQU5HRV9LSU5EX1VOU1BFQ0lGSUVEEAASHAoYU1lNQk9MX0NIQU5HRV9LSU5EX0FEREVEEAESHwobU1lNQk9MX0NIQU5HRV9LSU5EX01PRElGSUVEEAISHgoaU1lNQk9MX0NIQU5HRV9LSU5EX0RFTEVURUQQA2IGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChRiZXJ0aC92MS90eXBlcy5wcm90bxIIYmVydGgudjEimAEKClJlcG9zaXRvcnkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtzb3VyY2VfcGF0aBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9jYXB0dXJlX2V4Y2x1ZGUYBSADKAkSEgoKcmVtb3RlX3VybBgGIAEoCSKGAgoJQ2hhbmdlc2V0EgoKAmlkGAEgASgJEg8KB3JlcG9faWQYAiABKAkSJwoFc3RhdGUYAyABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZRIOCgZyZWFzb24YBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJY29tbWl0X2lkGAcgASgJEjAKDGNvbW1pdHRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi7QEKB0NvbW1lbnQSCgoCaWQYASABKAkSFAoMY2hhbmdlc2V0X2lkGAIgASgJEgwKBHBhdGgYAyABKAkSDAoEbGluZRgEIAEoDRIMCgRib2R5GAUgASgJEg4KBmF1dGhvchgGIAEoCRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghyZXNvbHZlZBgIIAEoCBITCgtyZXNvbHZlZF9ieRgJIAEoCRIvCgtyZXNvbHZlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAitAQKCVdvcmtzcGFjZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgdyZXBvX2lkGAMgASgJEhAKCGFnZW50X2lkGAQgASgJEhIKCmFnZW50X25hbWUYBSABKAkSFAoMY2hhbmdlc2V0X2lkGAYgASgJEjEKD2NoYW5nZXNldF9zdGF0ZRgHIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEg4KBmludGVudBgIIAEoCRITCgtiYXNlX2NvbW1pdBgJIAEoCRIlCgRtb2RlGAogASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5sYXN0X2FjdGl2ZV9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoPbGlmZWN5Y2xlX3N0YXRlGA4gASgOMhguYmVydGgudjEuTGlmZWN5Y2xlU3RhdGUSLwoLc3RyYW5kZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGxpZmVjeWNsZV9yZWFzb24YECABKAkSHwoXcmVzdW1lZF9mcm9tX3Nlc3Npb25faWQYESABKAki1AMKC1Nlc3Npb25JbmZvEhIKCnNlc3Npb25faWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEhIKCmFnZW50X25hbWUYBCABKAkSDgoGaW50ZW50GAUgASgJEhQKDGNoYW5nZXNldF9pZBgGIAEoCRIxCg9jaGFuZ2VzZXRfc3RhdGUYByABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZRIlCgRtb2RlGAggASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5sYXN0X2FjdGl2ZV9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoPbGlmZWN5Y2xlX3N0YXRlGAsgASgOMhguYmVydGgudjEuTGlmZWN5Y2xlU3RhdGUSLwoLc3RyYW5kZWRfYXQYFCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGxpZmVjeWNsZV9yZWFzb24YFSABKAkSEwoLYmFzZV9jb21taXQYFiABKAkiVgoMU3ltYm9sQ2hhbmdlEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRIqCgZjaGFuZ2UYAyABKA4yGi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2VLaW5kKmwKDVdvcmtzcGFjZU1vZGUSHgoaV09SS1NQQUNFX01PREVfVU5TUEVDSUZJRUQQABIcChhXT1JLU1BBQ0VfTU9ERV9FUEhFTUVSQUwQARIdChlXT1JLU1BBQ0VfTU9ERV9QRVJTSVNURU5UEAIq/gEKDkNoYW5nZXNldFN0YXRlEh8KG0NIQU5HRVNFVF9TVEFURV9VTlNQRUNJRklFRBAAEhkKFUNIQU5HRVNFVF9TVEFURV9EUkFGVBABEh0KGUNIQU5HRVNFVF9TVEFURV9TVUJNSVRURUQQAhIdChlDSEFOR0VTRVRfU1RBVEVfVkVSSUZZSU5HEAMSHAoYQ0hBTkdFU0VUX1NUQVRFX0FQUFJPVkVEEAQSHAoYQ0hBTkdFU0VUX1NUQVRFX1JFSkVDVEVEEAUSGgoWQ0hBTkdFU0VUX1NUQVRFX01FUkdFRBAGEhoKFkNIQU5HRVNFVF9TVEFURV9DTE9TRUQQByqpAQoOTGlmZWN5Y2xlU3RhdGUSHwobTElGRUNZQ0xFX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWTElGRUNZQ0xFX1NUQVRFX0FDVElWRRABEhwKGExJRkVDWUNMRV9TVEFURV9TVFJBTkRFRBACEh0KGUxJRkVDWUNMRV9TVEFURV9BQkFORE9ORUQQAxIdChlMSUZFQ1lDTEVfU1RBVEVfREVTVFJPWUVEEAQqhAEKC1R1cm5PdXRjb21lEhwKGFRVUk5fT1VUQ09NRV9VTlNQRUNJRklFRBAAEhoKFlRVUk5fT1VUQ09NRV9DT01QTEVURUQQARIiCh5UVVJOX09VVENPTUVfQVdBSVRJTkdfQVBQUk9WQUwQAhIXChNUVVJOX09VVENPTUVfRkFJTEVEEAMqcwoKRmlsZUNoYW5nZRIbChdGSUxFX0NIQU5HRV9VTlNQRUNJRklFRBAAEhUKEUZJTEVfQ0hBTkdFX0FEREVEEAESGAoURklMRV9DSEFOR0VfTU9ESUZJRUQQAhIXChNGSUxFX0NIQU5HRV9ERUxFVEVEEAMqWAoKRmlsZVNvdXJjZRIbChdGSUxFX1NPVVJDRV9VTlNQRUNJRklFRBAAEhcKE0ZJTEVfU09VUkNFX09WRVJMQVkQARIUChBGSUxFX1NPVVJDRV9CQVNFEAIqlQEKEFN5bWJvbENoYW5nZUtpbmQSIgoeU1lNQk9MX0NIQU5HRV9LSU5EX1VOU1BFQ0lGSUVEEAASHAoYU1lNQk9MX0NIQU5HRV9LSU5EX0FEREVEEAESHwobU1lNQk9MX0NIQU5HRV9LSU5EX01PRElGSUVEEAISHgoaU1lNQk9MX0NIQU5HRV9LSU5EX0RFTEVURUQQA2IGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * A git repository that agents work on.
@@ -145,6 +145,90 @@ export const ChangesetSchema: GenMessage<Changeset> = /*@__PURE__*/
   messageDesc(file_berth_v1_types, 1);
 
 /**
+ * A review comment on a changeset (AddComment), on a path of it, or on a line of a path.
+ *
+ * @generated from message berth.v1.Comment
+ */
+export type Comment = Message<"berth.v1.Comment"> & {
+  /**
+   * UUID.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The changeset it is on.
+   *
+   * @generated from field: string changeset_id = 2;
+   */
+  changesetId: string;
+
+  /**
+   * Repository-relative path; empty: the comment is on the changeset as a whole.
+   *
+   * @generated from field: string path = 3;
+   */
+  path: string;
+
+  /**
+   * Line of `path` in the new file's lines of the changeset's diff (1 is the first); 0: the whole file.
+   *
+   * @generated from field: uint32 line = 4;
+   */
+  line: number;
+
+  /**
+   * The text.
+   *
+   * @generated from field: string body = 5;
+   */
+  body: string;
+
+  /**
+   * Who wrote it: the caller's agent id (with auth off, "anonymous").
+   *
+   * @generated from field: string author = 6;
+   */
+  author: string;
+
+  /**
+   * When it was written.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 7;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * Whether it was resolved (by the agent that acted on it, or a reviewer).
+   *
+   * @generated from field: bool resolved = 8;
+   */
+  resolved: boolean;
+
+  /**
+   * Who resolved it; empty while open.
+   *
+   * @generated from field: string resolved_by = 9;
+   */
+  resolvedBy: string;
+
+  /**
+   * When it was resolved; unset while open.
+   *
+   * @generated from field: google.protobuf.Timestamp resolved_at = 10;
+   */
+  resolvedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message berth.v1.Comment.
+ * Use `create(CommentSchema)` to create a new message.
+ */
+export const CommentSchema: GenMessage<Comment> = /*@__PURE__*/
+  messageDesc(file_berth_v1_types, 2);
+
+/**
  * A session's workspace: an overlay of file changes on a base commit, tied to a changeset.
  *
  * @generated from message berth.v1.Workspace
@@ -275,7 +359,7 @@ export type Workspace = Message<"berth.v1.Workspace"> & {
  * Use `create(WorkspaceSchema)` to create a new message.
  */
 export const WorkspaceSchema: GenMessage<Workspace> = /*@__PURE__*/
-  messageDesc(file_berth_v1_types, 2);
+  messageDesc(file_berth_v1_types, 3);
 
 /**
  * A session of a repository, as listed by ListSessions.
@@ -387,7 +471,7 @@ export type SessionInfo = Message<"berth.v1.SessionInfo"> & {
  * Use `create(SessionInfoSchema)` to create a new message.
  */
 export const SessionInfoSchema: GenMessage<SessionInfo> = /*@__PURE__*/
-  messageDesc(file_berth_v1_types, 3);
+  messageDesc(file_berth_v1_types, 4);
 
 /**
  * A symbol a write added, modified or deleted.
@@ -422,7 +506,7 @@ export type SymbolChange = Message<"berth.v1.SymbolChange"> & {
  * Use `create(SymbolChangeSchema)` to create a new message.
  */
 export const SymbolChangeSchema: GenMessage<SymbolChange> = /*@__PURE__*/
-  messageDesc(file_berth_v1_types, 4);
+  messageDesc(file_berth_v1_types, 5);
 
 /**
  * How long a workspace lives.

@@ -19,6 +19,7 @@ const KINDS = {
     workspace: IdKind.WORKSPACE,
     turn: IdKind.TURN,
     changeset: IdKind.CHANGESET,
+    comment: IdKind.COMMENT,
 };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Could be the start of a UUID; the server checks the rest (the dashes' places, at least 4 digits). */

@@ -1,5 +1,6 @@
 import { registerChangeset } from "./changeset.js";
 import { registerClaims } from "./claims.js";
+import { registerComments } from "./comments.js";
 import { DEFAULT_SERVER } from "./client.js";
 import { registerCompletion } from "./completion.js";
 import { registerDiffs } from "./diffs.js";
@@ -33,6 +34,7 @@ export function registerClientCommands(program) {
     registerHold(program);
     registerSessions(program);
     registerChangeset(program);
+    registerComments(program);
     registerLanding(program);
     registerEvents(program);
     registerTurns(program);

@@ -11,10 +11,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { constants as osConstants } from "node:os";
 import { InvalidArgumentError } from "commander";
-import { ConnectError, ErrorInfoSchema, OnBusy, TurnOutcome, TurnState } from "@berth/client";
+import { Code, ConnectError, ErrorInfoSchema, OnBusy, TurnOutcome, TurnState } from "@berth/client";
 import { cliFor } from "./client.js";
 import { resolveId } from "./ids.js";
 import { CliExit, UsageError, enumName, note, reportError } from "./output.js";
+import { changesetComments, commentView } from "../mcp/tools.js";
 import { RunningCommand, findProgram, sandboxUnavailable } from "./run-process.js";
 /** `run`'s own exit codes, apart from the command's (as `timeout` and `env` keep theirs). */
 export const RUN_EXIT = {
@@ -31,6 +32,8 @@ export const RUN_EXIT = {
 const ENVIRONMENT_MARKER = ".berth-env";
 /** Inside the sandbox, where the workspace map is shown (read-only, in the private /tmp). */
 const MAP_INSIDE = "/tmp/berth-run/workspace-map.txt";
+/** Inside the sandbox, where the changeset's open review comments are shown (read-only, beside the map). */
+const COMMENTS_INSIDE = "/tmp/berth-run/comments.json";
 function parseOnBusy(raw) {
     switch (raw.trim().toLowerCase()) {
         case "supersede":
@@ -180,6 +183,11 @@ async function runCommandTurn(cli, sessionId, argv, opts, earlySignal) {
         await cancelQuietly(cli, turnId);
         throw runFailed(cli, err);
     });
+    const changesetId = ws.workspace?.changesetId ?? "";
+    const comments = await openComments(cli, changesetId).catch(async (err) => {
+        await cancelQuietly(cli, turnId);
+        throw runFailed(cli, err);
+    });
     const early = earlySignal();
     if (early) {
         await cancelQuietly(cli, turnId);
@@ -190,17 +198,22 @@ async function runCommandTurn(cli, sessionId, argv, opts, earlySignal) {
     const scratch = mkdtempSync(path.join(tmpdir(), "berth-run-"));
     const mapFile = path.join(scratch, "workspace-map.txt");
     writeFileSync(mapFile, begun.workspaceMap?.text ?? "");
+    // The open review comments, the same way: what the reviewers asked of this changeset (BERTH_COMMENTS).
+    const commentsFile = path.join(scratch, "comments.json");
+    writeFileSync(commentsFile, `${JSON.stringify({ changeset_id: changesetId, ...comments }, null, 2)}\n`);
+    const files = [{ host: mapFile, inside: MAP_INSIDE }, { host: commentsFile, inside: COMMENTS_INSIDE }];
     const plan = sandbox
-        ? { writable: envPath, hide: [path.dirname(envPath), ...hiddenPaths(process.env, opts.hide ?? [])], readable: borrowedObjects(envPath), files: [{ host: mapFile, inside: MAP_INSIDE }], network: opts.network }
+        ? { writable: envPath, hide: [path.dirname(envPath), ...hiddenPaths(process.env, opts.hide ?? [])], readable: borrowedObjects(envPath), files, network: opts.network }
         : undefined;
     const env = {
         ...process.env,
         BERTH_SERVER: cli.serverUrl,
         BERTH_SESSION_ID: sessionId,
         BERTH_TURN_ID: turnId,
-        BERTH_CHANGESET_ID: ws.workspace?.changesetId ?? "",
+        BERTH_CHANGESET_ID: changesetId,
         BERTH_ENVIRONMENT: envPath,
         BERTH_WORKSPACE_MAP: sandbox ? MAP_INSIDE : mapFile,
+        BERTH_COMMENTS: sandbox ? COMMENTS_INSIDE : commentsFile,
     };
     if (!cli.json)
         note(`turn ${turnId} in ${envPath}${begun.warm ? " (warm)" : ""}${begun.supersededTurnId ? `, superseding ${begun.supersededTurnId}` : ""}${sandbox ? "" : " (no sandbox)"}`);
@@ -333,6 +346,23 @@ function refuseMissing(cli, program, cwd, sandbox) {
     throw new CliExit(found ? RUN_EXIT.cannotExecute : RUN_EXIT.notFound);
 }
 /** Why run refuses a caller who is not shown environment paths. */
+/**
+ * The changeset's open review comments as the command is given them (the list_comments tool's
+ * form). A server older than review comments has none to give: the command gets an empty list.
+ */
+async function openComments(cli, changesetId) {
+    if (changesetId === "")
+        return { comments: [] };
+    try {
+        const { comments, more } = await changesetComments(cli.workspaces, {}, changesetId, false);
+        return { comments: comments.map(commentView), ...(more ? { more: true } : {}) };
+    }
+    catch (err) {
+        if (err instanceof ConnectError && err.code === Code.Unimplemented)
+            return { comments: [] };
+        throw err;
+    }
+}
 const NEEDS_ADMIN = "berth run needs an admin token (BERTH_TOKEN naming a token with the admin role): the server shows a turn's environment directory to admins only, and the command must run in it";
 /**
  * Why the environment cannot be used from here, or undefined when it can: the directory must

@@ -166,6 +166,21 @@ class WorkspaceServiceStub(object):
                 request_serializer=berth_dot_v1_dot_workspace__service__pb2.GetChangesetRequest.SerializeToString,
                 response_deserializer=berth_dot_v1_dot_workspace__service__pb2.GetChangesetResponse.FromString,
                 )
+        self.AddComment = channel.unary_unary(
+                '/berth.v1.WorkspaceService/AddComment',
+                request_serializer=berth_dot_v1_dot_workspace__service__pb2.AddCommentRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_workspace__service__pb2.AddCommentResponse.FromString,
+                )
+        self.ListComments = channel.unary_unary(
+                '/berth.v1.WorkspaceService/ListComments',
+                request_serializer=berth_dot_v1_dot_workspace__service__pb2.ListCommentsRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_workspace__service__pb2.ListCommentsResponse.FromString,
+                )
+        self.ResolveComment = channel.unary_unary(
+                '/berth.v1.WorkspaceService/ResolveComment',
+                request_serializer=berth_dot_v1_dot_workspace__service__pb2.ResolveCommentRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_workspace__service__pb2.ResolveCommentResponse.FromString,
+                )
 
 
 class WorkspaceServiceServicer(object):
@@ -404,6 +419,30 @@ class WorkspaceServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddComment(self, request, context):
+        """---- review comments (issue 29) ----
+        Comments on a changeset, on one of its paths, or on a line of a path; stored with the changeset
+        (never deleted) and announced as comment.added. Whoever may read the changeset (DiffChangeset's
+        rule: an agent that works on it, or an admin) may comment, list and resolve.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListComments(self, request, context):
+        """The comments of a changeset, oldest first, a page at a time; open ones only unless asked.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResolveComment(self, request, context):
+        """Marks a comment resolved (comment.resolved). Idempotent: a resolved comment is answered as it is.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkspaceServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -551,6 +590,21 @@ def add_WorkspaceServiceServicer_to_server(servicer, server):
                     servicer.GetChangeset,
                     request_deserializer=berth_dot_v1_dot_workspace__service__pb2.GetChangesetRequest.FromString,
                     response_serializer=berth_dot_v1_dot_workspace__service__pb2.GetChangesetResponse.SerializeToString,
+            ),
+            'AddComment': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddComment,
+                    request_deserializer=berth_dot_v1_dot_workspace__service__pb2.AddCommentRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_workspace__service__pb2.AddCommentResponse.SerializeToString,
+            ),
+            'ListComments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListComments,
+                    request_deserializer=berth_dot_v1_dot_workspace__service__pb2.ListCommentsRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_workspace__service__pb2.ListCommentsResponse.SerializeToString,
+            ),
+            'ResolveComment': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResolveComment,
+                    request_deserializer=berth_dot_v1_dot_workspace__service__pb2.ResolveCommentRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_workspace__service__pb2.ResolveCommentResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1059,5 +1113,56 @@ class WorkspaceService(object):
         return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/GetChangeset',
             berth_dot_v1_dot_workspace__service__pb2.GetChangesetRequest.SerializeToString,
             berth_dot_v1_dot_workspace__service__pb2.GetChangesetResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AddComment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/AddComment',
+            berth_dot_v1_dot_workspace__service__pb2.AddCommentRequest.SerializeToString,
+            berth_dot_v1_dot_workspace__service__pb2.AddCommentResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListComments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/ListComments',
+            berth_dot_v1_dot_workspace__service__pb2.ListCommentsRequest.SerializeToString,
+            berth_dot_v1_dot_workspace__service__pb2.ListCommentsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResolveComment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/ResolveComment',
+            berth_dot_v1_dot_workspace__service__pb2.ResolveCommentRequest.SerializeToString,
+            berth_dot_v1_dot_workspace__service__pb2.ResolveCommentResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

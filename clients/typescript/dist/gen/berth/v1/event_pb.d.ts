@@ -191,6 +191,14 @@ export type Event = Message<"berth.v1.Event"> & {
         value: WorkspaceRebased;
         case: "workspaceRebased";
     } | {
+        /**
+         * comment.added and comment.resolved
+         *
+         * @generated from field: berth.v1.CommentChanged comment_changed = 40;
+         */
+        value: CommentChanged;
+        case: "commentChanged";
+    } | {
         case: undefined;
         value?: undefined;
     };
@@ -674,3 +682,35 @@ export type WorkspaceRebased = Message<"berth.v1.WorkspaceRebased"> & {
  * Use `create(WorkspaceRebasedSchema)` to create a new message.
  */
 export declare const WorkspaceRebasedSchema: GenMessage<WorkspaceRebased>;
+/**
+ * Payload of comment.added and comment.resolved. The body is not carried: the events of a
+ * repository reach every agent granted it, the comment only those who may read its changeset
+ * (ListComments). The envelope's agent_id is the author (added) or the resolver (resolved).
+ *
+ * @generated from message berth.v1.CommentChanged
+ */
+export type CommentChanged = Message<"berth.v1.CommentChanged"> & {
+    /**
+     * The comment.
+     *
+     * @generated from field: string comment_id = 1;
+     */
+    commentId: string;
+    /**
+     * Its path; empty for a comment on the changeset.
+     *
+     * @generated from field: string path = 2;
+     */
+    path: string;
+    /**
+     * Its line; 0 for the whole file or the changeset.
+     *
+     * @generated from field: uint32 line = 3;
+     */
+    line: number;
+};
+/**
+ * Describes the message berth.v1.CommentChanged.
+ * Use `create(CommentChangedSchema)` to create a new message.
+ */
+export declare const CommentChangedSchema: GenMessage<CommentChanged>;

@@ -118,6 +118,78 @@ export type Changeset = Message<"berth.v1.Changeset"> & {
  */
 export declare const ChangesetSchema: GenMessage<Changeset>;
 /**
+ * A review comment on a changeset (AddComment), on a path of it, or on a line of a path.
+ *
+ * @generated from message berth.v1.Comment
+ */
+export type Comment = Message<"berth.v1.Comment"> & {
+    /**
+     * UUID.
+     *
+     * @generated from field: string id = 1;
+     */
+    id: string;
+    /**
+     * The changeset it is on.
+     *
+     * @generated from field: string changeset_id = 2;
+     */
+    changesetId: string;
+    /**
+     * Repository-relative path; empty: the comment is on the changeset as a whole.
+     *
+     * @generated from field: string path = 3;
+     */
+    path: string;
+    /**
+     * Line of `path` in the new file's lines of the changeset's diff (1 is the first); 0: the whole file.
+     *
+     * @generated from field: uint32 line = 4;
+     */
+    line: number;
+    /**
+     * The text.
+     *
+     * @generated from field: string body = 5;
+     */
+    body: string;
+    /**
+     * Who wrote it: the caller's agent id (with auth off, "anonymous").
+     *
+     * @generated from field: string author = 6;
+     */
+    author: string;
+    /**
+     * When it was written.
+     *
+     * @generated from field: google.protobuf.Timestamp created_at = 7;
+     */
+    createdAt?: Timestamp | undefined;
+    /**
+     * Whether it was resolved (by the agent that acted on it, or a reviewer).
+     *
+     * @generated from field: bool resolved = 8;
+     */
+    resolved: boolean;
+    /**
+     * Who resolved it; empty while open.
+     *
+     * @generated from field: string resolved_by = 9;
+     */
+    resolvedBy: string;
+    /**
+     * When it was resolved; unset while open.
+     *
+     * @generated from field: google.protobuf.Timestamp resolved_at = 10;
+     */
+    resolvedAt?: Timestamp | undefined;
+};
+/**
+ * Describes the message berth.v1.Comment.
+ * Use `create(CommentSchema)` to create a new message.
+ */
+export declare const CommentSchema: GenMessage<Comment>;
+/**
  * A session's workspace: an overlay of file changes on a base commit, tied to a changeset.
  *
  * @generated from message berth.v1.Workspace

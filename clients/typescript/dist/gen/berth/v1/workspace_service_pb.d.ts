@@ -1,6 +1,6 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Event } from "./event_pb.js";
-import type { Changeset, ChangesetState, FileChange, FileSource, LifecycleState, Repository, SessionInfo, SymbolChange, Workspace, WorkspaceMode } from "./types_pb.js";
+import type { Changeset, ChangesetState, Comment, FileChange, FileSource, LifecycleState, Repository, SessionInfo, SymbolChange, Workspace, WorkspaceMode } from "./types_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 /**
@@ -2018,6 +2018,158 @@ export type GetChangesetResponse = Message<"berth.v1.GetChangesetResponse"> & {
  */
 export declare const GetChangesetResponseSchema: GenMessage<GetChangesetResponse>;
 /**
+ * Request of AddComment.
+ *
+ * @generated from message berth.v1.AddCommentRequest
+ */
+export type AddCommentRequest = Message<"berth.v1.AddCommentRequest"> & {
+    /**
+     * The changeset (UUID).
+     *
+     * @generated from field: string changeset_id = 1;
+     */
+    changesetId: string;
+    /**
+     * The comment, 1–10000 characters (newlines and tabs allowed).
+     *
+     * @generated from field: string body = 2;
+     */
+    body: string;
+    /**
+     * Optional repository-relative path the comment is about (the path rules of WriteFile); empty:
+     * the comment is on the changeset as a whole.
+     *
+     * @generated from field: string path = 3;
+     */
+    path: string;
+    /**
+     * Optional line of `path`, counted in the new file's lines of the changeset's diff (1 is the
+     * first line); 0: the whole file. A line needs a path.
+     *
+     * @generated from field: uint32 line = 4;
+     */
+    line: number;
+};
+/**
+ * Describes the message berth.v1.AddCommentRequest.
+ * Use `create(AddCommentRequestSchema)` to create a new message.
+ */
+export declare const AddCommentRequestSchema: GenMessage<AddCommentRequest>;
+/**
+ * Response of AddComment.
+ *
+ * @generated from message berth.v1.AddCommentResponse
+ */
+export type AddCommentResponse = Message<"berth.v1.AddCommentResponse"> & {
+    /**
+     * The comment as stored.
+     *
+     * @generated from field: berth.v1.Comment comment = 1;
+     */
+    comment?: Comment | undefined;
+};
+/**
+ * Describes the message berth.v1.AddCommentResponse.
+ * Use `create(AddCommentResponseSchema)` to create a new message.
+ */
+export declare const AddCommentResponseSchema: GenMessage<AddCommentResponse>;
+/**
+ * Request of ListComments.
+ *
+ * @generated from message berth.v1.ListCommentsRequest
+ */
+export type ListCommentsRequest = Message<"berth.v1.ListCommentsRequest"> & {
+    /**
+     * The changeset (UUID).
+     *
+     * @generated from field: string changeset_id = 1;
+     */
+    changesetId: string;
+    /**
+     * Also the resolved comments; by default only the open ones.
+     *
+     * @generated from field: bool include_resolved = 2;
+     */
+    includeResolved: boolean;
+    /**
+     * At most this many comments (0: the default, 100; at most 1000, more is INVALID_ARGUMENT).
+     *
+     * @generated from field: uint32 page_size = 3;
+     */
+    pageSize: number;
+    /**
+     * The next_page_token of the previous page; empty for the first.
+     *
+     * @generated from field: string page_token = 4;
+     */
+    pageToken: string;
+};
+/**
+ * Describes the message berth.v1.ListCommentsRequest.
+ * Use `create(ListCommentsRequestSchema)` to create a new message.
+ */
+export declare const ListCommentsRequestSchema: GenMessage<ListCommentsRequest>;
+/**
+ * Response of ListComments.
+ *
+ * @generated from message berth.v1.ListCommentsResponse
+ */
+export type ListCommentsResponse = Message<"berth.v1.ListCommentsResponse"> & {
+    /**
+     * The page's comments, oldest first.
+     *
+     * @generated from field: repeated berth.v1.Comment comments = 1;
+     */
+    comments: Comment[];
+    /**
+     * Pass as page_token to get the next page; empty on the last.
+     *
+     * @generated from field: string next_page_token = 2;
+     */
+    nextPageToken: string;
+};
+/**
+ * Describes the message berth.v1.ListCommentsResponse.
+ * Use `create(ListCommentsResponseSchema)` to create a new message.
+ */
+export declare const ListCommentsResponseSchema: GenMessage<ListCommentsResponse>;
+/**
+ * Request of ResolveComment.
+ *
+ * @generated from message berth.v1.ResolveCommentRequest
+ */
+export type ResolveCommentRequest = Message<"berth.v1.ResolveCommentRequest"> & {
+    /**
+     * The comment (UUID).
+     *
+     * @generated from field: string comment_id = 1;
+     */
+    commentId: string;
+};
+/**
+ * Describes the message berth.v1.ResolveCommentRequest.
+ * Use `create(ResolveCommentRequestSchema)` to create a new message.
+ */
+export declare const ResolveCommentRequestSchema: GenMessage<ResolveCommentRequest>;
+/**
+ * Response of ResolveComment.
+ *
+ * @generated from message berth.v1.ResolveCommentResponse
+ */
+export type ResolveCommentResponse = Message<"berth.v1.ResolveCommentResponse"> & {
+    /**
+     * The comment, resolved (by the first resolver, when it already was).
+     *
+     * @generated from field: berth.v1.Comment comment = 1;
+     */
+    comment?: Comment | undefined;
+};
+/**
+ * Describes the message berth.v1.ResolveCommentResponse.
+ * Use `create(ResolveCommentResponseSchema)` to create a new message.
+ */
+export declare const ResolveCommentResponseSchema: GenMessage<ResolveCommentResponse>;
+/**
  * Who abandoned a session.
  *
  * @generated from enum berth.v1.AbandonCause
@@ -2081,7 +2233,13 @@ export declare enum IdKind {
      *
      * @generated from enum value: ID_KIND_CHANGESET = 4;
      */
-    CHANGESET = 4
+    CHANGESET = 4,
+    /**
+     * Review comment ids (those of the changesets the caller may read).
+     *
+     * @generated from enum value: ID_KIND_COMMENT = 5;
+     */
+    COMMENT = 5
 }
 /**
  * Describes the enum berth.v1.IdKind.
@@ -2411,5 +2569,38 @@ export declare const WorkspaceService: GenService<{
         methodKind: "unary";
         input: typeof GetChangesetRequestSchema;
         output: typeof GetChangesetResponseSchema;
+    };
+    /**
+     * ---- review comments (issue 29) ----
+     * Comments on a changeset, on one of its paths, or on a line of a path; stored with the changeset
+     * (never deleted) and announced as comment.added. Whoever may read the changeset (DiffChangeset's
+     * rule: an agent that works on it, or an admin) may comment, list and resolve.
+     *
+     * @generated from rpc berth.v1.WorkspaceService.AddComment
+     */
+    addComment: {
+        methodKind: "unary";
+        input: typeof AddCommentRequestSchema;
+        output: typeof AddCommentResponseSchema;
+    };
+    /**
+     * The comments of a changeset, oldest first, a page at a time; open ones only unless asked.
+     *
+     * @generated from rpc berth.v1.WorkspaceService.ListComments
+     */
+    listComments: {
+        methodKind: "unary";
+        input: typeof ListCommentsRequestSchema;
+        output: typeof ListCommentsResponseSchema;
+    };
+    /**
+     * Marks a comment resolved (comment.resolved). Idempotent: a resolved comment is answered as it is.
+     *
+     * @generated from rpc berth.v1.WorkspaceService.ResolveComment
+     */
+    resolveComment: {
+        methodKind: "unary";
+        input: typeof ResolveCommentRequestSchema;
+        output: typeof ResolveCommentResponseSchema;
     };
 }>;
