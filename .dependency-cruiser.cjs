@@ -43,7 +43,8 @@ function layer(name, from, allowed, comment) {
 /** The only src/ modules outside cli/ that the CLI (a client) may load. */
 // error-reasons.ts is data (the list of reasons errors.ts types its reasons with): no imports of its own.
 // mcp/ is the MCP tool layer, itself a client of WorkspaceService (`berth mcp` serves it on stdio).
-const CLI_ALLOWED = ["^src/config\\.ts$", "^src/platform/errors\\.ts$", "^src/platform/error-reasons\\.ts$", "^src/transport/status\\.ts$", "^src/mcp/"];
+// platform/sandbox.ts is bwrap's arguments and probe (node built-ins only): berth run and the server's checks share it.
+const CLI_ALLOWED = ["^src/config\\.ts$", "^src/platform/errors\\.ts$", "^src/platform/error-reasons\\.ts$", "^src/platform/sandbox\\.ts$", "^src/transport/status\\.ts$", "^src/mcp/"];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
