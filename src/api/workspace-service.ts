@@ -17,6 +17,7 @@ import {
   showsServerPaths,
 } from "./authorize.js";
 import { diffHandlers } from "./diff-handlers.js";
+import { verificationHandlers } from "./verification-handlers.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
 import { overlayHandlers } from "./overlay-handlers.js";
@@ -232,5 +233,6 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     ...claimListHandler(deps),
     ...idPrefixHandler(deps),
     ...diffHandlers(deps),
+    ...verificationHandlers(deps),
   };
 }

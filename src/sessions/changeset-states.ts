@@ -1,6 +1,8 @@
 /**
  * The changeset state machine: DRAFT→SUBMITTED→VERIFYING→APPROVED|REJECTED, APPROVED→MERGED,
- * any non-terminal→CLOSED. MERGED, REJECTED and CLOSED are terminal.
+ * any non-terminal→CLOSED. MERGED, REJECTED and CLOSED are terminal. VERIFYING→SUBMITTED sends
+ * a changeset back without ending it: where a failed check (or a lost one) puts it
+ * (src/verification/verifier.ts, docs/decisions.md), and where a reviewer may put it too.
  */
 import type { ChangesetStateName } from "../platform/schema.js";
 
@@ -9,7 +11,7 @@ export const TERMINAL_STATES: ReadonlySet<ChangesetStateName> = new Set(["merged
 const NEXT: Readonly<Record<ChangesetStateName, readonly ChangesetStateName[]>> = {
   draft: ["submitted", "closed"],
   submitted: ["verifying", "closed"],
-  verifying: ["approved", "rejected", "closed"],
+  verifying: ["approved", "rejected", "submitted", "closed"],
   approved: ["merged", "closed"],
   rejected: [],
   merged: [],

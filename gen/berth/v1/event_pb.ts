@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { ChangesetState, FileChange, SymbolChange, TurnOutcome, WorkspaceMode } from "./types_pb.js";
+import type { ChangesetState, FileChange, RepositoryCheck, SymbolChange, TurnOutcome, VerificationState, WorkspaceMode } from "./types_pb.js";
 import { file_berth_v1_types } from "./types_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/event.proto.
  */
 export const file_berth_v1_event: GenFile = /*@__PURE__*/
-  fileDesc("ChRiZXJ0aC92MS9ldmVudC5wcm90bxIIYmVydGgudjEi1wcKBUV2ZW50EgsKA3NlcRgBIAEoBBIKCgJpZBgCIAEoCRIMCgRraW5kGAMgASgJEg8KB3JlcG9faWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBiABKAkSEAoIYWdlbnRfaWQYByABKAkSFAoMY2hhbmdlc2V0X2lkGAggASgJEi8KC29jY3VycmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YCiABKAkSMwoPc2Vzc2lvbl9jcmVhdGVkGBQgASgLMhguYmVydGgudjEuU2Vzc2lvbkNyZWF0ZWRIABI1ChBzZXNzaW9uX3N0cmFuZGVkGBUgASgLMhkuYmVydGgudjEuU2Vzc2lvblN0cmFuZGVkSAASMwoPc2Vzc2lvbl9yZXN1bWVkGBYgASgLMhguYmVydGgudjEuU2Vzc2lvblJlc3VtZWRIABI3ChFzZXNzaW9uX2FiYW5kb25lZBgXIAEoCzIaLmJlcnRoLnYxLlNlc3Npb25BYmFuZG9uZWRIABIvCg1zZXNzaW9uX2VuZGVkGBggASgLMhYuYmVydGgudjEuU2Vzc2lvbkVuZGVkSAASQQoWY2hhbmdlc2V0X3RyYW5zaXRpb25lZBgZIAEoCzIfLmJlcnRoLnYxLkNoYW5nZXNldFRyYW5zaXRpb25lZEgAEi0KDGZpbGVfY2hhbmdlZBgaIAEoCzIVLmJlcnRoLnYxLkZpbGVDaGFuZ2VkSAASLwoNY2xhaW1fY2hhbmdlZBgbIAEoCzIWLmJlcnRoLnYxLkNsYWltQ2hhbmdlZEgAEi0KDHR1cm5fY2hhbmdlZBgcIAEoCzIVLmJlcnRoLnYxLlR1cm5DaGFuZ2VkSAASOwoTZW52aXJvbm1lbnRfZXZpY3RlZBgdIAEoCzIcLmJlcnRoLnYxLkVudmlyb25tZW50RXZpY3RlZEgAEjEKDmNhcHR1cmVfZmFpbGVkGB4gASgLMhcuYmVydGgudjEuQ2FwdHVyZUZhaWxlZEgAEjsKE2NoYW5nZXNldF9jb21taXR0ZWQYHyABKAsyHC5iZXJ0aC52MS5DaGFuZ2VzZXRDb21taXR0ZWRIABI1ChBjaGFuZ2VzZXRfbWVyZ2VkGCAgASgLMhkuYmVydGgudjEuQ2hhbmdlc2V0TWVyZ2VkSAASNwoRd29ya3NwYWNlX3JlYmFzZWQYJCABKAsyGi5iZXJ0aC52MS5Xb3Jrc3BhY2VSZWJhc2VkSABCCQoHcGF5bG9hZCJwCg5TZXNzaW9uQ3JlYXRlZBISCgphZ2VudF9uYW1lGAEgASgJEiUKBG1vZGUYAiABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEg4KBmludGVudBgDIAEoCRITCgtiYXNlX2NvbW1pdBgEIAEoCSJCCg9TZXNzaW9uU3RyYW5kZWQSLwoLc3RyYW5kZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkAKDlNlc3Npb25SZXN1bWVkEhYKDm9sZF9zZXNzaW9uX2lkGAEgASgJEhYKDm5ld19zZXNzaW9uX2lkGAIgASgJIk4KEFNlc3Npb25BYmFuZG9uZWQSOgoYcHJldmlvdXNfY2hhbmdlc2V0X3N0YXRlGAEgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUiHQoMU2Vzc2lvbkVuZGVkEg0KBWNhdXNlGAEgASgJInEKFUNoYW5nZXNldFRyYW5zaXRpb25lZBIsCgpmcm9tX3N0YXRlGAEgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUSKgoIdG9fc3RhdGUYAiABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZSJ8CgtGaWxlQ2hhbmdlZBIMCgRwYXRoGAEgASgJEiQKBmNoYW5nZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVDaGFuZ2USJwoHc3ltYm9scxgDIAMoCzIWLmJlcnRoLnYxLlN5bWJvbENoYW5nZRIQCghuZXdfaGFzaBgEIAEoCSJjCgxDbGFpbUNoYW5nZWQSDAoEcGF0aBgBIAEoCRIPCgdzeW1ib2xzGAIgAygJEhkKEWhvbGRlcl9zZXNzaW9uX2lkGAMgASgJEhkKEWhvbGRlcl9hZ2VudF9uYW1lGAQgASgJIr4BCgtUdXJuQ2hhbmdlZBIPCgd0dXJuX2lkGAEgASgJEhYKDmNsaWVudF90dXJuX2lkGAIgASgJEhUKDW90aGVyX3R1cm5faWQYAyABKAkSJgoHb3V0Y29tZRgEIAEoDjIVLmJlcnRoLnYxLlR1cm5PdXRjb21lEgwKBHdhcm0YBSABKAgSFgoJZXhpdF9jb2RlGAYgASgFSACIAQESEwoLZXhpdF9zaWduYWwYByABKAlCDAoKX2V4aXRfY29kZSKCAQoNQ2FwdHVyZUZhaWxlZBIYChBlbnZpcm9ubWVudF9wYXRoGAEgASgJEg8KB2tlcHRfYXQYAiABKAkSDQoFY2F1c2UYAyABKAkSJQoGZmFpbGVkGAQgAygLMhUuYmVydGgudjEuUGF0aEZhaWx1cmUSEAoIY2FwdHVyZWQYBSABKA0iKwoLUGF0aEZhaWx1cmUSDAoEcGF0aBgBIAEoCRIOCgZyZWFzb24YAiABKAkiPgoSRW52aXJvbm1lbnRFdmljdGVkEhgKEGVudmlyb25tZW50X3BhdGgYASABKAkSDgoGcmVhc29uGAIgASgJIlgKEkNoYW5nZXNldENvbW1pdHRlZBIRCgljb21taXRfaWQYASABKAkSCwoDcmVmGAIgASgJEg0KBXBhdGhzGAMgASgNEhMKC2Jhc2VfY29tbWl0GAQgASgJIoYBCg9DaGFuZ2VzZXRNZXJnZWQSEgoKdGFyZ2V0X3JlZhgBIAEoCRIVCg1vbGRfY29tbWl0X2lkGAIgASgJEhUKDW5ld19jb21taXRfaWQYAyABKAkSGwoTY2hhbmdlc2V0X2NvbW1pdF9pZBgEIAEoCRIUCgxmYXN0X2ZvcndhcmQYBSABKAgiaAoQV29ya3NwYWNlUmViYXNlZBIXCg9vbGRfYmFzZV9jb21taXQYASABKAkSFwoPbmV3X2Jhc2VfY29tbWl0GAIgASgJEg4KBm1lcmdlZBgDIAMoCRISCgpjb25mbGljdGVkGAQgAygJYgZwcm90bzM", [file_berth_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("ChRiZXJ0aC92MS9ldmVudC5wcm90bxIIYmVydGgudjEilAkKBUV2ZW50EgsKA3NlcRgBIAEoBBIKCgJpZBgCIAEoCRIMCgRraW5kGAMgASgJEg8KB3JlcG9faWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBiABKAkSEAoIYWdlbnRfaWQYByABKAkSFAoMY2hhbmdlc2V0X2lkGAggASgJEi8KC29jY3VycmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YCiABKAkSMwoPc2Vzc2lvbl9jcmVhdGVkGBQgASgLMhguYmVydGgudjEuU2Vzc2lvbkNyZWF0ZWRIABI1ChBzZXNzaW9uX3N0cmFuZGVkGBUgASgLMhkuYmVydGgudjEuU2Vzc2lvblN0cmFuZGVkSAASMwoPc2Vzc2lvbl9yZXN1bWVkGBYgASgLMhguYmVydGgudjEuU2Vzc2lvblJlc3VtZWRIABI3ChFzZXNzaW9uX2FiYW5kb25lZBgXIAEoCzIaLmJlcnRoLnYxLlNlc3Npb25BYmFuZG9uZWRIABIvCg1zZXNzaW9uX2VuZGVkGBggASgLMhYuYmVydGgudjEuU2Vzc2lvbkVuZGVkSAASQQoWY2hhbmdlc2V0X3RyYW5zaXRpb25lZBgZIAEoCzIfLmJlcnRoLnYxLkNoYW5nZXNldFRyYW5zaXRpb25lZEgAEi0KDGZpbGVfY2hhbmdlZBgaIAEoCzIVLmJlcnRoLnYxLkZpbGVDaGFuZ2VkSAASLwoNY2xhaW1fY2hhbmdlZBgbIAEoCzIWLmJlcnRoLnYxLkNsYWltQ2hhbmdlZEgAEi0KDHR1cm5fY2hhbmdlZBgcIAEoCzIVLmJlcnRoLnYxLlR1cm5DaGFuZ2VkSAASOwoTZW52aXJvbm1lbnRfZXZpY3RlZBgdIAEoCzIcLmJlcnRoLnYxLkVudmlyb25tZW50RXZpY3RlZEgAEjEKDmNhcHR1cmVfZmFpbGVkGB4gASgLMhcuYmVydGgudjEuQ2FwdHVyZUZhaWxlZEgAEjsKE2NoYW5nZXNldF9jb21taXR0ZWQYHyABKAsyHC5iZXJ0aC52MS5DaGFuZ2VzZXRDb21taXR0ZWRIABI1ChBjaGFuZ2VzZXRfbWVyZ2VkGCAgASgLMhkuYmVydGgudjEuQ2hhbmdlc2V0TWVyZ2VkSAASNwoRd29ya3NwYWNlX3JlYmFzZWQYJCABKAsyGi5iZXJ0aC52MS5Xb3Jrc3BhY2VSZWJhc2VkSAASPQoUdmVyaWZpY2F0aW9uX3N0YXJ0ZWQYLCABKAsyHS5iZXJ0aC52MS5WZXJpZmljYXRpb25TdGFydGVkSAASOwoTdmVyaWZpY2F0aW9uX291dHB1dBgtIAEoCzIcLmJlcnRoLnYxLlZlcmlmaWNhdGlvbk91dHB1dEgAEj8KFXZlcmlmaWNhdGlvbl9maW5pc2hlZBguIAEoCzIeLmJlcnRoLnYxLlZlcmlmaWNhdGlvbkZpbmlzaGVkSABCCQoHcGF5bG9hZCJwCg5TZXNzaW9uQ3JlYXRlZBISCgphZ2VudF9uYW1lGAEgASgJEiUKBG1vZGUYAiABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEg4KBmludGVudBgDIAEoCRITCgtiYXNlX2NvbW1pdBgEIAEoCSJCCg9TZXNzaW9uU3RyYW5kZWQSLwoLc3RyYW5kZWRfYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkAKDlNlc3Npb25SZXN1bWVkEhYKDm9sZF9zZXNzaW9uX2lkGAEgASgJEhYKDm5ld19zZXNzaW9uX2lkGAIgASgJIk4KEFNlc3Npb25BYmFuZG9uZWQSOgoYcHJldmlvdXNfY2hhbmdlc2V0X3N0YXRlGAEgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUiHQoMU2Vzc2lvbkVuZGVkEg0KBWNhdXNlGAEgASgJInEKFUNoYW5nZXNldFRyYW5zaXRpb25lZBIsCgpmcm9tX3N0YXRlGAEgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUSKgoIdG9fc3RhdGUYAiABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZSJ8CgtGaWxlQ2hhbmdlZBIMCgRwYXRoGAEgASgJEiQKBmNoYW5nZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVDaGFuZ2USJwoHc3ltYm9scxgDIAMoCzIWLmJlcnRoLnYxLlN5bWJvbENoYW5nZRIQCghuZXdfaGFzaBgEIAEoCSJjCgxDbGFpbUNoYW5nZWQSDAoEcGF0aBgBIAEoCRIPCgdzeW1ib2xzGAIgAygJEhkKEWhvbGRlcl9zZXNzaW9uX2lkGAMgASgJEhkKEWhvbGRlcl9hZ2VudF9uYW1lGAQgASgJIr4BCgtUdXJuQ2hhbmdlZBIPCgd0dXJuX2lkGAEgASgJEhYKDmNsaWVudF90dXJuX2lkGAIgASgJEhUKDW90aGVyX3R1cm5faWQYAyABKAkSJgoHb3V0Y29tZRgEIAEoDjIVLmJlcnRoLnYxLlR1cm5PdXRjb21lEgwKBHdhcm0YBSABKAgSFgoJZXhpdF9jb2RlGAYgASgFSACIAQESEwoLZXhpdF9zaWduYWwYByABKAlCDAoKX2V4aXRfY29kZSKCAQoNQ2FwdHVyZUZhaWxlZBIYChBlbnZpcm9ubWVudF9wYXRoGAEgASgJEg8KB2tlcHRfYXQYAiABKAkSDQoFY2F1c2UYAyABKAkSJQoGZmFpbGVkGAQgAygLMhUuYmVydGgudjEuUGF0aEZhaWx1cmUSEAoIY2FwdHVyZWQYBSABKA0iKwoLUGF0aEZhaWx1cmUSDAoEcGF0aBgBIAEoCRIOCgZyZWFzb24YAiABKAkiPgoSRW52aXJvbm1lbnRFdmljdGVkEhgKEGVudmlyb25tZW50X3BhdGgYASABKAkSDgoGcmVhc29uGAIgASgJIlgKEkNoYW5nZXNldENvbW1pdHRlZBIRCgljb21taXRfaWQYASABKAkSCwoDcmVmGAIgASgJEg0KBXBhdGhzGAMgASgNEhMKC2Jhc2VfY29tbWl0GAQgASgJIoYBCg9DaGFuZ2VzZXRNZXJnZWQSEgoKdGFyZ2V0X3JlZhgBIAEoCRIVCg1vbGRfY29tbWl0X2lkGAIgASgJEhUKDW5ld19jb21taXRfaWQYAyABKAkSGwoTY2hhbmdlc2V0X2NvbW1pdF9pZBgEIAEoCRIUCgxmYXN0X2ZvcndhcmQYBSABKAgiaAoQV29ya3NwYWNlUmViYXNlZBIXCg9vbGRfYmFzZV9jb21taXQYASABKAkSFwoPbmV3X2Jhc2VfY29tbWl0GAIgASgJEg4KBm1lcmdlZBgDIAMoCRISCgpjb25mbGljdGVkGAQgAygJIlgKE1ZlcmlmaWNhdGlvblN0YXJ0ZWQSFwoPdmVyaWZpY2F0aW9uX2lkGAEgASgJEigKBWNoZWNrGAIgASgLMhkuYmVydGgudjEuUmVwb3NpdG9yeUNoZWNrIkwKElZlcmlmaWNhdGlvbk91dHB1dBIXCg92ZXJpZmljYXRpb25faWQYASABKAkSDQoFY2h1bmsYAiABKAwSDgoGb2Zmc2V0GAMgASgEIpYBChRWZXJpZmljYXRpb25GaW5pc2hlZBIXCg92ZXJpZmljYXRpb25faWQYASABKAkSKgoFc3RhdGUYAiABKA4yGy5iZXJ0aC52MS5WZXJpZmljYXRpb25TdGF0ZRIWCglleGl0X2NvZGUYAyABKAVIAIgBARITCgtvdXRwdXRfdGFpbBgEIAEoCUIMCgpfZXhpdF9jb2RlYgZwcm90bzM", [file_berth_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * A lifecycle event, stored in the same transaction as the change that caused it
@@ -210,6 +210,30 @@ export type Event = Message<"berth.v1.Event"> & {
      */
     value: WorkspaceRebased;
     case: "workspaceRebased";
+  } | {
+    /**
+     * verification.started
+     *
+     * @generated from field: berth.v1.VerificationStarted verification_started = 44;
+     */
+    value: VerificationStarted;
+    case: "verificationStarted";
+  } | {
+    /**
+     * verification.output
+     *
+     * @generated from field: berth.v1.VerificationOutput verification_output = 45;
+     */
+    value: VerificationOutput;
+    case: "verificationOutput";
+  } | {
+    /**
+     * verification.finished
+     *
+     * @generated from field: berth.v1.VerificationFinished verification_finished = 46;
+     */
+    value: VerificationFinished;
+    case: "verificationFinished";
   } | { case: undefined; value?: undefined };
 };
 
@@ -771,4 +795,111 @@ export type WorkspaceRebased = Message<"berth.v1.WorkspaceRebased"> & {
  */
 export const WorkspaceRebasedSchema: GenMessage<WorkspaceRebased> = /*@__PURE__*/
   messageDesc(file_berth_v1_event, 15);
+
+/**
+ * Payload of verification.started: the changeset moved to VERIFYING and its repository's check
+ * will run (in the same transaction as the changeset.transitioned).
+ *
+ * @generated from message berth.v1.VerificationStarted
+ */
+export type VerificationStarted = Message<"berth.v1.VerificationStarted"> & {
+  /**
+   * The verification.
+   *
+   * @generated from field: string verification_id = 1;
+   */
+  verificationId: string;
+
+  /**
+   * The command.
+   *
+   * @generated from field: berth.v1.RepositoryCheck check = 2;
+   */
+  check?: RepositoryCheck | undefined;
+};
+
+/**
+ * Describes the message berth.v1.VerificationStarted.
+ * Use `create(VerificationStartedSchema)` to create a new message.
+ */
+export const VerificationStartedSchema: GenMessage<VerificationStarted> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 16);
+
+/**
+ * Payload of verification.output: a chunk of a running check's output (stdout and stderr
+ * interleaved, at most 4 KiB; after 256 KiB of a run no more are sent, the record keeps the tail).
+ *
+ * @generated from message berth.v1.VerificationOutput
+ */
+export type VerificationOutput = Message<"berth.v1.VerificationOutput"> & {
+  /**
+   * The verification.
+   *
+   * @generated from field: string verification_id = 1;
+   */
+  verificationId: string;
+
+  /**
+   * The bytes, as the check wrote them.
+   *
+   * @generated from field: bytes chunk = 2;
+   */
+  chunk: Uint8Array;
+
+  /**
+   * Its offset in the run's output.
+   *
+   * @generated from field: uint64 offset = 3;
+   */
+  offset: bigint;
+};
+
+/**
+ * Describes the message berth.v1.VerificationOutput.
+ * Use `create(VerificationOutputSchema)` to create a new message.
+ */
+export const VerificationOutputSchema: GenMessage<VerificationOutput> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 17);
+
+/**
+ * Payload of verification.finished (the changeset's move, if any, is its own changeset.transitioned).
+ *
+ * @generated from message berth.v1.VerificationFinished
+ */
+export type VerificationFinished = Message<"berth.v1.VerificationFinished"> & {
+  /**
+   * The verification.
+   *
+   * @generated from field: string verification_id = 1;
+   */
+  verificationId: string;
+
+  /**
+   * PASSED, FAILED or ERROR.
+   *
+   * @generated from field: berth.v1.VerificationState state = 2;
+   */
+  state: VerificationState;
+
+  /**
+   * The check's exit status, when it exited.
+   *
+   * @generated from field: optional int32 exit_code = 3;
+   */
+  exitCode?: number | undefined;
+
+  /**
+   * The last bytes of the output (as Verification.output_tail).
+   *
+   * @generated from field: string output_tail = 4;
+   */
+  outputTail: string;
+};
+
+/**
+ * Describes the message berth.v1.VerificationFinished.
+ * Use `create(VerificationFinishedSchema)` to create a new message.
+ */
+export const VerificationFinishedSchema: GenMessage<VerificationFinished> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 18);
 

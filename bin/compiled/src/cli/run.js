@@ -15,7 +15,8 @@ import { ConnectError, ErrorInfoSchema, OnBusy, TurnOutcome, TurnState } from "@
 import { cliFor } from "./client.js";
 import { resolveId } from "./ids.js";
 import { CliExit, UsageError, enumName, note, reportError } from "./output.js";
-import { RunningCommand, findProgram, sandboxUnavailable } from "./run-process.js";
+import { RunningCommand, findProgram } from "./run-process.js";
+import { sandboxUnavailable } from "../platform/sandbox.js";
 /** `run`'s own exit codes, apart from the command's (as `timeout` and `env` keep theirs). */
 export const RUN_EXIT = {
     /** The turn was superseded (a steer) or cancelled from elsewhere: the command was stopped. */

@@ -1,0 +1,252 @@
+/**
+ * A repository's check on VERIFYING (issue 29), through a real server on a real git repository:
+ * a check that passes moves the changeset SUBMITTED→VERIFYING→APPROVED with its output on
+ * WatchEvents; one that fails (or times out) records its output and sends the changeset back to
+ * SUBMITTED, never APPROVED; the check runs on the changeset's files in a fresh directory, in
+ * berth run's sandbox (the source repository out of sight, no network); only an admin sets a
+ * check; and a verification left RUNNING by a killed server is finished ERROR by the next one,
+ * its changeset back to SUBMITTED.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ChangesetState, VerificationState } from "../../gen/berth/v1/types_pb.js";
+import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import type { Event } from "../../gen/berth/v1/event_pb.js";
+import { sandboxUnavailable } from "../../src/platform/sandbox.js";
+import { startBerth, type TestBerth } from "../support/berth.js";
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { createGrpcClient } from "../support/grpc-client.js";
+import { failure } from "../support/rpc-error.js";
+import { serve } from "../support/serve-process.js";
+import { needs } from "../support/services.js";
+import { gitRepo, registered, write } from "./helpers.js";
+
+const noSandbox = sandboxUnavailable();
+if (noSandbox) console.warn(`SKIPPED test/landing/verification.test.ts: ${noSandbox}`);
+
+type Client = TestBerth["grpc"];
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The changeset's verification once it is no longer RUNNING. */
+function finished(client: Client, changesetId: string) {
+  return until("the verification finished", async () => {
+    const v = (await client.listVerifications({ changesetId })).verifications.at(-1);
+    return v && v.state !== VerificationState.RUNNING ? v : undefined;
+  });
+}
+
+/** The changeset's state as a session of it reads it. */
+async function stateOf(client: Client, sessionId: string): Promise<ChangesetState> {
+  return (await client.getWorkspace({ sessionId })).workspace!.changesetState;
+}
+
+/** The stored verification events of a changeset until (and with) its verification.finished. */
+async function verificationEvents(client: Client, repoId: string, changesetId: string): Promise<Event[]> {
+  const ac = new AbortController();
+  const got: Event[] = [];
+  try {
+    for await (const m of client.watchEvents({ afterSeq: 0n, repoIds: [repoId], kinds: ["verification.started", "verification.output", "verification.finished"] }, { signal: ac.signal })) {
+      if (m.event!.changesetId !== changesetId) continue;
+      got.push(m.event!);
+      if (m.event!.kind === "verification.finished") break;
+    }
+  } finally {
+    ac.abort();
+  }
+  return got;
+}
+
+const text = (events: Event[]) => events.flatMap((e) => (e.payload.case === "verificationOutput" ? [new TextDecoder().decode(e.payload.value.chunk)] : [])).join("");
+
+describe.skipIf(noSandbox !== undefined)("checks on VERIFYING", () => {
+  let berth: TestBerth;
+  let client: Client;
+  let n = 0;
+
+  beforeAll(async () => {
+    berth = await startBerth();
+    client = berth.grpc;
+  }, 120_000);
+  afterAll(async () => {
+    await berth?.close();
+  });
+
+  /** A repository with `check`, a session that added newfile.txt, its changeset SUBMITTED. */
+  async function submitted(command: string[] | ((sourceDir: string) => string[]), timeoutSeconds = 60) {
+    const repo = gitRepo();
+    const argv = typeof command === "function" ? command(repo.dir) : command;
+    const { repoId, open } = await registered(client, repo, `verify-${process.pid}-${++n}`);
+    const set = await client.setRepositoryCheck({ repositoryId: repoId, check: { argv, timeoutSeconds } });
+    expect(set.repository!.check).toMatchObject({ argv, timeoutSeconds });
+    const ws = await open("agent-verify");
+    await write(client, ws.sessionId, "newfile.txt", "made by the agent\n", null);
+    await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.SUBMITTED });
+    return { repo, repoId, ws };
+  }
+
+  it("a passing check moves the changeset to APPROVED, seeing its files and not the source repository, its output on WatchEvents", { timeout: 120_000 }, async () => {
+    const { repoId, ws } = await submitted((source) => ["sh", "-c", `test -f newfile.txt && cat newfile.txt && test -f README.md && test ! -e ${source}/README.md && echo checked-ok`]);
+    const moved = await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.VERIFYING });
+    expect(moved.changeset!.state).toBe(ChangesetState.VERIFYING);
+    const v = await finished(client, ws.changesetId);
+    expect(v.state, v.outputTail).toBe(VerificationState.PASSED);
+    expect(v.exitCode).toBe(0);
+    expect(v.outputTail).toContain("made by the agent\nchecked-ok");
+    expect(v.commitId).toMatch(/^[0-9a-f]{40}$/);
+    expect(await stateOf(client, ws.sessionId)).toBe(ChangesetState.APPROVED);
+    const events = await verificationEvents(client, repoId, ws.changesetId);
+    expect(events[0]!.kind).toBe("verification.started");
+    expect(text(events)).toContain("checked-ok");
+    const end = events.at(-1)!;
+    expect(end.payload.case === "verificationFinished" && end.payload.value.state).toBe(VerificationState.PASSED);
+  });
+
+  it("a failing check records its output and sends the changeset back to SUBMITTED, not APPROVED", { timeout: 120_000 }, async () => {
+    const { repoId, ws } = await submitted(["sh", "-c", "echo 'test suite: 1 failure' >&2; exit 3"]);
+    await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.VERIFYING });
+    const v = await finished(client, ws.changesetId);
+    expect(v.state).toBe(VerificationState.FAILED);
+    expect(v.exitCode).toBe(3);
+    expect(v.outputTail).toContain("test suite: 1 failure");
+    expect(await stateOf(client, ws.sessionId)).toBe(ChangesetState.SUBMITTED);
+    const events = await verificationEvents(client, repoId, ws.changesetId);
+    expect(text(events)).toContain("1 failure");
+    // Sent back, it can be verified again: the second run is a verification of its own.
+    await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.VERIFYING });
+    await until("the second run finished", async () => {
+      const all = (await client.listVerifications({ changesetId: ws.changesetId })).verifications;
+      return all.length === 2 && all[1]!.state !== VerificationState.RUNNING ? all : undefined;
+    });
+    expect(await stateOf(client, ws.sessionId)).toBe(ChangesetState.SUBMITTED);
+  });
+
+  it("kills a check at its timeout, whatever it forked, and fails it", { timeout: 120_000 }, async () => {
+    const started = Date.now();
+    const { ws } = await submitted(["sh", "-c", "echo started; sleep 300 & sleep 300"], 1);
+    await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.VERIFYING });
+    const v = await finished(client, ws.changesetId);
+    expect(v.state).toBe(VerificationState.FAILED);
+    expect(v.reason).toBe("timeout after 1s");
+    expect(v.exitCode).toBeUndefined();
+    expect(v.outputTail).toContain("started");
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(await stateOf(client, ws.sessionId)).toBe(ChangesetState.SUBMITTED);
+  });
+
+  it("runs without network: the check sees no interface but loopback", { timeout: 120_000 }, async () => {
+    const { ws } = await submitted(["sh", "-c", "ip -o link 2>/dev/null | grep -v ' lo:' | grep -q . && exit 1; cat /proc/net/dev | grep -qv 'lo:\\|Inter\\|face' && exit 1; exit 0"]);
+    await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.VERIFYING });
+    const v = await finished(client, ws.changesetId);
+    expect(v.state, v.outputTail).toBe(VerificationState.PASSED);
+  });
+
+  it("leaves VERIFYING a state only, as before, for a repository without a check; a check cleared is gone", { timeout: 60_000 }, async () => {
+    const { repoId, ws } = await submitted(["true"]);
+    const cleared = await client.setRepositoryCheck({ repositoryId: repoId });
+    expect(cleared.repository!.check).toBeUndefined();
+    await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.VERIFYING });
+    expect((await client.listVerifications({ changesetId: ws.changesetId })).verifications).toEqual([]);
+    expect(await stateOf(client, ws.sessionId)).toBe(ChangesetState.VERIFYING);
+  });
+
+  it("refuses a check with no program argument or an out-of-range timeout, naming the field", async () => {
+    const repoId = (await client.registerRepository({ name: `verify-bad-${process.pid}` })).repository!.id;
+    const err = await failure(client.setRepositoryCheck({ repositoryId: repoId, check: { argv: ["sh", ""], timeoutSeconds: 100_000 } }));
+    expect(err.code).toBe("INVALID_ARGUMENT");
+    expect(err.fields).toEqual(expect.arrayContaining(["check.argv[1]", "check.timeout_seconds"]));
+  });
+});
+
+describe.skipIf(noSandbox !== undefined)("who sets a check", () => {
+  let berth: TestBerth;
+  const sha = (t: string) => createHash("sha256").update(t).digest("hex");
+  const AGENT = "a".repeat(40);
+  const ADMIN = "b".repeat(40);
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "berth-verify-auth-"));
+    const file = path.join(dir, "tokens.json");
+    writeFileSync(file, JSON.stringify({ tokens: [{ sha256: sha(AGENT), agent_id: "alice", roles: ["agent"], repos: ["*"] }, { sha256: sha(ADMIN), agent_id: "ops", roles: ["agent", "admin"] }] }));
+    berth = await startBerth({ env: { BERTH_AUTH: "token", BERTH_AUTH_TOKENS_FILE: file } });
+  }, 120_000);
+  afterAll(async () => {
+    await berth?.close();
+  });
+
+  it("refuses an agent's SetRepositoryCheck with PERMISSION_DENIED ROLE_REQUIRED, and takes an admin's", async () => {
+    const as = (token: string) => createGrpcClient(WorkspaceService, berth.server.grpcAddress, { metadata: { authorization: `Bearer ${token}` } });
+    const admin = as(ADMIN);
+    const repoId = (await admin.registerRepository({ name: "checked", sourcePath: gitRepo().dir })).repository!.id;
+    const err = await failure(as(AGENT).setRepositoryCheck({ repositoryId: repoId, check: { argv: ["sh", "-c", "curl evil"] } }));
+    expect(err.code).toBe("PERMISSION_DENIED");
+    expect(err.reason).toBe("ROLE_REQUIRED");
+    const listed = await as(AGENT).listRepositories({});
+    expect(listed.repositories.find((r) => r.id === repoId)!.check).toBeUndefined();
+    const set = await admin.setRepositoryCheck({ repositoryId: repoId, check: { argv: ["true"] } });
+    expect(set.repository!.check).toMatchObject({ argv: ["true"], timeoutSeconds: 600 });
+  });
+});
+
+needs({ postgres: true })("a server killed during a check", () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase("postgres");
+  }, 60_000);
+  afterAll(async () => {
+    await database?.drop();
+  });
+
+  it.skipIf(noSandbox !== undefined)("finishes the RUNNING verification as ERROR at the next start and sends the changeset back to SUBMITTED, with verification.finished", { timeout: 240_000 }, async () => {
+    const env = { DATABASE_URL: database.url!, BERTH_INSTANCE_NAME: "verify-killed" };
+    const first = await serve(env);
+    const c1 = createGrpcClient(WorkspaceService, first.grpc);
+    const repo = gitRepo();
+    const { repoId, open } = await registered(c1, repo, "verify-killed");
+    await c1.setRepositoryCheck({ repositoryId: repoId, check: { argv: ["sh", "-c", "echo running; sleep 600"], timeoutSeconds: 3600 } });
+    const ws = await open("agent-verify");
+    await write(c1, ws.sessionId, "newfile.txt", "x\n", null);
+    await c1.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.SUBMITTED });
+    await c1.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.VERIFYING });
+    // Killed once the check is running (its output streamed).
+    await until("the check's output was streamed", async () => {
+      const ac = new AbortController();
+      try {
+        for await (const m of c1.watchEvents({ afterSeq: 0n, repoIds: [repoId], kinds: ["verification.output"] }, { signal: ac.signal })) if (m.event) return true;
+      } finally {
+        ac.abort();
+      }
+      return undefined;
+    });
+    first.child.kill("SIGKILL");
+    await first.exited;
+
+    const second = await serve(env);
+    try {
+      const c2 = createGrpcClient(WorkspaceService, second.grpc);
+      const v = await finished(c2, ws.changesetId);
+      expect(v.state).toBe(VerificationState.ERROR);
+      expect(v.reason).toBe("instance_lost");
+      expect(v.outputTail).toBe("");
+      const events = await verificationEvents(c2, repoId, ws.changesetId);
+      const end = events.at(-1)!;
+      expect(end.payload.case === "verificationFinished" && end.payload.value.state).toBe(VerificationState.ERROR);
+      expect(text(events)).toContain("running");
+      // Out of VERIFYING (its session, stranded by the restart, reads the changeset's row).
+      expect(await stateOf(c2, ws.sessionId)).toBe(ChangesetState.SUBMITTED);
+    } finally {
+      second.child.kill("SIGKILL");
+    }
+  });
+});
