@@ -22,6 +22,7 @@ import { createGrpcClient } from "../support/grpc-client.js";
 import { failure } from "../support/rpc-error.js";
 import { serve } from "../support/serve-process.js";
 import { needs } from "../support/services.js";
+import { berth as berthCli, berthJson } from "../cli/helpers.js";
 import { gitRepo, registered, write } from "./helpers.js";
 
 const noSandbox = sandboxUnavailable();
@@ -159,6 +160,32 @@ describe.skipIf(noSandbox !== undefined)("checks on VERIFYING", () => {
     await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.VERIFYING });
     expect((await client.listVerifications({ changesetId: ws.changesetId })).verifications).toEqual([]);
     expect(await stateOf(client, ws.sessionId)).toBe(ChangesetState.VERIFYING);
+  });
+
+  it("sets and clears a check from the CLI (berth repos check R -- argv…, --clear) and lists a changeset's runs with their output (berth changeset checks)", { timeout: 120_000 }, async () => {
+    const url = berth.server.httpUrl;
+    const repo = gitRepo();
+    const name = `verify-cli-${process.pid}`;
+    const { open } = await registered(client, repo, name);
+    // --json before --: after it, everything is the check's.
+    const setRun = await berthCli(["repos", "check", name, "--server", url, "--timeout", "30", "--json", "--", "sh", "-c", "echo from-the-cli; exit 1"]);
+    expect(setRun.code, setRun.stderr).toBe(0);
+    const set = JSON.parse(setRun.stdout) as { repository: { check: { argv: string[]; timeoutSeconds: number } } };
+    expect(set.repository.check).toEqual({ argv: ["sh", "-c", "echo from-the-cli; exit 1"], timeoutSeconds: 30 });
+    const ws = await open("agent-verify");
+    await write(client, ws.sessionId, "newfile.txt", "x\n", null);
+    await berthJson(["changeset", "transition", ws.changesetId, "submitted", "--server", url]);
+    await berthJson(["changeset", "transition", ws.changesetId, "verifying", "--server", url]);
+    await finished(client, ws.changesetId);
+    const shown = await berthCli(["changeset", "checks", ws.changesetId, "--server", url]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/failed\s+exit 1/);
+    expect(shown.stdout).toContain("from-the-cli");
+    const cleared = await berthJson<{ repository: { check?: unknown } }>(["repos", "check", name, "--clear", "--server", url]);
+    expect(cleared.repository.check).toBeUndefined();
+    const neither = await berthCli(["repos", "check", name, "--server", url]);
+    expect(neither.code).not.toBe(0);
+    expect(neither.stderr).toMatch(/after --/);
   });
 
   it("refuses a check with no program argument or an out-of-range timeout, naming the field", async () => {
