@@ -67,5 +67,5 @@ export function registerRepos(program) {
 }
 /** An argument as a shell would need it written. */
 function quoted(a) {
-    return /^[A-Za-z0-9._\/:=@+-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`;
+    return /^[A-Za-z0-9._/:=@+-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`;
 }
