@@ -15,7 +15,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChangesetState, VerificationState } from "../../gen/berth/v1/types_pb.js";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import type { Event } from "../../gen/berth/v1/event_pb.js";
-import { sandboxUnavailable } from "../../src/platform/sandbox.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { createGrpcClient } from "../support/grpc-client.js";
@@ -24,9 +23,6 @@ import { serve } from "../support/serve-process.js";
 import { needs } from "../support/services.js";
 import { berth as berthCli, berthJson } from "../cli/helpers.js";
 import { gitRepo, registered, write } from "./helpers.js";
-
-const noSandbox = sandboxUnavailable();
-if (noSandbox) console.warn(`SKIPPED test/landing/verification.test.ts: ${noSandbox}`);
 
 type Client = TestBerth["grpc"];
 
@@ -71,7 +67,7 @@ async function verificationEvents(client: Client, repoId: string, changesetId: s
 
 const text = (events: Event[]) => events.flatMap((e) => (e.payload.case === "verificationOutput" ? [new TextDecoder().decode(e.payload.value.chunk)] : [])).join("");
 
-describe.skipIf(noSandbox !== undefined)("checks on VERIFYING", () => {
+needs({ bwrap: true })("checks on VERIFYING", () => {
   let berth: TestBerth;
   let client: Client;
   let n = 0;
@@ -196,7 +192,7 @@ describe.skipIf(noSandbox !== undefined)("checks on VERIFYING", () => {
   });
 });
 
-describe.skipIf(noSandbox !== undefined)("who sets a check", () => {
+describe("who sets a check", () => {
   let berth: TestBerth;
   const sha = (t: string) => createHash("sha256").update(t).digest("hex");
   const AGENT = "a".repeat(40);
@@ -226,7 +222,7 @@ describe.skipIf(noSandbox !== undefined)("who sets a check", () => {
   });
 });
 
-needs({ postgres: true })("a server killed during a check", () => {
+needs({ postgres: true, bwrap: true })("a server killed during a check", () => {
   let database: TestDatabase;
   beforeAll(async () => {
     database = await createTestDatabase("postgres");
@@ -235,7 +231,7 @@ needs({ postgres: true })("a server killed during a check", () => {
     await database?.drop();
   });
 
-  it.skipIf(noSandbox !== undefined)("finishes the RUNNING verification as ERROR at the next start and sends the changeset back to SUBMITTED, with verification.finished", { timeout: 240_000 }, async () => {
+  it("finishes the RUNNING verification as ERROR at the next start and sends the changeset back to SUBMITTED, with verification.finished", { timeout: 240_000 }, async () => {
     const env = { DATABASE_URL: database.url!, BERTH_INSTANCE_NAME: "verify-killed" };
     const first = await serve(env);
     const c1 = createGrpcClient(WorkspaceService, first.grpc);
