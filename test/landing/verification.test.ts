@@ -7,6 +7,7 @@
  * check; and a verification left RUNNING by a killed server is finished ERROR by the next one,
  * its changeset back to SUBMITTED.
  */
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
@@ -131,7 +132,9 @@ needs({ bwrap: true })("checks on VERIFYING", () => {
 
   it("kills a check at its timeout, whatever it forked, and fails it", { timeout: 120_000 }, async () => {
     const started = Date.now();
-    const { ws } = await submitted(["sh", "-c", "echo started; sleep 300 & sleep 300"], 1);
+    // A duration no other process here sleeps, to find the check's processes by.
+    const seconds = String(3000 + (process.pid % 1000));
+    const { ws } = await submitted(["sh", "-c", `echo started; sleep ${seconds} & sleep ${seconds}`], 1);
     await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.VERIFYING });
     const v = await finished(client, ws.changesetId);
     expect(v.state).toBe(VerificationState.FAILED);
@@ -140,6 +143,8 @@ needs({ bwrap: true })("checks on VERIFYING", () => {
     expect(v.outputTail).toContain("started");
     expect(Date.now() - started).toBeLessThan(60_000);
     expect(await stateOf(client, ws.sessionId)).toBe(ChangesetState.SUBMITTED);
+    // Nothing it started outlives it, the sleep in the background included.
+    await until("the check's processes are gone", async () => (execFileSync("ps", ["-eo", "args"], { encoding: "utf8" }).split("\n").some((l) => l.trim() === `sleep ${seconds}`) ? undefined : true), 10_000);
   });
 
   it("runs without network: the check sees no interface but loopback", { timeout: 120_000 }, async () => {
