@@ -4,14 +4,15 @@
  * WatchEvents; one that fails (or times out) records its output and sends the changeset back to
  * SUBMITTED, never APPROVED; the check runs on the changeset's files in a fresh directory, in
  * berth run's sandbox (the source repository out of sight, no network); only an admin sets a
- * check; and a verification left RUNNING by a killed server is finished ERROR by the next one,
- * its changeset back to SUBMITTED.
+ * check; a verification left RUNNING by a killed server is finished ERROR by the next one, its
+ * changeset back to SUBMITTED, and one whose instance is gone by the sweep of a live instance.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChangesetState, VerificationState } from "../../gen/berth/v1/types_pb.js";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
@@ -59,6 +60,26 @@ async function verificationEvents(client: Client, repoId: string, changesetId: s
       if (m.event!.changesetId !== changesetId) continue;
       got.push(m.event!);
       if (m.event!.kind === "verification.finished") break;
+    }
+  } finally {
+    ac.abort();
+  }
+  return got;
+}
+
+/** The verification.output events stored so far for a changeset. */
+async function outputEvents(client: Client, repoId: string, changesetId: string): Promise<Event[]> {
+  const ac = new AbortController();
+  const got: Event[] = [];
+  const head = client.watchEvents({ afterSeq: 0n, repoIds: [repoId], kinds: ["verification.output"] }, { signal: ac.signal })[Symbol.asyncIterator]();
+  try {
+    // Replayed first; a stream idle for a moment has nothing more stored.
+    for (;;) {
+      const pending = head.next();
+      pending.catch(() => {}); // the abort below ends a read still waiting
+      const next = await Promise.race([pending, new Promise<"idle">((r) => setTimeout(() => r("idle"), 300))]);
+      if (next === "idle" || next.done) break;
+      if (next.value.event?.changesetId === changesetId) got.push(next.value.event);
     }
   } finally {
     ac.abort();
@@ -276,5 +297,42 @@ needs({ postgres: true, bwrap: true })("a server killed during a check", () => {
     } finally {
       second.child.kill("SIGKILL");
     }
+  });
+});
+
+needs({ postgres: true, bwrap: true })("a check whose instance dies while the other lives", () => {
+  let berth: TestBerth;
+  beforeAll(async () => {
+    berth = await startBerth({ instances: 2, kind: "postgres" });
+  }, 120_000);
+  afterAll(async () => {
+    await berth?.close();
+  });
+
+  it("is finished ERROR (instance_lost) by the live instance's sweep, its changeset back to SUBMITTED, while the dead one's late end changes nothing", { timeout: 180_000 }, async () => {
+    const client = berth.grpc;
+    const repo = gitRepo();
+    const { repoId, open } = await registered(client, repo, `verify-sweep-${process.pid}`);
+    await client.setRepositoryCheck({ repositoryId: repoId, check: { argv: ["sh", "-c", "sleep 5; echo late; exit 0"], timeoutSeconds: 60 } });
+    const ws = await open("agent-verify");
+    await write(client, ws.sessionId, "newfile.txt", "x\n", null);
+    await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.SUBMITTED });
+    await client.transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.VERIFYING });
+    // The instance running it is declared gone (as its silence would, by the database's clock).
+    const db = berth.database.opened.db;
+    const running = await sql<{ instance_id: string }>`SELECT instance_id FROM verifications WHERE changeset_id = ${ws.changesetId}::uuid AND state = 'running'`.execute(db);
+    expect(running.rows).toHaveLength(1);
+    await sql`UPDATE instances SET stopped_at = now() WHERE id = ${running.rows[0]!.instance_id}::uuid`.execute(db);
+    const v = await finished(client, ws.changesetId);
+    expect(v.state).toBe(VerificationState.ERROR);
+    expect(v.reason).toBe("instance_lost");
+    expect(await stateOf(client, ws.sessionId)).toBe(ChangesetState.SUBMITTED);
+    // The check itself still ends (exit 0) on its instance: too late, it approves nothing. Its
+    // last output is the sign it ended; its refused end leaves no other trace, hence the grace.
+    await until("the check's last output", async () => (text(await outputEvents(client, repoId, ws.changesetId)).includes("late") ? true : undefined), 30_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const after = (await client.listVerifications({ changesetId: ws.changesetId })).verifications;
+    expect(after.map((x) => [x.state, x.reason])).toEqual([[VerificationState.ERROR, "instance_lost"]]);
+    expect(await stateOf(client, ws.sessionId)).toBe(ChangesetState.SUBMITTED);
   });
 });
