@@ -177,6 +177,21 @@ export async function requireChangesetMember(
   });
 }
 
+/**
+ * Who may read a changeset (DiffChangeset, ListVerifications): a member of it or an admin, and a
+ * member whose grant on the changeset's repository was withdrawn may not. Its repository id.
+ */
+export async function requireChangesetReader(
+  ctx: CallContext,
+  changesetId: string,
+  registry: RepositoryCatalogue & { agentsOfChangeset(id: string): Promise<readonly string[]>; repositoryOfChangeset(id: string): Promise<string | undefined> },
+): Promise<string | undefined> {
+  await requireChangesetMember(ctx, changesetId, () => registry.agentsOfChangeset(changesetId), "NOT_CHANGESET_OWNER");
+  const repoId = await registry.repositoryOfChangeset(changesetId);
+  if (!actsForAnyone(ctx.principal) && repoId !== undefined) await requireRepository(registry, ctx.principal, repoId);
+  return repoId;
+}
+
 const redacted = new WeakMap<Event, Event>();
 
 /**

@@ -10,7 +10,7 @@ import { BerthError } from "../platform/errors.js";
 import { assertActive } from "../sessions/registry.js";
 import type { OverlayService, PathDiffInfo } from "../overlay/overlay-service.js";
 import type { ServiceHandlers } from "./handler.js";
-import { actsForAnyone, requireChangesetMember, requireRepository } from "./authorize.js";
+import { requireChangesetReader } from "./authorize.js";
 import { ownedSession } from "./session-access.js";
 import { Check, LIMITS } from "./validate.js";
 import { workspaceToWire } from "./wire.js";
@@ -53,10 +53,8 @@ export function diffHandlers(deps: WorkspaceServiceDeps): DiffMethods {
       const c = new Check();
       const changesetId = c.uuid("changeset_id", req.changesetId);
       c.done();
-      await requireChangesetMember(ctx, changesetId!, () => registry.agentsOfChangeset(changesetId!), "NOT_CHANGESET_OWNER");
-      const repoId = await registry.repositoryOfChangeset(changesetId!);
+      const repoId = await requireChangesetReader(ctx, changesetId!, registry);
       const workspaces = await registry.workspacesOfChangeset(changesetId!);
-      if (!actsForAnyone(ctx.principal) && repoId !== undefined) await requireRepository(registry, ctx.principal, repoId);
       const d = await overlay().diffChangeset(workspaces, req.binary, repoId!);
       return {
         patch: d.patch,

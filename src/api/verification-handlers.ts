@@ -12,11 +12,10 @@ import { verificationStateEnum } from "../platform/proto-enums.js";
 import { DEFAULT_CHECK_TIMEOUT_SECONDS } from "../sessions/repositories.js";
 import type { VerificationRow } from "../verification/verifications.repository.js";
 import type { ServiceHandlers } from "./handler.js";
-import { actsForAnyone, auditAdminAction, requireChangesetMember, requireRepository, requireRole } from "./authorize.js";
+import { auditAdminAction, requireChangesetReader, requireRole, showsServerPaths } from "./authorize.js";
 import { Check } from "./validate.js";
 import { repositoryToWire } from "./wire.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
-import { showsServerPaths } from "./authorize.js";
 
 type Methods = ServiceHandlers<typeof WorkspaceService>;
 type VerificationMethods = Pick<Methods, "setRepositoryCheck" | "listVerifications">;
@@ -63,9 +62,7 @@ export function verificationHandlers(deps: WorkspaceServiceDeps): VerificationMe
       const changesetId = c.uuid("changeset_id", req.changesetId);
       c.done();
       // Whoever may diff the changeset (DiffChangeset's rule) may read its checks' output.
-      await requireChangesetMember(ctx, changesetId!, () => registry.agentsOfChangeset(changesetId!), "NOT_CHANGESET_OWNER");
-      const repoId = await registry.repositoryOfChangeset(changesetId!);
-      if (!actsForAnyone(ctx.principal) && repoId !== undefined) await requireRepository(registry, ctx.principal, repoId);
+      await requireChangesetReader(ctx, changesetId!, registry);
       const rows = deps.verifier ? await deps.verifier.list(changesetId!) : [];
       return { verifications: rows.map(verificationToWire) };
     },
