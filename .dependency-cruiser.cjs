@@ -11,9 +11,10 @@
  *    5 claims/         platform, sessions, repository
  *    6 overlay/        platform, sessions, claims, repository
  *    7 turns/          platform, sessions, claims, overlay, repository, config
+ *   7b verification/   platform, sessions, claims, overlay, turns, repository (a repository's check on VERIFYING)
  *    8 delivery/       platform, config
  *    9 observability/  platform, sessions, claims, overlay, turns, delivery, repository, config
- *   10 api/            platform, auth, sessions, claims, overlay, turns, delivery, repository, config
+ *   10 api/            platform, auth, sessions, claims, overlay, turns, verification, delivery, repository, config
  *   10b console/       nothing from src/ (the web console: a static-file route and its browser modules)
  *   10c mcp/           nothing from src/ but gen/ (the MCP tools: a client of WorkspaceService, used by cli/ and transport/)
  *   11 transport/      everything above (not cli/, not main.ts)
@@ -43,7 +44,8 @@ function layer(name, from, allowed, comment) {
 /** The only src/ modules outside cli/ that the CLI (a client) may load. */
 // error-reasons.ts is data (the list of reasons errors.ts types its reasons with): no imports of its own.
 // mcp/ is the MCP tool layer, itself a client of WorkspaceService (`berth mcp` serves it on stdio).
-const CLI_ALLOWED = ["^src/config\\.ts$", "^src/platform/errors\\.ts$", "^src/platform/error-reasons\\.ts$", "^src/transport/status\\.ts$", "^src/mcp/"];
+// platform/sandbox.ts is bwrap's arguments and probe (node built-ins only): berth run and the server's checks share it.
+const CLI_ALLOWED = ["^src/config\\.ts$", "^src/platform/errors\\.ts$", "^src/platform/error-reasons\\.ts$", "^src/platform/sandbox\\.ts$", "^src/transport/status\\.ts$", "^src/mcp/"];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -105,6 +107,13 @@ module.exports = {
         "platform/, sessions/, claims/, overlay/ and config.ts only; it never reaches up into delivery, api or transport.",
     ),
     layer(
+      "verification-layer",
+      "^src/verification/",
+      ["^src/(verification|turns|platform|sessions|claims|overlay|repository)/"],
+      "Layer 7b: verification/ (a repository's check run on a changeset moved to VERIFYING) may import platform/, " +
+        "sessions/, overlay/ (the changeset's commit), turns/ (its checkout) and repository/; only api/ and transport/ use it.",
+    ),
+    layer(
       "delivery-layer",
       "^src/delivery/",
       ["^src/(delivery|platform)/", "^src/config\\.ts$"],
@@ -121,7 +130,7 @@ module.exports = {
     layer(
       "api-layer",
       "^src/api/",
-      ["^src/(api|platform|auth|sessions|claims|overlay|turns|delivery|repository)/", "^src/config\\.ts$"],
+      ["^src/(api|platform|auth|sessions|claims|overlay|turns|verification|delivery|repository)/", "^src/config\\.ts$"],
       "Layer 10: api/ (the RPC handlers) may import platform, auth, sessions, claims, overlay, turns, delivery and " +
         "config; it is transport-agnostic: it does not import transport/, observability/ or cli/.",
     ),
@@ -144,7 +153,7 @@ module.exports = {
     layer(
       "transport-layer",
       "^src/transport/",
-      ["^src/(transport|platform|auth|sessions|claims|overlay|turns|delivery|observability|api|console|mcp|repository)/", "^src/config\\.ts$"],
+      ["^src/(transport|platform|auth|sessions|claims|overlay|turns|verification|delivery|observability|api|console|mcp|repository)/", "^src/config\\.ts$"],
       "Layer 11: transport/ (gRPC and Connect servers, the pipeline, health, reflection) may import every layer " +
         "below it; it does not import cli/ (a client) or main.ts (the composition root).",
     ),

@@ -96,14 +96,15 @@ export default defineConfig(
     files: ["src/**/*.{ts,mts,cts,js,mjs,cjs}"],
     // src/cli/run-process.ts: `berth run` exists to start the user's command (under bwrap); that
     // module is the CLI's one child process, so the rule is lifted for it and nothing else in cli/.
-    ignores: ["src/platform/git.ts", "src/turns/environment.ts", "src/cli/run-process.ts"],
+    // src/platform/sandbox.ts: bwrap, probed by both and run by the server for a repository's check.
+    ignores: ["src/platform/git.ts", "src/turns/environment.ts", "src/cli/run-process.ts", "src/platform/sandbox.ts"],
     rules: {
       "no-restricted-imports": [
         "error",
         {
           paths: [
-            { name: "node:child_process", message: "Child processes: git through src/platform/git.ts; other programs only in turns/environment.ts and cli/run-process.ts (berth run)." },
-            { name: "child_process", message: "Child processes: git through src/platform/git.ts; other programs only in turns/environment.ts and cli/run-process.ts (berth run)." },
+            { name: "node:child_process", message: "Child processes: git through src/platform/git.ts; other programs only in turns/environment.ts, cli/run-process.ts (berth run) and platform/sandbox.ts (bwrap)." },
+            { name: "child_process", message: "Child processes: git through src/platform/git.ts; other programs only in turns/environment.ts, cli/run-process.ts (berth run) and platform/sandbox.ts (bwrap)." },
           ],
         },
       ],

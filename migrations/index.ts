@@ -21,6 +21,7 @@ import * as m0019 from "./0019_turns_exit_and_commit_messages.js";
 import * as m0020 from "./0020_repository_remote.js";
 import * as m0022 from "./0022_changeset_transitions.js";
 import * as m0023 from "./0023_comments.js";
+import * as m0024 from "./0024_verifications.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
 export const migrations: Readonly<Record<string, Migration>> = {
@@ -46,4 +47,5 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0020_repository_remote": m0020,
   "0022_changeset_transitions": m0022,
   "0023_comments": m0023,
+  "0024_verifications": m0024,
 };

@@ -11,7 +11,7 @@ import type { ChangesetStateName } from "../platform/schema.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 
 /**
- * Who may read a changeset (DiffChangeset, GetChangeset): a member of it or an admin, and a
+ * Who may read a changeset (DiffChangeset, GetChangeset, its comments and verifications): a member of it or an admin, and a
  * member whose grant on the changeset's repository was withdrawn may not.
  */
 export async function requireChangesetReader(registry: WorkspaceRegistry, ctx: CallContext, changesetId: string): Promise<string | undefined> {

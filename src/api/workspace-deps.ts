@@ -8,6 +8,7 @@ import type { LifecycleManager } from "../sessions/lifecycle.js";
 import type { Landing } from "../overlay/landing.js";
 import type { OverlayService } from "../overlay/overlay-service.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
+import type { Verifier } from "../verification/verifier.js";
 
 export interface WorkspaceServiceDeps {
   readonly registry: WorkspaceRegistry;
@@ -21,6 +22,8 @@ export interface WorkspaceServiceDeps {
   readonly overlay?: OverlayService | undefined;
   /** CommitChangeset and the merge of a MERGED transition (absent: MERGED is only a state). */
   readonly landing?: Landing | undefined;
+  /** Checks on VERIFYING: ListVerifications reads their records (absent: none are run here). */
+  readonly verifier?: Verifier | undefined;
   /** The turn scheduler's capture of a stranded session's running turn (ResumeSession waits for it). */
   readonly captures?: { captureSettled(workspaceId: string, callDeadline?: number): Promise<void> } | undefined;
 }

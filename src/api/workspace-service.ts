@@ -20,6 +20,7 @@ import { commentHandlers } from "./comment-handlers.js";
 import { diffHandlers } from "./diff-handlers.js";
 import { changesetHandlers } from "./changeset-handlers.js";
 import { moverOf, requireChangesetMover } from "./changeset-access.js";
+import { verificationHandlers } from "./verification-handlers.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
 import { overlayHandlers } from "./overlay-handlers.js";
@@ -227,5 +228,6 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     ...diffHandlers(deps),
     ...changesetHandlers(deps),
     ...commentHandlers(deps),
+    ...verificationHandlers(deps),
   };
 }

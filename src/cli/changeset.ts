@@ -1,9 +1,9 @@
 /** berth changeset ls|show|transition — ListChangesets, GetChangeset (with DiffChangeset's summary), TransitionChangeset. */
 import { InvalidArgumentError, type Command } from "commander";
-import { ChangesetState, DiffChangesetResponseSchema, GetChangesetResponseSchema, ListChangesetsResponseSchema, TransitionChangesetResponseSchema, type DiffChangesetResponse, type GetChangesetResponse } from "@berth/client";
+import { ChangesetState, DiffChangesetResponseSchema, GetChangesetResponseSchema, ListChangesetsResponseSchema, ListVerificationsResponseSchema, TransitionChangesetResponseSchema, VerificationState, type DiffChangesetResponse, type GetChangesetResponse } from "@berth/client";
 import { create, toJson } from "@bufbuild/protobuf";
 import { allPages, cliFor, resolveRepoIds } from "./client.js";
-import { formatTime, jsonLine, keyValues, print, table } from "./output.js";
+import { enumName, formatTime, jsonLine, keyValues, print, table } from "./output.js";
 import { changesetName, lifecycleName } from "./sessions.js";
 import { idArgument } from "./ids.js";
 
@@ -75,6 +75,26 @@ export function registerChangeset(program: Command): void {
       if (cli.json) return print(jsonLine(TransitionChangesetResponseSchema, res));
       const c = res.changeset!;
       print(keyValues([["changeset", c.id], ["repository", c.repoId], ["state", changesetName(c.state)], ["reason", c.reason], ["updated", formatTime(c.updatedAt)]]));
+    });
+
+  changeset
+    .command("verifications")
+    .alias("checks")
+    .description("the runs of its repository's check on a changeset, oldest first, with the last run's output (ListVerifications)")
+    .addArgument(idArgument("changeset", "<changeset>", "the changeset id"))
+    .option("--all", "print every run's output, not only the last's")
+    .action(async (changesetId: string, opts: { all?: boolean }, command: Command) => {
+      const cli = cliFor(command);
+      const res = await cli.call("listing verifications", () => cli.workspaces.listVerifications({ changesetId }));
+      if (cli.json) return print(jsonLine(ListVerificationsResponseSchema, res));
+      const vs = res.verifications;
+      if (vs.length === 0) return print("no verifications (the repository has no check, or the changeset never reached VERIFYING)");
+      print(table(["ID", "STATE", "REASON", "STARTED", "FINISHED", "COMMIT"], vs.map((v) => [v.id, enumName(VerificationState, v.state, "VERIFICATION_STATE_").toLowerCase(), v.reason || "-", formatTime(v.startedAt), v.finishedAt ? formatTime(v.finishedAt) : "-", v.commitId.slice(0, 12) || "-"])));
+      for (const v of opts.all ? vs : vs.slice(-1)) {
+        if (v.outputTail === "") continue;
+        print(`\n--- output of ${v.id} (its last 16 KiB at most) ---`);
+        print(v.outputTail.trimEnd());
+      }
     });
 }
 

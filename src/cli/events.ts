@@ -10,7 +10,7 @@
  */
 import { InvalidArgumentError, type Command } from "commander";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { ChangesetState, ConnectError, EventSchema, FileChange, TurnOutcome, type Event } from "@berth/client";
+import { ChangesetState, ConnectError, EventSchema, FileChange, TurnOutcome, VerificationState, type Event } from "@berth/client";
 import { cliFor, collect, resolveRepoIds } from "./client.js";
 import { codeName } from "../transport/status.js";
 import { enumName, jsonLine, note, paint, print, shortId, type Colour } from "./output.js";
@@ -70,6 +70,12 @@ function detail(event: Event): string {
       return `${p.value.oldBaseCommit.slice(0, 12)}→${p.value.newBaseCommit.slice(0, 12)}${p.value.conflicted.length ? `, ${p.value.conflicted.length} conflicted` : ""}`;
     case "commentChanged":
       return `comment ${shortId(p.value.commentId)}${p.value.path ? ` on ${p.value.path}${p.value.line ? `:${p.value.line}` : ""}` : ""}`;
+    case "verificationStarted":
+      return `check ${shortId(p.value.verificationId)}: ${(p.value.check?.argv ?? []).join(" ")}`;
+    case "verificationOutput":
+      return `check ${shortId(p.value.verificationId)}: ${new TextDecoder().decode(p.value.chunk).trimEnd().split("\n").at(-1) ?? ""}`;
+    case "verificationFinished":
+      return `check ${shortId(p.value.verificationId)} ${enumName(VerificationState, p.value.state, "").toLowerCase()}${p.value.exitCode !== undefined ? ` (exit ${p.value.exitCode})` : ""}`;
     // Every case is named (no default), so a new payload kind is a compile error here until it
     // is given its detail. undefined: no payload, or one this CLI's protos do not know.
     case "sessionAbandoned":

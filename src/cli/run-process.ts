@@ -3,22 +3,10 @@
  * otherwise. The CLI's only child process (eslint.config.js allows it here and nowhere else in
  * cli/): how the sandbox is built, probed and signalled is in this module alone.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-
-/** What the sandbox lets the command see (docs/security.md, "berth run's sandbox"). */
-export interface SandboxPlan {
-  /** The environment: the only writable directory (besides the private /tmp). */
-  readonly writable: string;
-  /** Directories made empty (tmpfs) and files made empty (/dev/null) inside the sandbox. */
-  readonly hide: readonly string[];
-  /** Host directories shown read-only even under the private /tmp (the object store the environment's git borrows). */
-  readonly readable: readonly string[];
-  /** Host files shown read-only at a path inside the sandbox (the workspace map). */
-  readonly files: readonly { readonly host: string; readonly inside: string }[];
-  readonly network: boolean;
-}
+import { BWRAP, bwrapArgs, type SandboxPlan } from "../platform/sandbox.js";
 
 export interface Launch {
   readonly command: string;
@@ -33,66 +21,6 @@ export interface Exit {
   /** The exit status; under bwrap a signal death shows as 128 + its number, as a shell shows it. */
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
-}
-
-const BWRAP = "bwrap";
-
-/** Whether bwrap can build a sandbox here: undefined when it can, else why not. */
-export function sandboxUnavailable(): string | undefined {
-  const probe = spawnSync(BWRAP, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent", "true"], { stdio: ["ignore", "ignore", "pipe"], timeout: 10_000 });
-  if (probe.error) {
-    return (probe.error as NodeJS.ErrnoException).code === "ENOENT"
-      ? "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-      : `bubblewrap (bwrap) could not be started: ${probe.error.message}`;
-  }
-  if (probe.status !== 0) {
-    const said = probe.stderr.toString().trim();
-    return `bubblewrap (bwrap) cannot create a sandbox here (user namespaces off? see sysctl kernel.unprivileged_userns_clone / user.max_user_namespaces)${said ? `: ${said}` : ""}`;
-  }
-  return undefined;
-}
-
-/** A mirror's object store relative to the data directory that holds it (src/repository/mirror.ts names mirrors by repository id). */
-const MIRROR_OBJECTS = /^mirrors\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.git\/objects$/;
-
-const inside = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith("/") ? parent : `${parent}/`);
-
-/**
- * bwrap's arguments. Order matters (later mounts cover earlier ones): the system read-only, a
- * fresh /dev and /proc (this PID namespace's processes only: no other process's environ or
- * command line), a private /tmp, then the hidden paths, the readable ones (outside every hidden
- * path), then the environment bound read-write
- * over whatever hid it (its parent, the environment root, is hidden), then what is hidden
- * inside it, then the files shown.
- */
-export function bwrapArgs(plan: SandboxPlan, cwd: string): string[] {
-  const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-pid", "--die-with-parent"];
-  if (!plan.network) args.push("--unshare-net");
-  const hideOne = (p: string) => {
-    let dir: boolean;
-    try {
-      dir = statSync(p).isDirectory();
-    } catch {
-      return; // nothing there: nothing to hide
-    }
-    args.push(...(dir ? ["--tmpfs", p] : ["--ro-bind", "/dev/null", p]));
-  };
-  const hides = [...new Set(plan.hide.map((p) => path.resolve(p)))].filter((p) => !inside("/tmp", p)).sort((a, b) => a.length - b.length);
-  for (const p of hides.filter((h) => !inside(h, plan.writable))) hideOne(p);
-  // Neither in nor over a hidden path (nor the environment): the list comes from a file the agent can edit.
-  // One exception, exactly: the object store of a mirror of a git server in a hidden data
-  // directory (<BERTH_DATA_DIR>/mirrors/<repo_id>.git/objects), which is what a registered
-  // repository's objects are for an environment of a repository on a git server.
-  const overlaps = (p: string, q: string) => inside(p, q) || inside(q, p);
-  const mirrorObjects = (p: string) => hides.some((h) => MIRROR_OBJECTS.test(path.relative(h, p)));
-  for (const p of plan.readable.map((r) => path.resolve(r))) {
-    if ((!hides.some((h) => overlaps(p, h)) || mirrorObjects(p)) && !overlaps(p, plan.writable) && !inside("/tmp", p)) args.push("--ro-bind-try", p, p);
-  }
-  args.push("--bind", plan.writable, plan.writable);
-  for (const p of hides.filter((h) => inside(h, plan.writable))) hideOne(p);
-  for (const f of plan.files) args.push("--ro-bind", f.host, f.inside);
-  args.push("--chdir", cwd);
-  return args;
 }
 
 /**

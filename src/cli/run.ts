@@ -16,7 +16,8 @@ import { cliFor, type Cli } from "./client.js";
 import { resolveId } from "./ids.js";
 import { CliExit, UsageError, enumName, note, reportError } from "./output.js";
 import { changesetComments, commentView } from "../mcp/tools.js";
-import { RunningCommand, findProgram, sandboxUnavailable, type Exit, type SandboxPlan } from "./run-process.js";
+import { RunningCommand, findProgram, type Exit } from "./run-process.js";
+import { sandboxUnavailable, type SandboxPlan } from "../platform/sandbox.js";
 
 /** `run`'s own exit codes, apart from the command's (as `timeout` and `env` keep theirs). */
 export const RUN_EXIT = {

@@ -273,7 +273,7 @@ export class Landing {
    * The commit to merge, in the transition's transaction: the current overlay's, or the one
    * recorded when no live session holds an overlay any more.
    */
-  private async commitForMerge(change: Change, locked: LandingChangeset, place: Place, agentId: string, deferred: RefUpdate[]): Promise<string> {
+  private async commitForMerge(change: Change, locked: LandingChangeset, place: Place, agentId: string, deferred?: RefUpdate[]): Promise<string> {
     // Written by another instance: its commit is on the server's changeset branch (fetched), or fetched by id here.
     if (place.mirror !== undefined && locked.commit_id) await place.mirror.ensure(locked.commit_id).catch(() => undefined);
     const prior = locked.commit_id ? await commitIdentity(place.dir, locked.commit_id) : undefined;
@@ -284,6 +284,25 @@ export class Landing {
       if (locked.commit_id && err instanceof BerthError && err.reason === "NOTHING_TO_COMMIT") return locked.commit_id;
       throw err;
     }
+  }
+
+  /**
+   * The commit a check on VERIFYING runs on (src/verification/): built as MERGED builds it (the
+   * current overlay, with the message and author of the changeset's last commit, so the merge
+   * later finds the same commit), or the recorded commit when no live session holds an overlay
+   * any more. With the git directory holding it on this instance. `agentId`: the author when the
+   * changeset was never committed.
+   */
+  async commitForCheck(changesetId: string, agentId: string): Promise<{ commit: string; gitDir: string }> {
+    const cs = await this.changeset(changesetId);
+    assertNotTerminal(changesetId, cs.state);
+    const place = await this.placeOf(cs);
+    const commit = await this.deps.registry.uow.run(async (change) => {
+      const locked = (await findLandingChangeset(change.trx, changesetId, "update"))!;
+      assertNotTerminal(changesetId, locked.state);
+      return this.commitForMerge(change, locked, place, agentId);
+    });
+    return { commit, gitDir: place.dir };
   }
 
   private async changeset(changesetId: string): Promise<LandingChangeset> {

@@ -211,7 +211,7 @@ export const REASON_ROWS = [
   {
     code: "PERMISSION_DENIED",
     reasons: ["AGENT_MISMATCH", "NOT_SESSION_OWNER", "NOT_CHANGESET_OWNER", "ROLE_REQUIRED"],
-    when: "the caller acts for another agent, or lacks the admin role (GetPoolStats, a `source_path`, `cause: ADMIN`, BeginTurn `require_environment_path`: checked before anything begins)",
+    when: "the caller acts for another agent, or lacks the admin role (GetPoolStats, SetRepositoryCheck, a `source_path`, `cause: ADMIN`, BeginTurn `require_environment_path`: checked before anything begins)",
     metadata: "varies",
   },
   {

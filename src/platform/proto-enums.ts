@@ -4,8 +4,8 @@
  * domain layers build payloads with these; `api/` uses the same tables for responses. Each
  * table is written once; its inverse is derived from it, never written by hand.
  */
-import { ChangesetState, FileChange, LifecycleState, SymbolChangeKind, TurnOutcome, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
-import type { ChangesetStateName, FileChangeName, LifecycleName, ModeName, OutcomeName } from "./schema.js";
+import { ChangesetState, FileChange, LifecycleState, SymbolChangeKind, TurnOutcome, VerificationState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import type { ChangesetStateName, FileChangeName, LifecycleName, ModeName, OutcomeName, VerificationStateName } from "./schema.js";
 
 export type { FileChangeName, OutcomeName };
 
@@ -48,6 +48,15 @@ const SYMBOL_CHANGES: Readonly<Record<FileChangeName, SymbolChangeKind>> = {
   modified: SymbolChangeKind.MODIFIED,
   deleted: SymbolChangeKind.DELETED,
 };
+
+const VERIFICATION_STATES: Readonly<Record<VerificationStateName, VerificationState>> = {
+  running: VerificationState.RUNNING,
+  passed: VerificationState.PASSED,
+  failed: VerificationState.FAILED,
+  error: VerificationState.ERROR,
+};
+
+export const verificationStateEnum = (name: VerificationStateName): VerificationState => VERIFICATION_STATES[name];
 
 function inverse<N extends string, E extends number>(table: Readonly<Record<N, E>>): ReadonlyMap<E, N> {
   return new Map((Object.entries(table) as [N, E][]).map(([n, e]) => [e, n]));

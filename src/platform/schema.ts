@@ -30,6 +30,9 @@ export interface RepositoryTable {
   request_id: string | null;
   /** The git server's URL, credentials never in it (migrations/0020_repository_remote.ts); NULL with a source_path or neither. */
   remote_url: Generated<string | null>;
+  /** The check run on VERIFYING, an argv (migrations/0024_verifications.ts); NULL: none. */
+  check_argv: Generated<string[] | null>;
+  check_timeout_seconds: Generated<number | null>;
 }
 
 export type ChangesetStateName = "draft" | "submitted" | "verifying" | "approved" | "rejected" | "merged" | "closed";
@@ -262,6 +265,28 @@ export interface CommentTable {
   resolved_at: NullableTimestamp;
 }
 
+export type VerificationStateName = "running" | "passed" | "failed" | "error";
+
+/** One run of a repository's check on a changeset moved to VERIFYING (migrations/0024_verifications.ts). */
+export interface VerificationTable {
+  id: string;
+  changeset_id: string;
+  repo_id: string;
+  state: VerificationStateName;
+  argv: string[];
+  timeout_seconds: number;
+  /** The changeset's commit the check ran on (CommitChangeset's), once built. */
+  commit_id: string | null;
+  exit_code: number | null;
+  reason: Generated<string>;
+  /** The last bytes of the check's output (stdout and stderr interleaved), UTF-8. */
+  output_tail: Generated<string>;
+  started_at: Timestamp;
+  finished_at: Timestamp | null;
+  /** The incarnation (instances.id) running it. */
+  instance_id: string | null;
+}
+
 // ---- every table --------------------------------------------------------------------------
 
 export interface Database {
@@ -280,10 +305,11 @@ export interface Database {
   overlay_reads: OverlayReadTable;
   changeset_transitions: ChangesetTransitionTable;
   comments: CommentTable;
+  verifications: VerificationTable;
 }
 
 const COLUMNS = {
-  repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude", "request_id", "remote_url"],
+  repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude", "request_id", "remote_url", "check_argv", "check_timeout_seconds"],
   changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at", "commit_id", "committed_at", "version", "merged_into"],
   workspaces: [
     "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",
@@ -306,6 +332,7 @@ const COLUMNS = {
   overlay_reads: ["workspace_id", "path", "read_at"],
   changeset_transitions: ["changeset_id", "version", "from_state", "to_state", "reason", "who", "at"],
   comments: ["id", "changeset_id", "repo_id", "path", "line", "body", "author", "created_at", "resolved_by", "resolved_at"],
+  verifications: ["id", "changeset_id", "repo_id", "state", "argv", "timeout_seconds", "commit_id", "exit_code", "reason", "output_tail", "started_at", "finished_at", "instance_id"],
 } as const;
 
 /** The columns of `Table` a list lacks, and the names it has that `Table` does not: never when it is exact. */

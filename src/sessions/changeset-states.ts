@@ -2,7 +2,9 @@
  * The changeset state machine: DRAFT→SUBMITTED→VERIFYING→APPROVED|REJECTED, APPROVED→MERGED,
  * any non-terminal→CLOSED. MERGED, REJECTED and CLOSED are terminal. A reviewer sends work back
  * for changes by moving SUBMITTED, VERIFYING or APPROVED back to DRAFT (issue 29): REJECTED is
- * the end of a changeset, DRAFT the state its sessions are meant to work in.
+ * the end of a changeset, DRAFT the state its sessions are meant to work in. VERIFYING→SUBMITTED
+ * sends a changeset back without ending it: where a failed check (or a lost one) puts it
+ * (src/verification/verifier.ts, docs/decisions.md), and where a reviewer may put it too.
  */
 import type { ChangesetStateName } from "../platform/schema.js";
 
@@ -11,7 +13,7 @@ export const TERMINAL_STATES: ReadonlySet<ChangesetStateName> = new Set(["merged
 const NEXT: Readonly<Record<ChangesetStateName, readonly ChangesetStateName[]>> = {
   draft: ["submitted", "closed"],
   submitted: ["verifying", "draft", "closed"],
-  verifying: ["approved", "rejected", "draft", "closed"],
+  verifying: ["approved", "rejected", "submitted", "draft", "closed"],
   approved: ["merged", "draft", "closed"],
   rejected: [],
   merged: [],

@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "../platform/clock.js";
 import { BerthError, failedPrecondition, notFound } from "../platform/errors.js";
-import { assertActive, type Changeset, type Repository, type Workspace } from "./workspace.js";
+import { assertActive, type Changeset, type Repository, type RepositoryCheck, type Workspace } from "./workspace.js";
 import type { Change, UnitOfWork } from "../platform/unit-of-work.js";
 import type { Db } from "../platform/database.js";
 import type { ChangesetStateName, LifecycleName } from "../platform/schema.js";
@@ -199,6 +199,11 @@ export class WorkspaceRegistry {
   /** A page of repositories by name, after `afterName` (ListRepositories). */
   repositoriesAfter(afterName: string | undefined, limit: number): Promise<Repository[]> {
     return this.repositories.repositoriesAfter(afterName, limit);
+  }
+
+  /** SetRepositoryCheck (repositories.ts). */
+  setRepositoryCheck(id: string, check: RepositoryCheck | null): Promise<Repository> {
+    return this.repositories.setCheck(id, check);
   }
 
   repository(id: string): Promise<Repository> {

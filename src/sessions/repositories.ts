@@ -6,7 +6,7 @@
 import type { Clock } from "../platform/clock.js";
 import { BerthError, notFound } from "../platform/errors.js";
 import type { Db } from "../platform/database.js";
-import type { Repository } from "./workspace.js";
+import type { Repository, RepositoryCheck } from "./workspace.js";
 import { checkGitRepository } from "../repository/git-source.js";
 import type { RepositoryLocations } from "../repository/locations.js";
 import { checkRemoteUrl } from "../repository/remote-url.js";
@@ -79,6 +79,19 @@ export class Repositories {
     return (await sqlRepo.listRepositoriesAfter(this.db, afterName, limit)).map(repositoryFromRow);
   }
 
+  /**
+   * SetRepositoryCheck: the repository's check, or none (null). Whether a transition to VERIFYING
+   * runs one is read from the row in that transition's transaction, never from this cache: an
+   * instance that has not heard of the change still decides as the database says.
+   */
+  async setCheck(id: string, check: RepositoryCheck | null): Promise<Repository> {
+    const row = await sqlRepo.setRepositoryCheck(this.db, id, check && { argv: [...check.argv], timeoutSeconds: check.timeoutSeconds });
+    if (!row) throw repositoryNotFound(id);
+    const repo = repositoryFromRow(row);
+    this.repos.set(id, repo);
+    return repo;
+  }
+
   async repository(id: string): Promise<Repository> {
     const cached = this.repos.get(id);
     if (cached) return cached;
@@ -99,8 +112,12 @@ export function repositoryNotFound(repoId: string): BerthError {
 }
 
 function repositoryFromRow(row: sqlRepo.RepositoryRow): Repository {
-  return { id: row.id, name: row.name, sourcePath: row.source_path, remoteUrl: row.remote_url, createdAt: row.created_at.getTime(), captureExclude: row.capture_exclude };
+  const check = row.check_argv && row.check_argv.length > 0 ? { argv: row.check_argv, timeoutSeconds: row.check_timeout_seconds ?? DEFAULT_CHECK_TIMEOUT_SECONDS } : undefined;
+  return { id: row.id, name: row.name, sourcePath: row.source_path, remoteUrl: row.remote_url, createdAt: row.created_at.getTime(), captureExclude: row.capture_exclude, ...(check ? { check } : {}) };
 }
+
+/** A check set with timeout_seconds 0 (unset) may run this long. */
+export const DEFAULT_CHECK_TIMEOUT_SECONDS = 600;
 
 /** Where a repository being registered lives: at most one of the two (the API refuses both). */
 export interface RepositoryLocation {

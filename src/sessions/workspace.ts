@@ -11,6 +11,14 @@ export interface Repository {
   readonly createdAt: number;
   /** What a turn's capture leaves out besides .gitignore (gitignore syntax). */
   readonly captureExclude: readonly string[];
+  /** The check run when a changeset moves to VERIFYING (SetRepositoryCheck); absent: none. */
+  readonly check?: RepositoryCheck | undefined;
+}
+
+/** A repository's check: a command (no shell) and how long it may run. */
+export interface RepositoryCheck {
+  readonly argv: readonly string[];
+  readonly timeoutSeconds: number;
 }
 
 export interface Changeset {

@@ -20,6 +20,7 @@ import type { MirrorProbe } from "../repository/mirror.js";
 import { LifecycleManager, defaultInstanceName } from "../sessions/lifecycle.js";
 import { OverlayService } from "../overlay/overlay-service.js";
 import { Landing } from "../overlay/landing.js";
+import { Verifier } from "../verification/verifier.js";
 import { EventHub } from "../delivery/hub.js";
 import type { NatsRelay } from "../delivery/nats-relay.js";
 import { EventPruner } from "../delivery/pruner.js";
@@ -185,7 +186,25 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     // `events` is read by src/api/event-handlers.ts (EventServiceDeps).
     // A changeset's default commit message goes on with its agents' own commit messages, which the turns keep.
     const landing = new Landing({ registry, clock, refPrefix: config.commitRefPrefix, beforeTargetUpdate: options.beforeTargetUpdate, agentMessages: keptCommitMessages, baseTree: (source, commit) => overlay.git.tree(source, commit) });
-    const serviceDeps = { registry, lifecycle, events, overlay, landing };
+    // Checks on VERIFYING: run in fresh directories under the data directory, which (with the environments) the check cannot see.
+    const verifier = new Verifier({
+      registry,
+      landing,
+      clock,
+      logger,
+      root: path.join(config.dataDir, "verifications"),
+      hide: [config.dataDir, config.envRoot],
+      instance: {
+        id: instanceId,
+        get name() {
+          return identity.name;
+        },
+        staleAfterMs: lifecycle.staleAfterMs,
+      },
+      // As often as an instance can be found dead (a third of the staleness), as the turns' dead-owner sweep.
+      sweepIntervalMs: Math.max(1000, Math.floor(lifecycle.staleAfterMs / 3)),
+    });
+    const serviceDeps = { registry, lifecycle, events, overlay, landing, verifier };
     // Turns: environments under BERTH_ENV_ROOT, the pool, and the workspace map (off the critical path).
     const maps = new WorkspaceMapService({
       logger,
@@ -271,6 +290,8 @@ export async function build(config: Config, options: BuildOptions = {}): Promise
     closers.push(() => lifecycle.stop());
     await turns.start();
     closers.push(() => turns.stop());
+    await verifier.start();
+    closers.push(() => verifier.stop());
     locations.start();
     closers.push(async () => locations.stop());
     metrics.sources.turns = turns;

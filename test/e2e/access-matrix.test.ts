@@ -231,6 +231,21 @@ const ROWS: Row[] = [
     request: async (f) => ({ changesetId: (await f.session()).changesetId }),
     expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
   },
+  // A check is a command the server runs: only an admin sets one (here: clears it, which changes nothing).
+  {
+    rpc: "SetRepositoryCheck",
+    service: "ws",
+    method: "setRepositoryCheck",
+    request: (f) => ({ repositoryId: f.repoId }),
+    expect: { owner: "PERMISSION_DENIED ROLE_REQUIRED", granted: "PERMISSION_DENIED ROLE_REQUIRED", ungranted: "PERMISSION_DENIED ROLE_REQUIRED", withdrawn: "PERMISSION_DENIED ROLE_REQUIRED", admin: OK, none: NO_TOKEN },
+  },
+  {
+    rpc: "ListVerifications",
+    service: "ws",
+    method: "listVerifications",
+    request: async (f) => ({ changesetId: (await f.session()).changesetId }),
+    expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+  },
   // A prefix names only ids the caller may act on: to anyone else it names nothing (and tells nothing).
   {
     rpc: "ResolveIdPrefix (the first 8 characters of alice's session id)",

@@ -6,6 +6,7 @@
  */
 import { existsSync } from "node:fs";
 import net from "node:net";
+import { sandboxUnavailable } from "../../src/platform/sandbox.js";
 import { TestRunner, describe, it, type TestFunction, type TestOptions } from "vitest";
 import "./task-meta.js";
 
@@ -43,6 +44,8 @@ export const natsServerAvailable = existsSync(NATS_SERVER);
 /** The Chromium the console tests drive through playwright-core (test/console; Debian's `chromium`, which .ci/run installs). */
 export const CHROMIUM = process.env.BERTH_CHROMIUM_BIN ?? "/usr/bin/chromium";
 export const chromiumAvailable = existsSync(CHROMIUM);
+/** Why bubblewrap cannot build berth run's sandbox here (the server's checks on VERIFYING run in it); undefined when it can. */
+export const sandboxMissing = sandboxUnavailable();
 
 /** What a test needs beyond the embedded, in-memory PGlite. */
 export interface Requirements {
@@ -58,6 +61,8 @@ export interface Requirements {
   readonly natsServer?: boolean;
   /** The chromium binary (BERTH_CHROMIUM_BIN), for the web console's browser tests. */
   readonly chromium?: boolean;
+  /** bubblewrap able to build a sandbox (Debian's `bubblewrap`, which .ci/run installs), for checks on VERIFYING. */
+  readonly bwrap?: boolean;
 }
 
 /** What of `req` this machine lacks, as "no X at Y" phrases; throws instead under BERTH_REQUIRE_SERVICES=1. */
@@ -68,6 +73,7 @@ function missingFor(req: Requirements, what: string, file = fileName()): string[
   if (req.nats && !natsAvailable) missing.push(`no NATS at ${NATS_URL}`);
   if (req.natsServer && !natsServerAvailable) missing.push(`no nats-server at ${NATS_SERVER}`);
   if (req.chromium && !chromiumAvailable) missing.push(`no chromium at ${CHROMIUM}`);
+  if (req.bwrap && sandboxMissing) missing.push(`no bwrap sandbox at this host: ${sandboxMissing}`);
   if (missing.length > 0 && REQUIRE_SERVICES) {
     throw new Error(`${what}: ${missing.join(", ")}, and BERTH_REQUIRE_SERVICES=1 forbids skipping`);
   }

@@ -43,6 +43,8 @@ const unimplemented = (): never => {
 export function testService(probe: Probe) {
   return registration(WorkspaceService, {
     registerRepository: unimplemented,
+    setRepositoryCheck: unimplemented,
+    listVerifications: unimplemented,
     listRepositories: unimplemented,
     createWorkspace: unimplemented,
     destroyWorkspace: unimplemented,

@@ -5,7 +5,7 @@
  * cannot point it at the database or a token file).
  */
 import { describe, expect, it } from "vitest";
-import { bwrapArgs } from "../../src/cli/run-process.js";
+import { bwrapArgs } from "../../src/platform/sandbox.js";
 
 const DATA = "/var/lib/berth";
 const MIRROR = `${DATA}/mirrors/3f2a9c1e-0b7d-4e59-9a61-5c0d8e2f4b17.git/objects`;

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { ChangesetState, FileChange, SymbolChange, TurnOutcome, WorkspaceMode } from "./types_pb.js";
+import type { ChangesetState, FileChange, RepositoryCheck, SymbolChange, TurnOutcome, VerificationState, WorkspaceMode } from "./types_pb.js";
 import { file_berth_v1_types } from "./types_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/event.proto.
  */
 export const file_berth_v1_event: GenFile = /*@__PURE__*/
-  fileDesc("ChRiZXJ0aC92MS9ldmVudC5wcm90bxIIYmVydGgudjEijAgKBUV2ZW50EgsKA3NlcRgBIAEoBBIKCgJpZBgCIAEoCRIMCgRraW5kGAMgASgJEg8KB3JlcG9faWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBiABKAkSEAoIYWdlbnRfaWQYByABKAkSFAoMY2hhbmdlc2V0X2lkGAggASgJEi8KC29jY3VycmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YCiABKAkSMwoPc2Vzc2lvbl9jcmVhdGVkGBQgASgLMhguYmVydGgudjEuU2Vzc2lvbkNyZWF0ZWRIABI1ChBzZXNzaW9uX3N0cmFuZGVkGBUgASgLMhkuYmVydGgudjEuU2Vzc2lvblN0cmFuZGVkSAASMwoPc2Vzc2lvbl9yZXN1bWVkGBYgASgLMhguYmVydGgudjEuU2Vzc2lvblJlc3VtZWRIABI3ChFzZXNzaW9uX2FiYW5kb25lZBgXIAEoCzIaLmJlcnRoLnYxLlNlc3Npb25BYmFuZG9uZWRIABIvCg1zZXNzaW9uX2VuZGVkGBggASgLMhYuYmVydGgudjEuU2Vzc2lvbkVuZGVkSAASQQoWY2hhbmdlc2V0X3RyYW5zaXRpb25lZBgZIAEoCzIfLmJlcnRoLnYxLkNoYW5nZXNldFRyYW5zaXRpb25lZEgAEi0KDGZpbGVfY2hhbmdlZBgaIAEoCzIVLmJlcnRoLnYxLkZpbGVDaGFuZ2VkSAASLwoNY2xhaW1fY2hhbmdlZBgbIAEoCzIWLmJlcnRoLnYxLkNsYWltQ2hhbmdlZEgAEi0KDHR1cm5fY2hhbmdlZBgcIAEoCzIVLmJlcnRoLnYxLlR1cm5DaGFuZ2VkSAASOwoTZW52aXJvbm1lbnRfZXZpY3RlZBgdIAEoCzIcLmJlcnRoLnYxLkVudmlyb25tZW50RXZpY3RlZEgAEjEKDmNhcHR1cmVfZmFpbGVkGB4gASgLMhcuYmVydGgudjEuQ2FwdHVyZUZhaWxlZEgAEjsKE2NoYW5nZXNldF9jb21taXR0ZWQYHyABKAsyHC5iZXJ0aC52MS5DaGFuZ2VzZXRDb21taXR0ZWRIABI1ChBjaGFuZ2VzZXRfbWVyZ2VkGCAgASgLMhkuYmVydGgudjEuQ2hhbmdlc2V0TWVyZ2VkSAASNwoRd29ya3NwYWNlX3JlYmFzZWQYJCABKAsyGi5iZXJ0aC52MS5Xb3Jrc3BhY2VSZWJhc2VkSAASMwoPY29tbWVudF9jaGFuZ2VkGCggASgLMhguYmVydGgudjEuQ29tbWVudENoYW5nZWRIAEIJCgdwYXlsb2FkInAKDlNlc3Npb25DcmVhdGVkEhIKCmFnZW50X25hbWUYASABKAkSJQoEbW9kZRgCIAEoDjIXLmJlcnRoLnYxLldvcmtzcGFjZU1vZGUSDgoGaW50ZW50GAMgASgJEhMKC2Jhc2VfY29tbWl0GAQgASgJIkIKD1Nlc3Npb25TdHJhbmRlZBIvCgtzdHJhbmRlZF9hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQAoOU2Vzc2lvblJlc3VtZWQSFgoOb2xkX3Nlc3Npb25faWQYASABKAkSFgoObmV3X3Nlc3Npb25faWQYAiABKAkiTgoQU2Vzc2lvbkFiYW5kb25lZBI6ChhwcmV2aW91c19jaGFuZ2VzZXRfc3RhdGUYASABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZSIdCgxTZXNzaW9uRW5kZWQSDQoFY2F1c2UYASABKAkicQoVQ2hhbmdlc2V0VHJhbnNpdGlvbmVkEiwKCmZyb21fc3RhdGUYASABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZRIqCgh0b19zdGF0ZRgCIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlInwKC0ZpbGVDaGFuZ2VkEgwKBHBhdGgYASABKAkSJAoGY2hhbmdlGAIgASgOMhQuYmVydGgudjEuRmlsZUNoYW5nZRInCgdzeW1ib2xzGAMgAygLMhYuYmVydGgudjEuU3ltYm9sQ2hhbmdlEhAKCG5ld19oYXNoGAQgASgJImMKDENsYWltQ2hhbmdlZBIMCgRwYXRoGAEgASgJEg8KB3N5bWJvbHMYAiADKAkSGQoRaG9sZGVyX3Nlc3Npb25faWQYAyABKAkSGQoRaG9sZGVyX2FnZW50X25hbWUYBCABKAkivgEKC1R1cm5DaGFuZ2VkEg8KB3R1cm5faWQYASABKAkSFgoOY2xpZW50X3R1cm5faWQYAiABKAkSFQoNb3RoZXJfdHVybl9pZBgDIAEoCRImCgdvdXRjb21lGAQgASgOMhUuYmVydGgudjEuVHVybk91dGNvbWUSDAoEd2FybRgFIAEoCBIWCglleGl0X2NvZGUYBiABKAVIAIgBARITCgtleGl0X3NpZ25hbBgHIAEoCUIMCgpfZXhpdF9jb2RlIoIBCg1DYXB0dXJlRmFpbGVkEhgKEGVudmlyb25tZW50X3BhdGgYASABKAkSDwoHa2VwdF9hdBgCIAEoCRINCgVjYXVzZRgDIAEoCRIlCgZmYWlsZWQYBCADKAsyFS5iZXJ0aC52MS5QYXRoRmFpbHVyZRIQCghjYXB0dXJlZBgFIAEoDSIrCgtQYXRoRmFpbHVyZRIMCgRwYXRoGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI+ChJFbnZpcm9ubWVudEV2aWN0ZWQSGAoQZW52aXJvbm1lbnRfcGF0aBgBIAEoCRIOCgZyZWFzb24YAiABKAkiWAoSQ2hhbmdlc2V0Q29tbWl0dGVkEhEKCWNvbW1pdF9pZBgBIAEoCRILCgNyZWYYAiABKAkSDQoFcGF0aHMYAyABKA0SEwoLYmFzZV9jb21taXQYBCABKAkihgEKD0NoYW5nZXNldE1lcmdlZBISCgp0YXJnZXRfcmVmGAEgASgJEhUKDW9sZF9jb21taXRfaWQYAiABKAkSFQoNbmV3X2NvbW1pdF9pZBgDIAEoCRIbChNjaGFuZ2VzZXRfY29tbWl0X2lkGAQgASgJEhQKDGZhc3RfZm9yd2FyZBgFIAEoCCJoChBXb3Jrc3BhY2VSZWJhc2VkEhcKD29sZF9iYXNlX2NvbW1pdBgBIAEoCRIXCg9uZXdfYmFzZV9jb21taXQYAiABKAkSDgoGbWVyZ2VkGAMgAygJEhIKCmNvbmZsaWN0ZWQYBCADKAkiQAoOQ29tbWVudENoYW5nZWQSEgoKY29tbWVudF9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEgwKBGxpbmUYAyABKA1iBnByb3RvMw", [file_berth_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("ChRiZXJ0aC92MS9ldmVudC5wcm90bxIIYmVydGgudjEiyQkKBUV2ZW50EgsKA3NlcRgBIAEoBBIKCgJpZBgCIAEoCRIMCgRraW5kGAMgASgJEg8KB3JlcG9faWQYBCABKAkSEgoKc2Vzc2lvbl9pZBgFIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBiABKAkSEAoIYWdlbnRfaWQYByABKAkSFAoMY2hhbmdlc2V0X2lkGAggASgJEi8KC29jY3VycmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YCiABKAkSMwoPc2Vzc2lvbl9jcmVhdGVkGBQgASgLMhguYmVydGgudjEuU2Vzc2lvbkNyZWF0ZWRIABI1ChBzZXNzaW9uX3N0cmFuZGVkGBUgASgLMhkuYmVydGgudjEuU2Vzc2lvblN0cmFuZGVkSAASMwoPc2Vzc2lvbl9yZXN1bWVkGBYgASgLMhguYmVydGgudjEuU2Vzc2lvblJlc3VtZWRIABI3ChFzZXNzaW9uX2FiYW5kb25lZBgXIAEoCzIaLmJlcnRoLnYxLlNlc3Npb25BYmFuZG9uZWRIABIvCg1zZXNzaW9uX2VuZGVkGBggASgLMhYuYmVydGgudjEuU2Vzc2lvbkVuZGVkSAASQQoWY2hhbmdlc2V0X3RyYW5zaXRpb25lZBgZIAEoCzIfLmJlcnRoLnYxLkNoYW5nZXNldFRyYW5zaXRpb25lZEgAEi0KDGZpbGVfY2hhbmdlZBgaIAEoCzIVLmJlcnRoLnYxLkZpbGVDaGFuZ2VkSAASLwoNY2xhaW1fY2hhbmdlZBgbIAEoCzIWLmJlcnRoLnYxLkNsYWltQ2hhbmdlZEgAEi0KDHR1cm5fY2hhbmdlZBgcIAEoCzIVLmJlcnRoLnYxLlR1cm5DaGFuZ2VkSAASOwoTZW52aXJvbm1lbnRfZXZpY3RlZBgdIAEoCzIcLmJlcnRoLnYxLkVudmlyb25tZW50RXZpY3RlZEgAEjEKDmNhcHR1cmVfZmFpbGVkGB4gASgLMhcuYmVydGgudjEuQ2FwdHVyZUZhaWxlZEgAEjsKE2NoYW5nZXNldF9jb21taXR0ZWQYHyABKAsyHC5iZXJ0aC52MS5DaGFuZ2VzZXRDb21taXR0ZWRIABI1ChBjaGFuZ2VzZXRfbWVyZ2VkGCAgASgLMhkuYmVydGgudjEuQ2hhbmdlc2V0TWVyZ2VkSAASNwoRd29ya3NwYWNlX3JlYmFzZWQYJCABKAsyGi5iZXJ0aC52MS5Xb3Jrc3BhY2VSZWJhc2VkSAASMwoPY29tbWVudF9jaGFuZ2VkGCggASgLMhguYmVydGgudjEuQ29tbWVudENoYW5nZWRIABI9ChR2ZXJpZmljYXRpb25fc3RhcnRlZBgsIAEoCzIdLmJlcnRoLnYxLlZlcmlmaWNhdGlvblN0YXJ0ZWRIABI7ChN2ZXJpZmljYXRpb25fb3V0cHV0GC0gASgLMhwuYmVydGgudjEuVmVyaWZpY2F0aW9uT3V0cHV0SAASPwoVdmVyaWZpY2F0aW9uX2ZpbmlzaGVkGC4gASgLMh4uYmVydGgudjEuVmVyaWZpY2F0aW9uRmluaXNoZWRIAEIJCgdwYXlsb2FkInAKDlNlc3Npb25DcmVhdGVkEhIKCmFnZW50X25hbWUYASABKAkSJQoEbW9kZRgCIAEoDjIXLmJlcnRoLnYxLldvcmtzcGFjZU1vZGUSDgoGaW50ZW50GAMgASgJEhMKC2Jhc2VfY29tbWl0GAQgASgJIkIKD1Nlc3Npb25TdHJhbmRlZBIvCgtzdHJhbmRlZF9hdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQAoOU2Vzc2lvblJlc3VtZWQSFgoOb2xkX3Nlc3Npb25faWQYASABKAkSFgoObmV3X3Nlc3Npb25faWQYAiABKAkiTgoQU2Vzc2lvbkFiYW5kb25lZBI6ChhwcmV2aW91c19jaGFuZ2VzZXRfc3RhdGUYASABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZSIdCgxTZXNzaW9uRW5kZWQSDQoFY2F1c2UYASABKAkicQoVQ2hhbmdlc2V0VHJhbnNpdGlvbmVkEiwKCmZyb21fc3RhdGUYASABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZRIqCgh0b19zdGF0ZRgCIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlInwKC0ZpbGVDaGFuZ2VkEgwKBHBhdGgYASABKAkSJAoGY2hhbmdlGAIgASgOMhQuYmVydGgudjEuRmlsZUNoYW5nZRInCgdzeW1ib2xzGAMgAygLMhYuYmVydGgudjEuU3ltYm9sQ2hhbmdlEhAKCG5ld19oYXNoGAQgASgJImMKDENsYWltQ2hhbmdlZBIMCgRwYXRoGAEgASgJEg8KB3N5bWJvbHMYAiADKAkSGQoRaG9sZGVyX3Nlc3Npb25faWQYAyABKAkSGQoRaG9sZGVyX2FnZW50X25hbWUYBCABKAkivgEKC1R1cm5DaGFuZ2VkEg8KB3R1cm5faWQYASABKAkSFgoOY2xpZW50X3R1cm5faWQYAiABKAkSFQoNb3RoZXJfdHVybl9pZBgDIAEoCRImCgdvdXRjb21lGAQgASgOMhUuYmVydGgudjEuVHVybk91dGNvbWUSDAoEd2FybRgFIAEoCBIWCglleGl0X2NvZGUYBiABKAVIAIgBARITCgtleGl0X3NpZ25hbBgHIAEoCUIMCgpfZXhpdF9jb2RlIoIBCg1DYXB0dXJlRmFpbGVkEhgKEGVudmlyb25tZW50X3BhdGgYASABKAkSDwoHa2VwdF9hdBgCIAEoCRINCgVjYXVzZRgDIAEoCRIlCgZmYWlsZWQYBCADKAsyFS5iZXJ0aC52MS5QYXRoRmFpbHVyZRIQCghjYXB0dXJlZBgFIAEoDSIrCgtQYXRoRmFpbHVyZRIMCgRwYXRoGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI+ChJFbnZpcm9ubWVudEV2aWN0ZWQSGAoQZW52aXJvbm1lbnRfcGF0aBgBIAEoCRIOCgZyZWFzb24YAiABKAkiWAoSQ2hhbmdlc2V0Q29tbWl0dGVkEhEKCWNvbW1pdF9pZBgBIAEoCRILCgNyZWYYAiABKAkSDQoFcGF0aHMYAyABKA0SEwoLYmFzZV9jb21taXQYBCABKAkihgEKD0NoYW5nZXNldE1lcmdlZBISCgp0YXJnZXRfcmVmGAEgASgJEhUKDW9sZF9jb21taXRfaWQYAiABKAkSFQoNbmV3X2NvbW1pdF9pZBgDIAEoCRIbChNjaGFuZ2VzZXRfY29tbWl0X2lkGAQgASgJEhQKDGZhc3RfZm9yd2FyZBgFIAEoCCJoChBXb3Jrc3BhY2VSZWJhc2VkEhcKD29sZF9iYXNlX2NvbW1pdBgBIAEoCRIXCg9uZXdfYmFzZV9jb21taXQYAiABKAkSDgoGbWVyZ2VkGAMgAygJEhIKCmNvbmZsaWN0ZWQYBCADKAkiQAoOQ29tbWVudENoYW5nZWQSEgoKY29tbWVudF9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEgwKBGxpbmUYAyABKA0iWAoTVmVyaWZpY2F0aW9uU3RhcnRlZBIXCg92ZXJpZmljYXRpb25faWQYASABKAkSKAoFY2hlY2sYAiABKAsyGS5iZXJ0aC52MS5SZXBvc2l0b3J5Q2hlY2siTAoSVmVyaWZpY2F0aW9uT3V0cHV0EhcKD3ZlcmlmaWNhdGlvbl9pZBgBIAEoCRINCgVjaHVuaxgCIAEoDBIOCgZvZmZzZXQYAyABKAQilgEKFFZlcmlmaWNhdGlvbkZpbmlzaGVkEhcKD3ZlcmlmaWNhdGlvbl9pZBgBIAEoCRIqCgVzdGF0ZRgCIAEoDjIbLmJlcnRoLnYxLlZlcmlmaWNhdGlvblN0YXRlEhYKCWV4aXRfY29kZRgDIAEoBUgAiAEBEhMKC291dHB1dF90YWlsGAQgASgJQgwKCl9leGl0X2NvZGViBnByb3RvMw", [file_berth_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * A lifecycle event, stored in the same transaction as the change that caused it
@@ -218,6 +218,30 @@ export type Event = Message<"berth.v1.Event"> & {
      */
     value: CommentChanged;
     case: "commentChanged";
+  } | {
+    /**
+     * verification.started
+     *
+     * @generated from field: berth.v1.VerificationStarted verification_started = 44;
+     */
+    value: VerificationStarted;
+    case: "verificationStarted";
+  } | {
+    /**
+     * verification.output
+     *
+     * @generated from field: berth.v1.VerificationOutput verification_output = 45;
+     */
+    value: VerificationOutput;
+    case: "verificationOutput";
+  } | {
+    /**
+     * verification.finished
+     *
+     * @generated from field: berth.v1.VerificationFinished verification_finished = 46;
+     */
+    value: VerificationFinished;
+    case: "verificationFinished";
   } | { case: undefined; value?: undefined };
 };
 
@@ -816,4 +840,111 @@ export type CommentChanged = Message<"berth.v1.CommentChanged"> & {
  */
 export const CommentChangedSchema: GenMessage<CommentChanged> = /*@__PURE__*/
   messageDesc(file_berth_v1_event, 16);
+
+/**
+ * Payload of verification.started: the changeset moved to VERIFYING and its repository's check
+ * will run (in the same transaction as the changeset.transitioned).
+ *
+ * @generated from message berth.v1.VerificationStarted
+ */
+export type VerificationStarted = Message<"berth.v1.VerificationStarted"> & {
+  /**
+   * The verification.
+   *
+   * @generated from field: string verification_id = 1;
+   */
+  verificationId: string;
+
+  /**
+   * The command.
+   *
+   * @generated from field: berth.v1.RepositoryCheck check = 2;
+   */
+  check?: RepositoryCheck | undefined;
+};
+
+/**
+ * Describes the message berth.v1.VerificationStarted.
+ * Use `create(VerificationStartedSchema)` to create a new message.
+ */
+export const VerificationStartedSchema: GenMessage<VerificationStarted> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 17);
+
+/**
+ * Payload of verification.output: a chunk of a running check's output (stdout and stderr
+ * interleaved, at most 4 KiB; after 256 KiB of a run no more are sent, the record keeps the tail).
+ *
+ * @generated from message berth.v1.VerificationOutput
+ */
+export type VerificationOutput = Message<"berth.v1.VerificationOutput"> & {
+  /**
+   * The verification.
+   *
+   * @generated from field: string verification_id = 1;
+   */
+  verificationId: string;
+
+  /**
+   * The bytes, as the check wrote them.
+   *
+   * @generated from field: bytes chunk = 2;
+   */
+  chunk: Uint8Array;
+
+  /**
+   * Its offset in the run's output.
+   *
+   * @generated from field: uint64 offset = 3;
+   */
+  offset: bigint;
+};
+
+/**
+ * Describes the message berth.v1.VerificationOutput.
+ * Use `create(VerificationOutputSchema)` to create a new message.
+ */
+export const VerificationOutputSchema: GenMessage<VerificationOutput> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 18);
+
+/**
+ * Payload of verification.finished (the changeset's move, if any, is its own changeset.transitioned).
+ *
+ * @generated from message berth.v1.VerificationFinished
+ */
+export type VerificationFinished = Message<"berth.v1.VerificationFinished"> & {
+  /**
+   * The verification.
+   *
+   * @generated from field: string verification_id = 1;
+   */
+  verificationId: string;
+
+  /**
+   * PASSED, FAILED or ERROR.
+   *
+   * @generated from field: berth.v1.VerificationState state = 2;
+   */
+  state: VerificationState;
+
+  /**
+   * The check's exit status, when it exited.
+   *
+   * @generated from field: optional int32 exit_code = 3;
+   */
+  exitCode?: number | undefined;
+
+  /**
+   * The last bytes of the output (as Verification.output_tail).
+   *
+   * @generated from field: string output_tail = 4;
+   */
+  outputTail: string;
+};
+
+/**
+ * Describes the message berth.v1.VerificationFinished.
+ * Use `create(VerificationFinishedSchema)` to create a new message.
+ */
+export const VerificationFinishedSchema: GenMessage<VerificationFinished> = /*@__PURE__*/
+  messageDesc(file_berth_v1_event, 19);
 

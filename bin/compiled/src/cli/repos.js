@@ -1,6 +1,9 @@
-import { ListRepositoriesResponseSchema, RegisterRepositoryResponseSchema } from "@berth/client";
+/** berth repos add|ls — RegisterRepository, ListRepositories. */
+import { InvalidArgumentError } from "commander";
+import { ListRepositoriesResponseSchema, RegisterRepositoryResponseSchema, SetRepositoryCheckResponseSchema } from "@berth/client";
 import { create } from "@bufbuild/protobuf";
-import { allRepositories, cliFor } from "./client.js";
+import { allRepositories, cliFor, resolveRepoIds } from "./client.js";
+import { UsageError } from "./output.js";
 import { formatTime, jsonLine, keyValues, print, table } from "./output.js";
 export function registerRepos(program) {
     const repos = program.command("repos").description("repositories agents work on");
@@ -37,4 +40,32 @@ export function registerRepos(program) {
             return print("no repositories (berth repos add <name> registers one)");
         print(table(["ID", "NAME", "SOURCE", "CREATED"], repositories.map((r) => [r.id, r.name, r.sourcePath || r.remoteUrl || "-", formatTime(r.createdAt)])));
     });
+    repos
+        .command("check")
+        .description("set the command run on a changeset's tree when it moves to VERIFYING (SetRepositoryCheck; admin role): exit 0 approves it, anything else sends it back to SUBMITTED")
+        .argument("<repo>", "the repository, by name or id")
+        .argument("[argv...]", "the command and its arguments, after -- (no shell: -- sh -c '…' for one)")
+        .option("--timeout <seconds>", "how long it may run (default 600, at most 86400)", (v) => {
+        if (!/^\d+$/.test(v))
+            throw new InvalidArgumentError("expected a number of seconds");
+        return Number(v);
+    })
+        .option("--clear", "remove the repository's check (VERIFYING is a state only again)")
+        .action(async (ref, argv, opts, command) => {
+        const cli = cliFor(command);
+        if (opts.clear && argv.length > 0)
+            throw cli.fail(new UsageError("--clear takes no command"));
+        if (!opts.clear && argv.length === 0)
+            throw cli.fail(new UsageError("give the check's command after -- (or --clear to remove it)"));
+        const [repositoryId] = await resolveRepoIds(cli, [ref]);
+        const res = await cli.call("setting the check", () => cli.workspaces.setRepositoryCheck({ repositoryId: repositoryId, ...(opts.clear ? {} : { check: { argv, timeoutSeconds: opts.timeout ?? 0 } }) }));
+        if (cli.json)
+            return print(jsonLine(SetRepositoryCheckResponseSchema, res));
+        const r = res.repository;
+        print(keyValues([["repository", r.name], ["check", r.check ? r.check.argv.map(quoted).join(" ") : "none"], ...(r.check ? [["timeout", `${r.check.timeoutSeconds}s`]] : [])]));
+    });
+}
+/** An argument as a shell would need it written. */
+function quoted(a) {
+    return /^[A-Za-z0-9._/:=@+-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`;
 }

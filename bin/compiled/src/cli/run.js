@@ -16,7 +16,8 @@ import { cliFor } from "./client.js";
 import { resolveId } from "./ids.js";
 import { CliExit, UsageError, enumName, note, reportError } from "./output.js";
 import { changesetComments, commentView } from "../mcp/tools.js";
-import { RunningCommand, findProgram, sandboxUnavailable } from "./run-process.js";
+import { RunningCommand, findProgram } from "./run-process.js";
+import { sandboxUnavailable } from "../platform/sandbox.js";
 /** `run`'s own exit codes, apart from the command's (as `timeout` and `env` keep theirs). */
 export const RUN_EXIT = {
     /** The turn was superseded (a steer) or cancelled from elsewhere: the command was stopped. */

@@ -15,7 +15,7 @@ from berth.v1 import types_pb2 as berth_dot_v1_dot_types__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x62\x65rth/v1/event.proto\x12\x08\x62\x65rth.v1\x1a\x14\x62\x65rth/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8c\x08\n\x05\x45vent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0f\n\x07repo_id\x18\x04 \x01(\t\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12\x14\n\x0cworkspace_id\x18\x06 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x07 \x01(\t\x12\x14\n\x0c\x63hangeset_id\x18\x08 \x01(\t\x12/\n\x0boccurred_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06reason\x18\n \x01(\t\x12\x33\n\x0fsession_created\x18\x14 \x01(\x0b\x32\x18.berth.v1.SessionCreatedH\x00\x12\x35\n\x10session_stranded\x18\x15 \x01(\x0b\x32\x19.berth.v1.SessionStrandedH\x00\x12\x33\n\x0fsession_resumed\x18\x16 \x01(\x0b\x32\x18.berth.v1.SessionResumedH\x00\x12\x37\n\x11session_abandoned\x18\x17 \x01(\x0b\x32\x1a.berth.v1.SessionAbandonedH\x00\x12/\n\rsession_ended\x18\x18 \x01(\x0b\x32\x16.berth.v1.SessionEndedH\x00\x12\x41\n\x16\x63hangeset_transitioned\x18\x19 \x01(\x0b\x32\x1f.berth.v1.ChangesetTransitionedH\x00\x12-\n\x0c\x66ile_changed\x18\x1a \x01(\x0b\x32\x15.berth.v1.FileChangedH\x00\x12/\n\rclaim_changed\x18\x1b \x01(\x0b\x32\x16.berth.v1.ClaimChangedH\x00\x12-\n\x0cturn_changed\x18\x1c \x01(\x0b\x32\x15.berth.v1.TurnChangedH\x00\x12;\n\x13\x65nvironment_evicted\x18\x1d \x01(\x0b\x32\x1c.berth.v1.EnvironmentEvictedH\x00\x12\x31\n\x0e\x63\x61pture_failed\x18\x1e \x01(\x0b\x32\x17.berth.v1.CaptureFailedH\x00\x12;\n\x13\x63hangeset_committed\x18\x1f \x01(\x0b\x32\x1c.berth.v1.ChangesetCommittedH\x00\x12\x35\n\x10\x63hangeset_merged\x18  \x01(\x0b\x32\x19.berth.v1.ChangesetMergedH\x00\x12\x37\n\x11workspace_rebased\x18$ \x01(\x0b\x32\x1a.berth.v1.WorkspaceRebasedH\x00\x12\x33\n\x0f\x63omment_changed\x18( \x01(\x0b\x32\x18.berth.v1.CommentChangedH\x00\x42\t\n\x07payload\"p\n\x0eSessionCreated\x12\x12\n\nagent_name\x18\x01 \x01(\t\x12%\n\x04mode\x18\x02 \x01(\x0e\x32\x17.berth.v1.WorkspaceMode\x12\x0e\n\x06intent\x18\x03 \x01(\t\x12\x13\n\x0b\x62\x61se_commit\x18\x04 \x01(\t\"B\n\x0fSessionStranded\x12/\n\x0bstranded_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"@\n\x0eSessionResumed\x12\x16\n\x0eold_session_id\x18\x01 \x01(\t\x12\x16\n\x0enew_session_id\x18\x02 \x01(\t\"N\n\x10SessionAbandoned\x12:\n\x18previous_changeset_state\x18\x01 \x01(\x0e\x32\x18.berth.v1.ChangesetState\"\x1d\n\x0cSessionEnded\x12\r\n\x05\x63\x61use\x18\x01 \x01(\t\"q\n\x15\x43hangesetTransitioned\x12,\n\nfrom_state\x18\x01 \x01(\x0e\x32\x18.berth.v1.ChangesetState\x12*\n\x08to_state\x18\x02 \x01(\x0e\x32\x18.berth.v1.ChangesetState\"|\n\x0b\x46ileChanged\x12\x0c\n\x04path\x18\x01 \x01(\t\x12$\n\x06\x63hange\x18\x02 \x01(\x0e\x32\x14.berth.v1.FileChange\x12\'\n\x07symbols\x18\x03 \x03(\x0b\x32\x16.berth.v1.SymbolChange\x12\x10\n\x08new_hash\x18\x04 \x01(\t\"c\n\x0c\x43laimChanged\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0f\n\x07symbols\x18\x02 \x03(\t\x12\x19\n\x11holder_session_id\x18\x03 \x01(\t\x12\x19\n\x11holder_agent_name\x18\x04 \x01(\t\"\xbe\x01\n\x0bTurnChanged\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63lient_turn_id\x18\x02 \x01(\t\x12\x15\n\rother_turn_id\x18\x03 \x01(\t\x12&\n\x07outcome\x18\x04 \x01(\x0e\x32\x15.berth.v1.TurnOutcome\x12\x0c\n\x04warm\x18\x05 \x01(\x08\x12\x16\n\texit_code\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0b\x65xit_signal\x18\x07 \x01(\tB\x0c\n\n_exit_code\"\x82\x01\n\rCaptureFailed\x12\x18\n\x10\x65nvironment_path\x18\x01 \x01(\t\x12\x0f\n\x07kept_at\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t\x12%\n\x06\x66\x61iled\x18\x04 \x03(\x0b\x32\x15.berth.v1.PathFailure\x12\x10\n\x08\x63\x61ptured\x18\x05 \x01(\r\"+\n\x0bPathFailure\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\">\n\x12\x45nvironmentEvicted\x12\x18\n\x10\x65nvironment_path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"X\n\x12\x43hangesetCommitted\x12\x11\n\tcommit_id\x18\x01 \x01(\t\x12\x0b\n\x03ref\x18\x02 \x01(\t\x12\r\n\x05paths\x18\x03 \x01(\r\x12\x13\n\x0b\x62\x61se_commit\x18\x04 \x01(\t\"\x86\x01\n\x0f\x43hangesetMerged\x12\x12\n\ntarget_ref\x18\x01 \x01(\t\x12\x15\n\rold_commit_id\x18\x02 \x01(\t\x12\x15\n\rnew_commit_id\x18\x03 \x01(\t\x12\x1b\n\x13\x63hangeset_commit_id\x18\x04 \x01(\t\x12\x14\n\x0c\x66\x61st_forward\x18\x05 \x01(\x08\"h\n\x10WorkspaceRebased\x12\x17\n\x0fold_base_commit\x18\x01 \x01(\t\x12\x17\n\x0fnew_base_commit\x18\x02 \x01(\t\x12\x0e\n\x06merged\x18\x03 \x03(\t\x12\x12\n\nconflicted\x18\x04 \x03(\t\"@\n\x0e\x43ommentChanged\x12\x12\n\ncomment_id\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x0c\n\x04line\x18\x03 \x01(\rb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x62\x65rth/v1/event.proto\x12\x08\x62\x65rth.v1\x1a\x14\x62\x65rth/v1/types.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\t\n\x05\x45vent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0f\n\x07repo_id\x18\x04 \x01(\t\x12\x12\n\nsession_id\x18\x05 \x01(\t\x12\x14\n\x0cworkspace_id\x18\x06 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x07 \x01(\t\x12\x14\n\x0c\x63hangeset_id\x18\x08 \x01(\t\x12/\n\x0boccurred_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06reason\x18\n \x01(\t\x12\x33\n\x0fsession_created\x18\x14 \x01(\x0b\x32\x18.berth.v1.SessionCreatedH\x00\x12\x35\n\x10session_stranded\x18\x15 \x01(\x0b\x32\x19.berth.v1.SessionStrandedH\x00\x12\x33\n\x0fsession_resumed\x18\x16 \x01(\x0b\x32\x18.berth.v1.SessionResumedH\x00\x12\x37\n\x11session_abandoned\x18\x17 \x01(\x0b\x32\x1a.berth.v1.SessionAbandonedH\x00\x12/\n\rsession_ended\x18\x18 \x01(\x0b\x32\x16.berth.v1.SessionEndedH\x00\x12\x41\n\x16\x63hangeset_transitioned\x18\x19 \x01(\x0b\x32\x1f.berth.v1.ChangesetTransitionedH\x00\x12-\n\x0c\x66ile_changed\x18\x1a \x01(\x0b\x32\x15.berth.v1.FileChangedH\x00\x12/\n\rclaim_changed\x18\x1b \x01(\x0b\x32\x16.berth.v1.ClaimChangedH\x00\x12-\n\x0cturn_changed\x18\x1c \x01(\x0b\x32\x15.berth.v1.TurnChangedH\x00\x12;\n\x13\x65nvironment_evicted\x18\x1d \x01(\x0b\x32\x1c.berth.v1.EnvironmentEvictedH\x00\x12\x31\n\x0e\x63\x61pture_failed\x18\x1e \x01(\x0b\x32\x17.berth.v1.CaptureFailedH\x00\x12;\n\x13\x63hangeset_committed\x18\x1f \x01(\x0b\x32\x1c.berth.v1.ChangesetCommittedH\x00\x12\x35\n\x10\x63hangeset_merged\x18  \x01(\x0b\x32\x19.berth.v1.ChangesetMergedH\x00\x12\x37\n\x11workspace_rebased\x18$ \x01(\x0b\x32\x1a.berth.v1.WorkspaceRebasedH\x00\x12\x33\n\x0f\x63omment_changed\x18( \x01(\x0b\x32\x18.berth.v1.CommentChangedH\x00\x12=\n\x14verification_started\x18, \x01(\x0b\x32\x1d.berth.v1.VerificationStartedH\x00\x12;\n\x13verification_output\x18- \x01(\x0b\x32\x1c.berth.v1.VerificationOutputH\x00\x12?\n\x15verification_finished\x18. \x01(\x0b\x32\x1e.berth.v1.VerificationFinishedH\x00\x42\t\n\x07payload\"p\n\x0eSessionCreated\x12\x12\n\nagent_name\x18\x01 \x01(\t\x12%\n\x04mode\x18\x02 \x01(\x0e\x32\x17.berth.v1.WorkspaceMode\x12\x0e\n\x06intent\x18\x03 \x01(\t\x12\x13\n\x0b\x62\x61se_commit\x18\x04 \x01(\t\"B\n\x0fSessionStranded\x12/\n\x0bstranded_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"@\n\x0eSessionResumed\x12\x16\n\x0eold_session_id\x18\x01 \x01(\t\x12\x16\n\x0enew_session_id\x18\x02 \x01(\t\"N\n\x10SessionAbandoned\x12:\n\x18previous_changeset_state\x18\x01 \x01(\x0e\x32\x18.berth.v1.ChangesetState\"\x1d\n\x0cSessionEnded\x12\r\n\x05\x63\x61use\x18\x01 \x01(\t\"q\n\x15\x43hangesetTransitioned\x12,\n\nfrom_state\x18\x01 \x01(\x0e\x32\x18.berth.v1.ChangesetState\x12*\n\x08to_state\x18\x02 \x01(\x0e\x32\x18.berth.v1.ChangesetState\"|\n\x0b\x46ileChanged\x12\x0c\n\x04path\x18\x01 \x01(\t\x12$\n\x06\x63hange\x18\x02 \x01(\x0e\x32\x14.berth.v1.FileChange\x12\'\n\x07symbols\x18\x03 \x03(\x0b\x32\x16.berth.v1.SymbolChange\x12\x10\n\x08new_hash\x18\x04 \x01(\t\"c\n\x0c\x43laimChanged\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0f\n\x07symbols\x18\x02 \x03(\t\x12\x19\n\x11holder_session_id\x18\x03 \x01(\t\x12\x19\n\x11holder_agent_name\x18\x04 \x01(\t\"\xbe\x01\n\x0bTurnChanged\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x16\n\x0e\x63lient_turn_id\x18\x02 \x01(\t\x12\x15\n\rother_turn_id\x18\x03 \x01(\t\x12&\n\x07outcome\x18\x04 \x01(\x0e\x32\x15.berth.v1.TurnOutcome\x12\x0c\n\x04warm\x18\x05 \x01(\x08\x12\x16\n\texit_code\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0b\x65xit_signal\x18\x07 \x01(\tB\x0c\n\n_exit_code\"\x82\x01\n\rCaptureFailed\x12\x18\n\x10\x65nvironment_path\x18\x01 \x01(\t\x12\x0f\n\x07kept_at\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t\x12%\n\x06\x66\x61iled\x18\x04 \x03(\x0b\x32\x15.berth.v1.PathFailure\x12\x10\n\x08\x63\x61ptured\x18\x05 \x01(\r\"+\n\x0bPathFailure\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\">\n\x12\x45nvironmentEvicted\x12\x18\n\x10\x65nvironment_path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"X\n\x12\x43hangesetCommitted\x12\x11\n\tcommit_id\x18\x01 \x01(\t\x12\x0b\n\x03ref\x18\x02 \x01(\t\x12\r\n\x05paths\x18\x03 \x01(\r\x12\x13\n\x0b\x62\x61se_commit\x18\x04 \x01(\t\"\x86\x01\n\x0f\x43hangesetMerged\x12\x12\n\ntarget_ref\x18\x01 \x01(\t\x12\x15\n\rold_commit_id\x18\x02 \x01(\t\x12\x15\n\rnew_commit_id\x18\x03 \x01(\t\x12\x1b\n\x13\x63hangeset_commit_id\x18\x04 \x01(\t\x12\x14\n\x0c\x66\x61st_forward\x18\x05 \x01(\x08\"h\n\x10WorkspaceRebased\x12\x17\n\x0fold_base_commit\x18\x01 \x01(\t\x12\x17\n\x0fnew_base_commit\x18\x02 \x01(\t\x12\x0e\n\x06merged\x18\x03 \x03(\t\x12\x12\n\nconflicted\x18\x04 \x03(\t\"@\n\x0e\x43ommentChanged\x12\x12\n\ncomment_id\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x0c\n\x04line\x18\x03 \x01(\r\"X\n\x13VerificationStarted\x12\x17\n\x0fverification_id\x18\x01 \x01(\t\x12(\n\x05\x63heck\x18\x02 \x01(\x0b\x32\x19.berth.v1.RepositoryCheck\"L\n\x12VerificationOutput\x12\x17\n\x0fverification_id\x18\x01 \x01(\t\x12\r\n\x05\x63hunk\x18\x02 \x01(\x0c\x12\x0e\n\x06offset\x18\x03 \x01(\x04\"\x96\x01\n\x14VerificationFinished\x12\x17\n\x0fverification_id\x18\x01 \x01(\t\x12*\n\x05state\x18\x02 \x01(\x0e\x32\x1b.berth.v1.VerificationState\x12\x16\n\texit_code\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0boutput_tail\x18\x04 \x01(\tB\x0c\n\n_exit_codeb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'berth.v1.event_pb2', globals())
@@ -23,37 +23,43 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _EVENT._serialized_start=90
-  _EVENT._serialized_end=1126
-  _SESSIONCREATED._serialized_start=1128
-  _SESSIONCREATED._serialized_end=1240
-  _SESSIONSTRANDED._serialized_start=1242
-  _SESSIONSTRANDED._serialized_end=1308
-  _SESSIONRESUMED._serialized_start=1310
-  _SESSIONRESUMED._serialized_end=1374
-  _SESSIONABANDONED._serialized_start=1376
-  _SESSIONABANDONED._serialized_end=1454
-  _SESSIONENDED._serialized_start=1456
-  _SESSIONENDED._serialized_end=1485
-  _CHANGESETTRANSITIONED._serialized_start=1487
-  _CHANGESETTRANSITIONED._serialized_end=1600
-  _FILECHANGED._serialized_start=1602
-  _FILECHANGED._serialized_end=1726
-  _CLAIMCHANGED._serialized_start=1728
-  _CLAIMCHANGED._serialized_end=1827
-  _TURNCHANGED._serialized_start=1830
-  _TURNCHANGED._serialized_end=2020
-  _CAPTUREFAILED._serialized_start=2023
-  _CAPTUREFAILED._serialized_end=2153
-  _PATHFAILURE._serialized_start=2155
-  _PATHFAILURE._serialized_end=2198
-  _ENVIRONMENTEVICTED._serialized_start=2200
-  _ENVIRONMENTEVICTED._serialized_end=2262
-  _CHANGESETCOMMITTED._serialized_start=2264
-  _CHANGESETCOMMITTED._serialized_end=2352
-  _CHANGESETMERGED._serialized_start=2355
-  _CHANGESETMERGED._serialized_end=2489
-  _WORKSPACEREBASED._serialized_start=2491
-  _WORKSPACEREBASED._serialized_end=2595
-  _COMMENTCHANGED._serialized_start=2597
-  _COMMENTCHANGED._serialized_end=2661
+  _EVENT._serialized_end=1315
+  _SESSIONCREATED._serialized_start=1317
+  _SESSIONCREATED._serialized_end=1429
+  _SESSIONSTRANDED._serialized_start=1431
+  _SESSIONSTRANDED._serialized_end=1497
+  _SESSIONRESUMED._serialized_start=1499
+  _SESSIONRESUMED._serialized_end=1563
+  _SESSIONABANDONED._serialized_start=1565
+  _SESSIONABANDONED._serialized_end=1643
+  _SESSIONENDED._serialized_start=1645
+  _SESSIONENDED._serialized_end=1674
+  _CHANGESETTRANSITIONED._serialized_start=1676
+  _CHANGESETTRANSITIONED._serialized_end=1789
+  _FILECHANGED._serialized_start=1791
+  _FILECHANGED._serialized_end=1915
+  _CLAIMCHANGED._serialized_start=1917
+  _CLAIMCHANGED._serialized_end=2016
+  _TURNCHANGED._serialized_start=2019
+  _TURNCHANGED._serialized_end=2209
+  _CAPTUREFAILED._serialized_start=2212
+  _CAPTUREFAILED._serialized_end=2342
+  _PATHFAILURE._serialized_start=2344
+  _PATHFAILURE._serialized_end=2387
+  _ENVIRONMENTEVICTED._serialized_start=2389
+  _ENVIRONMENTEVICTED._serialized_end=2451
+  _CHANGESETCOMMITTED._serialized_start=2453
+  _CHANGESETCOMMITTED._serialized_end=2541
+  _CHANGESETMERGED._serialized_start=2544
+  _CHANGESETMERGED._serialized_end=2678
+  _WORKSPACEREBASED._serialized_start=2680
+  _WORKSPACEREBASED._serialized_end=2784
+  _COMMENTCHANGED._serialized_start=2786
+  _COMMENTCHANGED._serialized_end=2850
+  _VERIFICATIONSTARTED._serialized_start=2852
+  _VERIFICATIONSTARTED._serialized_end=2940
+  _VERIFICATIONOUTPUT._serialized_start=2942
+  _VERIFICATIONOUTPUT._serialized_end=3018
+  _VERIFICATIONFINISHED._serialized_start=3021
+  _VERIFICATIONFINISHED._serialized_end=3171
 # @@protoc_insertion_point(module_scope)

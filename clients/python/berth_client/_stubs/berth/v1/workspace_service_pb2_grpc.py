@@ -146,6 +146,16 @@ class WorkspaceServiceStub(object):
                 request_serializer=berth_dot_v1_dot_workspace__service__pb2.DiffChangesetRequest.SerializeToString,
                 response_deserializer=berth_dot_v1_dot_workspace__service__pb2.DiffChangesetResponse.FromString,
                 )
+        self.SetRepositoryCheck = channel.unary_unary(
+                '/berth.v1.WorkspaceService/SetRepositoryCheck',
+                request_serializer=berth_dot_v1_dot_workspace__service__pb2.SetRepositoryCheckRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_workspace__service__pb2.SetRepositoryCheckResponse.FromString,
+                )
+        self.ListVerifications = channel.unary_unary(
+                '/berth.v1.WorkspaceService/ListVerifications',
+                request_serializer=berth_dot_v1_dot_workspace__service__pb2.ListVerificationsRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_workspace__service__pb2.ListVerificationsResponse.FromString,
+                )
         self.RebaseWorkspace = channel.unary_unary(
                 '/berth.v1.WorkspaceService/RebaseWorkspace',
                 request_serializer=berth_dot_v1_dot_workspace__service__pb2.RebaseWorkspaceRequest.SerializeToString,
@@ -382,6 +392,22 @@ class WorkspaceServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetRepositoryCheck(self, request, context):
+        """Sets or clears a repository's check on VERIFYING. Admins only (PERMISSION_DENIED
+        ROLE_REQUIRED otherwise): the command runs on the server.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListVerifications(self, request, context):
+        """The runs of its repository's check on a changeset, oldest first, with their output's tail.
+        Readable by whoever may diff the changeset.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RebaseWorkspace(self, request, context):
         """Moves a workspace to a new base commit, merging its overlay three-way per file; the files
         that conflict are listed and hold git's conflict-marker version in the overlay.
@@ -570,6 +596,16 @@ def add_WorkspaceServiceServicer_to_server(servicer, server):
                     servicer.DiffChangeset,
                     request_deserializer=berth_dot_v1_dot_workspace__service__pb2.DiffChangesetRequest.FromString,
                     response_serializer=berth_dot_v1_dot_workspace__service__pb2.DiffChangesetResponse.SerializeToString,
+            ),
+            'SetRepositoryCheck': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetRepositoryCheck,
+                    request_deserializer=berth_dot_v1_dot_workspace__service__pb2.SetRepositoryCheckRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_workspace__service__pb2.SetRepositoryCheckResponse.SerializeToString,
+            ),
+            'ListVerifications': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListVerifications,
+                    request_deserializer=berth_dot_v1_dot_workspace__service__pb2.ListVerificationsRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_workspace__service__pb2.ListVerificationsResponse.SerializeToString,
             ),
             'RebaseWorkspace': grpc.unary_unary_rpc_method_handler(
                     servicer.RebaseWorkspace,
@@ -1045,6 +1081,40 @@ class WorkspaceService(object):
         return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/DiffChangeset',
             berth_dot_v1_dot_workspace__service__pb2.DiffChangesetRequest.SerializeToString,
             berth_dot_v1_dot_workspace__service__pb2.DiffChangesetResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetRepositoryCheck(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/SetRepositoryCheck',
+            berth_dot_v1_dot_workspace__service__pb2.SetRepositoryCheckRequest.SerializeToString,
+            berth_dot_v1_dot_workspace__service__pb2.SetRepositoryCheckResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListVerifications(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/ListVerifications',
+            berth_dot_v1_dot_workspace__service__pb2.ListVerificationsRequest.SerializeToString,
+            berth_dot_v1_dot_workspace__service__pb2.ListVerificationsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -1,5 +1,5 @@
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import type { ChangesetState, FileChange, SymbolChange, TurnOutcome, WorkspaceMode } from "./types_pb.js";
+import type { ChangesetState, FileChange, RepositoryCheck, SymbolChange, TurnOutcome, VerificationState, WorkspaceMode } from "./types_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 /**
@@ -198,6 +198,30 @@ export type Event = Message<"berth.v1.Event"> & {
          */
         value: CommentChanged;
         case: "commentChanged";
+    } | {
+        /**
+         * verification.started
+         *
+         * @generated from field: berth.v1.VerificationStarted verification_started = 44;
+         */
+        value: VerificationStarted;
+        case: "verificationStarted";
+    } | {
+        /**
+         * verification.output
+         *
+         * @generated from field: berth.v1.VerificationOutput verification_output = 45;
+         */
+        value: VerificationOutput;
+        case: "verificationOutput";
+    } | {
+        /**
+         * verification.finished
+         *
+         * @generated from field: berth.v1.VerificationFinished verification_finished = 46;
+         */
+        value: VerificationFinished;
+        case: "verificationFinished";
     } | {
         case: undefined;
         value?: undefined;
@@ -714,3 +738,95 @@ export type CommentChanged = Message<"berth.v1.CommentChanged"> & {
  * Use `create(CommentChangedSchema)` to create a new message.
  */
 export declare const CommentChangedSchema: GenMessage<CommentChanged>;
+/**
+ * Payload of verification.started: the changeset moved to VERIFYING and its repository's check
+ * will run (in the same transaction as the changeset.transitioned).
+ *
+ * @generated from message berth.v1.VerificationStarted
+ */
+export type VerificationStarted = Message<"berth.v1.VerificationStarted"> & {
+    /**
+     * The verification.
+     *
+     * @generated from field: string verification_id = 1;
+     */
+    verificationId: string;
+    /**
+     * The command.
+     *
+     * @generated from field: berth.v1.RepositoryCheck check = 2;
+     */
+    check?: RepositoryCheck | undefined;
+};
+/**
+ * Describes the message berth.v1.VerificationStarted.
+ * Use `create(VerificationStartedSchema)` to create a new message.
+ */
+export declare const VerificationStartedSchema: GenMessage<VerificationStarted>;
+/**
+ * Payload of verification.output: a chunk of a running check's output (stdout and stderr
+ * interleaved, at most 4 KiB; after 256 KiB of a run no more are sent, the record keeps the tail).
+ *
+ * @generated from message berth.v1.VerificationOutput
+ */
+export type VerificationOutput = Message<"berth.v1.VerificationOutput"> & {
+    /**
+     * The verification.
+     *
+     * @generated from field: string verification_id = 1;
+     */
+    verificationId: string;
+    /**
+     * The bytes, as the check wrote them.
+     *
+     * @generated from field: bytes chunk = 2;
+     */
+    chunk: Uint8Array;
+    /**
+     * Its offset in the run's output.
+     *
+     * @generated from field: uint64 offset = 3;
+     */
+    offset: bigint;
+};
+/**
+ * Describes the message berth.v1.VerificationOutput.
+ * Use `create(VerificationOutputSchema)` to create a new message.
+ */
+export declare const VerificationOutputSchema: GenMessage<VerificationOutput>;
+/**
+ * Payload of verification.finished (the changeset's move, if any, is its own changeset.transitioned).
+ *
+ * @generated from message berth.v1.VerificationFinished
+ */
+export type VerificationFinished = Message<"berth.v1.VerificationFinished"> & {
+    /**
+     * The verification.
+     *
+     * @generated from field: string verification_id = 1;
+     */
+    verificationId: string;
+    /**
+     * PASSED, FAILED or ERROR.
+     *
+     * @generated from field: berth.v1.VerificationState state = 2;
+     */
+    state: VerificationState;
+    /**
+     * The check's exit status, when it exited.
+     *
+     * @generated from field: optional int32 exit_code = 3;
+     */
+    exitCode?: number | undefined;
+    /**
+     * The last bytes of the output (as Verification.output_tail).
+     *
+     * @generated from field: string output_tail = 4;
+     */
+    outputTail: string;
+};
+/**
+ * Describes the message berth.v1.VerificationFinished.
+ * Use `create(VerificationFinishedSchema)` to create a new message.
+ */
+export declare const VerificationFinishedSchema: GenMessage<VerificationFinished>;

@@ -51,12 +51,124 @@ export type Repository = Message<"berth.v1.Repository"> & {
      * @generated from field: string remote_url = 6;
      */
     remoteUrl: string;
+    /**
+     * The check run when a changeset of this repository moves to VERIFYING (set by an admin with
+     * SetRepositoryCheck); unset: none, and VERIFYING is only a state.
+     *
+     * @generated from field: berth.v1.RepositoryCheck check = 8;
+     */
+    check?: RepositoryCheck | undefined;
 };
 /**
  * Describes the message berth.v1.Repository.
  * Use `create(RepositorySchema)` to create a new message.
  */
 export declare const RepositorySchema: GenMessage<Repository>;
+/**
+ * A command run on a changeset's combined tree when it moves to VERIFYING (docs/landing-work.md,
+ * "Checks on VERIFYING"): in a fresh directory holding the tree, inside berth run's sandbox, with
+ * no network. Exit 0 moves the changeset to APPROVED; anything else back to SUBMITTED.
+ *
+ * @generated from message berth.v1.RepositoryCheck
+ */
+export type RepositoryCheck = Message<"berth.v1.RepositoryCheck"> & {
+    /**
+     * The program and its arguments (no shell: ["sh", "-c", "..."] for one); 1–64 arguments of
+     * 1–4096 characters each. The program is looked up on the server's PATH.
+     *
+     * @generated from field: repeated string argv = 1;
+     */
+    argv: string[];
+    /**
+     * How long it may run, in seconds (0: 600; at most 86400); past it, the check is killed and fails.
+     *
+     * @generated from field: uint32 timeout_seconds = 2;
+     */
+    timeoutSeconds: number;
+};
+/**
+ * Describes the message berth.v1.RepositoryCheck.
+ * Use `create(RepositoryCheckSchema)` to create a new message.
+ */
+export declare const RepositoryCheckSchema: GenMessage<RepositoryCheck>;
+/**
+ * One run of a repository's check on a changeset (ListVerifications).
+ *
+ * @generated from message berth.v1.Verification
+ */
+export type Verification = Message<"berth.v1.Verification"> & {
+    /**
+     * Server-assigned UUID.
+     *
+     * @generated from field: string id = 1;
+     */
+    id: string;
+    /**
+     * The changeset checked.
+     *
+     * @generated from field: string changeset_id = 2;
+     */
+    changesetId: string;
+    /**
+     * Where the run is.
+     *
+     * @generated from field: berth.v1.VerificationState state = 3;
+     */
+    state: VerificationState;
+    /**
+     * The check's exit status, when it exited (absent while running, on a timeout or an error).
+     *
+     * @generated from field: optional int32 exit_code = 4;
+     */
+    exitCode?: number | undefined;
+    /**
+     * The last bytes (at most 16 KiB) of its output, stdout and stderr interleaved, as UTF-8.
+     *
+     * @generated from field: string output_tail = 5;
+     */
+    outputTail: string;
+    /**
+     * When it started (the transition to VERIFYING).
+     *
+     * @generated from field: google.protobuf.Timestamp started_at = 6;
+     */
+    startedAt?: Timestamp | undefined;
+    /**
+     * When it finished; unset while RUNNING.
+     *
+     * @generated from field: google.protobuf.Timestamp finished_at = 7;
+     */
+    finishedAt?: Timestamp | undefined;
+    /**
+     * The name of the instance that ran it.
+     *
+     * @generated from field: string instance = 8;
+     */
+    instance: string;
+    /**
+     * Why it ended so: "exit 0", "exit 3", "timeout after 30s", "instance_lost", ….
+     *
+     * @generated from field: string reason = 9;
+     */
+    reason: string;
+    /**
+     * The changeset's commit (CommitChangeset's) the check ran on, once built.
+     *
+     * @generated from field: string commit_id = 10;
+     */
+    commitId: string;
+    /**
+     * The command run.
+     *
+     * @generated from field: berth.v1.RepositoryCheck check = 11;
+     */
+    check?: RepositoryCheck | undefined;
+};
+/**
+ * Describes the message berth.v1.Verification.
+ * Use `create(VerificationSchema)` to create a new message.
+ */
+export declare const VerificationSchema: GenMessage<Verification>;
 /**
  * A changeset: the unit of work a workspace produces.
  *
@@ -429,6 +541,48 @@ export type SymbolChange = Message<"berth.v1.SymbolChange"> & {
  * Use `create(SymbolChangeSchema)` to create a new message.
  */
 export declare const SymbolChangeSchema: GenMessage<SymbolChange>;
+/**
+ * Where a verification is.
+ *
+ * @generated from enum berth.v1.VerificationState
+ */
+export declare enum VerificationState {
+    /**
+     * Not set.
+     *
+     * @generated from enum value: VERIFICATION_STATE_UNSPECIFIED = 0;
+     */
+    UNSPECIFIED = 0,
+    /**
+     * The check is running.
+     *
+     * @generated from enum value: VERIFICATION_STATE_RUNNING = 1;
+     */
+    RUNNING = 1,
+    /**
+     * It exited 0; the changeset moved to APPROVED.
+     *
+     * @generated from enum value: VERIFICATION_STATE_PASSED = 2;
+     */
+    PASSED = 2,
+    /**
+     * It exited non-zero or timed out; the changeset moved back to SUBMITTED.
+     *
+     * @generated from enum value: VERIFICATION_STATE_FAILED = 3;
+     */
+    FAILED = 3,
+    /**
+     * It could not run to the end (no sandbox, the tree could not be built, the instance running
+     * it died); the changeset moved back to SUBMITTED.
+     *
+     * @generated from enum value: VERIFICATION_STATE_ERROR = 4;
+     */
+    ERROR = 4
+}
+/**
+ * Describes the enum berth.v1.VerificationState.
+ */
+export declare const VerificationStateSchema: GenEnum<VerificationState>;
 /**
  * How long a workspace lives.
  *

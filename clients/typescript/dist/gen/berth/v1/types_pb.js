@@ -6,37 +6,90 @@ import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 /**
  * Describes the file berth/v1/types.proto.
  */
-export const file_berth_v1_types = /*@__PURE__*/ fileDesc("ChRiZXJ0aC92MS90eXBlcy5wcm90bxIIYmVydGgudjEimAEKClJlcG9zaXRvcnkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtzb3VyY2VfcGF0aBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9jYXB0dXJlX2V4Y2x1ZGUYBSADKAkSEgoKcmVtb3RlX3VybBgGIAEoCSKGAgoJQ2hhbmdlc2V0EgoKAmlkGAEgASgJEg8KB3JlcG9faWQYAiABKAkSJwoFc3RhdGUYAyABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZRIOCgZyZWFzb24YBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJY29tbWl0X2lkGAcgASgJEjAKDGNvbW1pdHRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi7QEKB0NvbW1lbnQSCgoCaWQYASABKAkSFAoMY2hhbmdlc2V0X2lkGAIgASgJEgwKBHBhdGgYAyABKAkSDAoEbGluZRgEIAEoDRIMCgRib2R5GAUgASgJEg4KBmF1dGhvchgGIAEoCRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghyZXNvbHZlZBgIIAEoCBITCgtyZXNvbHZlZF9ieRgJIAEoCRIvCgtyZXNvbHZlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAitAQKCVdvcmtzcGFjZRIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIPCgdyZXBvX2lkGAMgASgJEhAKCGFnZW50X2lkGAQgASgJEhIKCmFnZW50X25hbWUYBSABKAkSFAoMY2hhbmdlc2V0X2lkGAYgASgJEjEKD2NoYW5nZXNldF9zdGF0ZRgHIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEg4KBmludGVudBgIIAEoCRITCgtiYXNlX2NvbW1pdBgJIAEoCRIlCgRtb2RlGAogASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5sYXN0X2FjdGl2ZV9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoPbGlmZWN5Y2xlX3N0YXRlGA4gASgOMhguYmVydGgudjEuTGlmZWN5Y2xlU3RhdGUSLwoLc3RyYW5kZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGxpZmVjeWNsZV9yZWFzb24YECABKAkSHwoXcmVzdW1lZF9mcm9tX3Nlc3Npb25faWQYESABKAki1AMKC1Nlc3Npb25JbmZvEhIKCnNlc3Npb25faWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEhIKCmFnZW50X25hbWUYBCABKAkSDgoGaW50ZW50GAUgASgJEhQKDGNoYW5nZXNldF9pZBgGIAEoCRIxCg9jaGFuZ2VzZXRfc3RhdGUYByABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZRIlCgRtb2RlGAggASgOMhcuYmVydGgudjEuV29ya3NwYWNlTW9kZRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5sYXN0X2FjdGl2ZV9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoPbGlmZWN5Y2xlX3N0YXRlGAsgASgOMhguYmVydGgudjEuTGlmZWN5Y2xlU3RhdGUSLwoLc3RyYW5kZWRfYXQYFCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGxpZmVjeWNsZV9yZWFzb24YFSABKAkSEwoLYmFzZV9jb21taXQYFiABKAkiVgoMU3ltYm9sQ2hhbmdlEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRIqCgZjaGFuZ2UYAyABKA4yGi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2VLaW5kKmwKDVdvcmtzcGFjZU1vZGUSHgoaV09SS1NQQUNFX01PREVfVU5TUEVDSUZJRUQQABIcChhXT1JLU1BBQ0VfTU9ERV9FUEhFTUVSQUwQARIdChlXT1JLU1BBQ0VfTU9ERV9QRVJTSVNURU5UEAIq/gEKDkNoYW5nZXNldFN0YXRlEh8KG0NIQU5HRVNFVF9TVEFURV9VTlNQRUNJRklFRBAAEhkKFUNIQU5HRVNFVF9TVEFURV9EUkFGVBABEh0KGUNIQU5HRVNFVF9TVEFURV9TVUJNSVRURUQQAhIdChlDSEFOR0VTRVRfU1RBVEVfVkVSSUZZSU5HEAMSHAoYQ0hBTkdFU0VUX1NUQVRFX0FQUFJPVkVEEAQSHAoYQ0hBTkdFU0VUX1NUQVRFX1JFSkVDVEVEEAUSGgoWQ0hBTkdFU0VUX1NUQVRFX01FUkdFRBAGEhoKFkNIQU5HRVNFVF9TVEFURV9DTE9TRUQQByqpAQoOTGlmZWN5Y2xlU3RhdGUSHwobTElGRUNZQ0xFX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWTElGRUNZQ0xFX1NUQVRFX0FDVElWRRABEhwKGExJRkVDWUNMRV9TVEFURV9TVFJBTkRFRBACEh0KGUxJRkVDWUNMRV9TVEFURV9BQkFORE9ORUQQAxIdChlMSUZFQ1lDTEVfU1RBVEVfREVTVFJPWUVEEAQqhAEKC1R1cm5PdXRjb21lEhwKGFRVUk5fT1VUQ09NRV9VTlNQRUNJRklFRBAAEhoKFlRVUk5fT1VUQ09NRV9DT01QTEVURUQQARIiCh5UVVJOX09VVENPTUVfQVdBSVRJTkdfQVBQUk9WQUwQAhIXChNUVVJOX09VVENPTUVfRkFJTEVEEAMqcwoKRmlsZUNoYW5nZRIbChdGSUxFX0NIQU5HRV9VTlNQRUNJRklFRBAAEhUKEUZJTEVfQ0hBTkdFX0FEREVEEAESGAoURklMRV9DSEFOR0VfTU9ESUZJRUQQAhIXChNGSUxFX0NIQU5HRV9ERUxFVEVEEAMqWAoKRmlsZVNvdXJjZRIbChdGSUxFX1NPVVJDRV9VTlNQRUNJRklFRBAAEhcKE0ZJTEVfU09VUkNFX09WRVJMQVkQARIUChBGSUxFX1NPVVJDRV9CQVNFEAIqlQEKEFN5bWJvbENoYW5nZUtpbmQSIgoeU1lNQk9MX0NIQU5HRV9LSU5EX1VOU1BFQ0lGSUVEEAASHAoYU1lNQk9MX0NIQU5HRV9LSU5EX0FEREVEEAESHwobU1lNQk9MX0NIQU5HRV9LSU5EX01PRElGSUVEEAISHgoaU1lNQk9MX0NIQU5HRV9LSU5EX0RFTEVURUQQA2IGcHJvdG8z", [file_google_protobuf_timestamp]);
+export const file_berth_v1_types = /*@__PURE__*/ fileDesc("ChRiZXJ0aC92MS90eXBlcy5wcm90bxIIYmVydGgudjEiwgEKClJlcG9zaXRvcnkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtzb3VyY2VfcGF0aBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9jYXB0dXJlX2V4Y2x1ZGUYBSADKAkSEgoKcmVtb3RlX3VybBgGIAEoCRIoCgVjaGVjaxgIIAEoCzIZLmJlcnRoLnYxLlJlcG9zaXRvcnlDaGVjayI4Cg9SZXBvc2l0b3J5Q2hlY2sSDAoEYXJndhgBIAMoCRIXCg90aW1lb3V0X3NlY29uZHMYAiABKA0i1wIKDFZlcmlmaWNhdGlvbhIKCgJpZBgBIAEoCRIUCgxjaGFuZ2VzZXRfaWQYAiABKAkSKgoFc3RhdGUYAyABKA4yGy5iZXJ0aC52MS5WZXJpZmljYXRpb25TdGF0ZRIWCglleGl0X2NvZGUYBCABKAVIAIgBARITCgtvdXRwdXRfdGFpbBgFIAEoCRIuCgpzdGFydGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIaW5zdGFuY2UYCCABKAkSDgoGcmVhc29uGAkgASgJEhEKCWNvbW1pdF9pZBgKIAEoCRIoCgVjaGVjaxgLIAEoCzIZLmJlcnRoLnYxLlJlcG9zaXRvcnlDaGVja0IMCgpfZXhpdF9jb2RlIoYCCglDaGFuZ2VzZXQSCgoCaWQYASABKAkSDwoHcmVwb19pZBgCIAEoCRInCgVzdGF0ZRgDIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEg4KBnJlYXNvbhgEIAEoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgljb21taXRfaWQYByABKAkSMAoMY29tbWl0dGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLtAQoHQ29tbWVudBIKCgJpZBgBIAEoCRIUCgxjaGFuZ2VzZXRfaWQYAiABKAkSDAoEcGF0aBgDIAEoCRIMCgRsaW5lGAQgASgNEgwKBGJvZHkYBSABKAkSDgoGYXV0aG9yGAYgASgJEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHJlc29sdmVkGAggASgIEhMKC3Jlc29sdmVkX2J5GAkgASgJEi8KC3Jlc29sdmVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK0BAoJV29ya3NwYWNlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3JlcG9faWQYAyABKAkSEAoIYWdlbnRfaWQYBCABKAkSEgoKYWdlbnRfbmFtZRgFIAEoCRIUCgxjaGFuZ2VzZXRfaWQYBiABKAkSMQoPY2hhbmdlc2V0X3N0YXRlGAcgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUSDgoGaW50ZW50GAggASgJEhMKC2Jhc2VfY29tbWl0GAkgASgJEiUKBG1vZGUYCiABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEi4KCmV4cGlyZXNfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3RfYWN0aXZlX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg9saWZlY3ljbGVfc3RhdGUYDiABKA4yGC5iZXJ0aC52MS5MaWZlY3ljbGVTdGF0ZRIvCgtzdHJhbmRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoQbGlmZWN5Y2xlX3JlYXNvbhgQIAEoCRIfChdyZXN1bWVkX2Zyb21fc2Vzc2lvbl9pZBgRIAEoCSLUAwoLU2Vzc2lvbkluZm8SEgoKc2Vzc2lvbl9pZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSEgoKYWdlbnRfbmFtZRgEIAEoCRIOCgZpbnRlbnQYBSABKAkSFAoMY2hhbmdlc2V0X2lkGAYgASgJEjEKD2NoYW5nZXNldF9zdGF0ZRgHIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEiUKBG1vZGUYCCABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3RfYWN0aXZlX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg9saWZlY3ljbGVfc3RhdGUYCyABKA4yGC5iZXJ0aC52MS5MaWZlY3ljbGVTdGF0ZRIvCgtzdHJhbmRlZF9hdBgUIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoQbGlmZWN5Y2xlX3JlYXNvbhgVIAEoCRITCgtiYXNlX2NvbW1pdBgWIAEoCSJWCgxTeW1ib2xDaGFuZ2USDAoEbmFtZRgBIAEoCRIMCgRraW5kGAIgASgJEioKBmNoYW5nZRgDIAEoDjIaLmJlcnRoLnYxLlN5bWJvbENoYW5nZUtpbmQqswEKEVZlcmlmaWNhdGlvblN0YXRlEiIKHlZFUklGSUNBVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEh4KGlZFUklGSUNBVElPTl9TVEFURV9SVU5OSU5HEAESHQoZVkVSSUZJQ0FUSU9OX1NUQVRFX1BBU1NFRBACEh0KGVZFUklGSUNBVElPTl9TVEFURV9GQUlMRUQQAxIcChhWRVJJRklDQVRJT05fU1RBVEVfRVJST1IQBCpsCg1Xb3Jrc3BhY2VNb2RlEh4KGldPUktTUEFDRV9NT0RFX1VOU1BFQ0lGSUVEEAASHAoYV09SS1NQQUNFX01PREVfRVBIRU1FUkFMEAESHQoZV09SS1NQQUNFX01PREVfUEVSU0lTVEVOVBACKv4BCg5DaGFuZ2VzZXRTdGF0ZRIfChtDSEFOR0VTRVRfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVDSEFOR0VTRVRfU1RBVEVfRFJBRlQQARIdChlDSEFOR0VTRVRfU1RBVEVfU1VCTUlUVEVEEAISHQoZQ0hBTkdFU0VUX1NUQVRFX1ZFUklGWUlORxADEhwKGENIQU5HRVNFVF9TVEFURV9BUFBST1ZFRBAEEhwKGENIQU5HRVNFVF9TVEFURV9SRUpFQ1RFRBAFEhoKFkNIQU5HRVNFVF9TVEFURV9NRVJHRUQQBhIaChZDSEFOR0VTRVRfU1RBVEVfQ0xPU0VEEAcqqQEKDkxpZmVjeWNsZVN0YXRlEh8KG0xJRkVDWUNMRV9TVEFURV9VTlNQRUNJRklFRBAAEhoKFkxJRkVDWUNMRV9TVEFURV9BQ1RJVkUQARIcChhMSUZFQ1lDTEVfU1RBVEVfU1RSQU5ERUQQAhIdChlMSUZFQ1lDTEVfU1RBVEVfQUJBTkRPTkVEEAMSHQoZTElGRUNZQ0xFX1NUQVRFX0RFU1RST1lFRBAEKoQBCgtUdXJuT3V0Y29tZRIcChhUVVJOX09VVENPTUVfVU5TUEVDSUZJRUQQABIaChZUVVJOX09VVENPTUVfQ09NUExFVEVEEAESIgoeVFVSTl9PVVRDT01FX0FXQUlUSU5HX0FQUFJPVkFMEAISFwoTVFVSTl9PVVRDT01FX0ZBSUxFRBADKnMKCkZpbGVDaGFuZ2USGwoXRklMRV9DSEFOR0VfVU5TUEVDSUZJRUQQABIVChFGSUxFX0NIQU5HRV9BRERFRBABEhgKFEZJTEVfQ0hBTkdFX01PRElGSUVEEAISFwoTRklMRV9DSEFOR0VfREVMRVRFRBADKlgKCkZpbGVTb3VyY2USGwoXRklMRV9TT1VSQ0VfVU5TUEVDSUZJRUQQABIXChNGSUxFX1NPVVJDRV9PVkVSTEFZEAESFAoQRklMRV9TT1VSQ0VfQkFTRRACKpUBChBTeW1ib2xDaGFuZ2VLaW5kEiIKHlNZTUJPTF9DSEFOR0VfS0lORF9VTlNQRUNJRklFRBAAEhwKGFNZTUJPTF9DSEFOR0VfS0lORF9BRERFRBABEh8KG1NZTUJPTF9DSEFOR0VfS0lORF9NT0RJRklFRBACEh4KGlNZTUJPTF9DSEFOR0VfS0lORF9ERUxFVEVEEANiBnByb3RvMw", [file_google_protobuf_timestamp]);
 /**
  * Describes the message berth.v1.Repository.
  * Use `create(RepositorySchema)` to create a new message.
  */
 export const RepositorySchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 0);
 /**
+ * Describes the message berth.v1.RepositoryCheck.
+ * Use `create(RepositoryCheckSchema)` to create a new message.
+ */
+export const RepositoryCheckSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 1);
+/**
+ * Describes the message berth.v1.Verification.
+ * Use `create(VerificationSchema)` to create a new message.
+ */
+export const VerificationSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 2);
+/**
  * Describes the message berth.v1.Changeset.
  * Use `create(ChangesetSchema)` to create a new message.
  */
-export const ChangesetSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 1);
+export const ChangesetSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 3);
 /**
  * Describes the message berth.v1.Comment.
  * Use `create(CommentSchema)` to create a new message.
  */
-export const CommentSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 2);
+export const CommentSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 4);
 /**
  * Describes the message berth.v1.Workspace.
  * Use `create(WorkspaceSchema)` to create a new message.
  */
-export const WorkspaceSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 3);
+export const WorkspaceSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 5);
 /**
  * Describes the message berth.v1.SessionInfo.
  * Use `create(SessionInfoSchema)` to create a new message.
  */
-export const SessionInfoSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 4);
+export const SessionInfoSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 6);
 /**
  * Describes the message berth.v1.SymbolChange.
  * Use `create(SymbolChangeSchema)` to create a new message.
  */
-export const SymbolChangeSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 5);
+export const SymbolChangeSchema = /*@__PURE__*/ messageDesc(file_berth_v1_types, 7);
+/**
+ * Where a verification is.
+ *
+ * @generated from enum berth.v1.VerificationState
+ */
+export var VerificationState;
+(function (VerificationState) {
+    /**
+     * Not set.
+     *
+     * @generated from enum value: VERIFICATION_STATE_UNSPECIFIED = 0;
+     */
+    VerificationState[VerificationState["UNSPECIFIED"] = 0] = "UNSPECIFIED";
+    /**
+     * The check is running.
+     *
+     * @generated from enum value: VERIFICATION_STATE_RUNNING = 1;
+     */
+    VerificationState[VerificationState["RUNNING"] = 1] = "RUNNING";
+    /**
+     * It exited 0; the changeset moved to APPROVED.
+     *
+     * @generated from enum value: VERIFICATION_STATE_PASSED = 2;
+     */
+    VerificationState[VerificationState["PASSED"] = 2] = "PASSED";
+    /**
+     * It exited non-zero or timed out; the changeset moved back to SUBMITTED.
+     *
+     * @generated from enum value: VERIFICATION_STATE_FAILED = 3;
+     */
+    VerificationState[VerificationState["FAILED"] = 3] = "FAILED";
+    /**
+     * It could not run to the end (no sandbox, the tree could not be built, the instance running
+     * it died); the changeset moved back to SUBMITTED.
+     *
+     * @generated from enum value: VERIFICATION_STATE_ERROR = 4;
+     */
+    VerificationState[VerificationState["ERROR"] = 4] = "ERROR";
+})(VerificationState || (VerificationState = {}));
+/**
+ * Describes the enum berth.v1.VerificationState.
+ */
+export const VerificationStateSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 0);
 /**
  * How long a workspace lives.
  *
@@ -66,7 +119,7 @@ export var WorkspaceMode;
 /**
  * Describes the enum berth.v1.WorkspaceMode.
  */
-export const WorkspaceModeSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 0);
+export const WorkspaceModeSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 1);
 /**
  * The state of a changeset. MERGED, REJECTED and CLOSED are terminal.
  *
@@ -126,7 +179,7 @@ export var ChangesetState;
 /**
  * Describes the enum berth.v1.ChangesetState.
  */
-export const ChangesetStateSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 1);
+export const ChangesetStateSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 2);
 /**
  * Where a workspace is in its lifecycle (see docs/lifecycle.md).
  *
@@ -168,7 +221,7 @@ export var LifecycleState;
 /**
  * Describes the enum berth.v1.LifecycleState.
  */
-export const LifecycleStateSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 2);
+export const LifecycleStateSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 3);
 /**
  * How a turn ended.
  *
@@ -204,7 +257,7 @@ export var TurnOutcome;
 /**
  * Describes the enum berth.v1.TurnOutcome.
  */
-export const TurnOutcomeSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 3);
+export const TurnOutcomeSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 4);
 /**
  * How a write changed a file.
  *
@@ -240,7 +293,7 @@ export var FileChange;
 /**
  * Describes the enum berth.v1.FileChange.
  */
-export const FileChangeSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 4);
+export const FileChangeSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 5);
 /**
  * Where a file's content comes from.
  *
@@ -270,7 +323,7 @@ export var FileSource;
 /**
  * Describes the enum berth.v1.FileSource.
  */
-export const FileSourceSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 5);
+export const FileSourceSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 6);
 /**
  * How a symbol changed.
  *
@@ -306,4 +359,4 @@ export var SymbolChangeKind;
 /**
  * Describes the enum berth.v1.SymbolChangeKind.
  */
-export const SymbolChangeKindSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 6);
+export const SymbolChangeKindSchema = /*@__PURE__*/ enumDesc(file_berth_v1_types, 7);

@@ -1,6 +1,6 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Event } from "./event_pb.js";
-import type { Changeset, ChangesetState, Comment, FileChange, FileSource, LifecycleState, Repository, SessionInfo, SymbolChange, Workspace, WorkspaceMode } from "./types_pb.js";
+import type { Changeset, ChangesetState, Comment, FileChange, FileSource, LifecycleState, Repository, RepositoryCheck, SessionInfo, SymbolChange, Verification, Workspace, WorkspaceMode } from "./types_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 /**
@@ -1609,6 +1609,84 @@ export type DiffWorkspaceResponse = Message<"berth.v1.DiffWorkspaceResponse"> & 
  */
 export declare const DiffWorkspaceResponseSchema: GenMessage<DiffWorkspaceResponse>;
 /**
+ * Request of SetRepositoryCheck.
+ *
+ * @generated from message berth.v1.SetRepositoryCheckRequest
+ */
+export type SetRepositoryCheckRequest = Message<"berth.v1.SetRepositoryCheckRequest"> & {
+    /**
+     * The repository.
+     *
+     * @generated from field: string repository_id = 1;
+     */
+    repositoryId: string;
+    /**
+     * The check; absent (or with no argv) clears it.
+     *
+     * @generated from field: berth.v1.RepositoryCheck check = 2;
+     */
+    check?: RepositoryCheck | undefined;
+};
+/**
+ * Describes the message berth.v1.SetRepositoryCheckRequest.
+ * Use `create(SetRepositoryCheckRequestSchema)` to create a new message.
+ */
+export declare const SetRepositoryCheckRequestSchema: GenMessage<SetRepositoryCheckRequest>;
+/**
+ * Response of SetRepositoryCheck.
+ *
+ * @generated from message berth.v1.SetRepositoryCheckResponse
+ */
+export type SetRepositoryCheckResponse = Message<"berth.v1.SetRepositoryCheckResponse"> & {
+    /**
+     * The repository as it is now.
+     *
+     * @generated from field: berth.v1.Repository repository = 1;
+     */
+    repository?: Repository | undefined;
+};
+/**
+ * Describes the message berth.v1.SetRepositoryCheckResponse.
+ * Use `create(SetRepositoryCheckResponseSchema)` to create a new message.
+ */
+export declare const SetRepositoryCheckResponseSchema: GenMessage<SetRepositoryCheckResponse>;
+/**
+ * Request of ListVerifications.
+ *
+ * @generated from message berth.v1.ListVerificationsRequest
+ */
+export type ListVerificationsRequest = Message<"berth.v1.ListVerificationsRequest"> & {
+    /**
+     * The changeset.
+     *
+     * @generated from field: string changeset_id = 1;
+     */
+    changesetId: string;
+};
+/**
+ * Describes the message berth.v1.ListVerificationsRequest.
+ * Use `create(ListVerificationsRequestSchema)` to create a new message.
+ */
+export declare const ListVerificationsRequestSchema: GenMessage<ListVerificationsRequest>;
+/**
+ * Response of ListVerifications.
+ *
+ * @generated from message berth.v1.ListVerificationsResponse
+ */
+export type ListVerificationsResponse = Message<"berth.v1.ListVerificationsResponse"> & {
+    /**
+     * Its verifications, oldest first (at most the last 100).
+     *
+     * @generated from field: repeated berth.v1.Verification verifications = 1;
+     */
+    verifications: Verification[];
+};
+/**
+ * Describes the message berth.v1.ListVerificationsResponse.
+ * Use `create(ListVerificationsResponseSchema)` to create a new message.
+ */
+export declare const ListVerificationsResponseSchema: GenMessage<ListVerificationsResponse>;
+/**
  * Request of DiffChangeset.
  *
  * @generated from message berth.v1.DiffChangesetRequest
@@ -2520,6 +2598,28 @@ export declare const WorkspaceService: GenService<{
         methodKind: "unary";
         input: typeof DiffChangesetRequestSchema;
         output: typeof DiffChangesetResponseSchema;
+    };
+    /**
+     * Sets or clears a repository's check on VERIFYING. Admins only (PERMISSION_DENIED
+     * ROLE_REQUIRED otherwise): the command runs on the server.
+     *
+     * @generated from rpc berth.v1.WorkspaceService.SetRepositoryCheck
+     */
+    setRepositoryCheck: {
+        methodKind: "unary";
+        input: typeof SetRepositoryCheckRequestSchema;
+        output: typeof SetRepositoryCheckResponseSchema;
+    };
+    /**
+     * The runs of its repository's check on a changeset, oldest first, with their output's tail.
+     * Readable by whoever may diff the changeset.
+     *
+     * @generated from rpc berth.v1.WorkspaceService.ListVerifications
+     */
+    listVerifications: {
+        methodKind: "unary";
+        input: typeof ListVerificationsRequestSchema;
+        output: typeof ListVerificationsResponseSchema;
     };
     /**
      * Moves a workspace to a new base commit, merging its overlay three-way per file; the files
