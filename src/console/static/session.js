@@ -1,6 +1,7 @@
 // One session: its workspace, its files (the merged view: overlay over base, deletions marked),
 // the claims it holds and its turns. Live: its own events redraw the parts they change.
 import { adminButtons } from "./actions.js";
+import { decodePatch, drawDiff, fileOf, splitPatch } from "./diff.js";
 import { el, enumName, fill, short, status, when } from "./dom.js";
 import { onEvent } from "./events.js";
 import { call } from "./rpc.js";
@@ -67,8 +68,10 @@ export function sessionView(main, [sessionId], ctx) {
     const r = await call("WorkspaceService", "ListFiles", { sessionId: current, pageSize: FILES_PAGE, pageToken });
     const rows = (r.entries ?? []).map((f) => {
       const source = enumName(f.source, "FILE_SOURCE_");
+      // Only the overlay's paths differ from the base: those open their diff.
+      const name = source === "overlay" ? el("button", { class: "link mono", "data-testid": "file-diff-link", onclick: () => void showDiff(f.path) }, f.path) : f.path;
       return el("tr", { "data-testid": "file-row", "data-path": f.path, "data-source": source, "data-deleted": f.deleted ? "true" : "false" },
-        el("td", { class: f.deleted ? "mono deleted" : "mono" }, f.path),
+        el("td", { class: f.deleted ? "mono deleted" : "mono" }, name),
         el("td", {}, f.deleted ? "deleted" : source),
         el("td", {}, f.deleted ? "" : enumName(f.change, "FILE_CHANGE_")),
         el("td", {}, f.modifiedByOther ? "also changed by another session" : ""));
@@ -91,6 +94,33 @@ export function sessionView(main, [sessionId], ctx) {
         el("td", {}, when(t.endedAt))));
     return { rows, next: r.nextPageToken ?? "" };
   }, turnsBody);
+
+  const diffTitle = el("h3", { hidden: true }, "Diff");
+  const diffBox = el("div", { class: "diff", "data-testid": "file-diff" });
+  let stopDiff = () => {};
+  let diffAsked = 0;
+  const showDiff = async (path) => {
+    const asked = ++diffAsked;
+    stopDiff();
+    diffTitle.hidden = false;
+    fill(diffBox, el("p", { class: "muted" }, `Loading the diff of ${path}…`));
+    diffBox.dataset.path = path;
+    try {
+      const r = await call("WorkspaceService", "DiffWorkspace", { sessionId: current });
+      if (asked !== diffAsked) return;
+      const pathDiff = (r.paths ?? []).find((p) => p.path === path || p.oldPath === path);
+      if (!pathDiff) {
+        fill(diffBox, el("p", { class: "muted", "data-testid": "diff-none" }, `${path} does not differ from the base.`));
+        diffBox.dataset.rendered = "true";
+        return;
+      }
+      stopDiff = drawDiff(diffBox, [{ pathDiff, file: fileOf(splitPatch(decodePatch(r.patch)), pathDiff) }]);
+      diffBox.scrollIntoView({ block: "nearest" });
+    } catch (err) {
+      if (asked === diffAsked) fill(diffBox, el("p", { class: "muted" }, "No diff."));
+      status(err);
+    }
+  };
 
   const load = async () => {
     try {
@@ -120,6 +150,7 @@ export function sessionView(main, [sessionId], ctx) {
   const table = (testid, headers, body, pager) => [el("table", { "data-testid": testid }, el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))), body), pager.button];
   fill(main, head,
     el("h3", {}, "Files"), table("files", ["Path", "Source", "Change", ""], filesBody, files),
+    diffTitle, diffBox,
     el("h3", {}, "Claims"), table("claims", ["Path", "Symbol", "Since"], claimsBody, claims),
     el("h3", {}, "Turns"), table("turns", ["Turn", "State", "Outcome", "Started", "Ended"], turnsBody, turns));
   void load();
@@ -132,5 +163,6 @@ export function sessionView(main, [sessionId], ctx) {
   return () => {
     off();
     clearTimeout(timer);
+    stopDiff();
   };
 }

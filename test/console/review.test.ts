@@ -1,0 +1,87 @@
+/**
+ * Reviewing in the console (issue 29), in headless Chromium against a real server with token
+ * auth: a session's file diffs, a changeset's page with its combined diff, the decisions taken
+ * from it. BERTH_SCREENSHOTS=1 also writes the screenshots of docs/console.md.
+ */
+import { createHash } from "node:crypto";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import { needs } from "../support/services.js";
+import { gitRepo, utf8 } from "../overlay/helpers.js";
+import { attr, shot, shown, startConsole, text, WAIT, type ConsoleHarness } from "./harness.js";
+
+const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
+
+needs({ chromium: true })("reviewing in the web console", () => {
+  let h: ConsoleHarness<"ops" | "alice" | "bob" | "mallory">;
+  let repoId: string;
+  const url = (hash: string) => `${h.berth.server.httpUrl}/#/${hash}`;
+  const file = (page: Page, p: string) => page.locator(`[data-testid="diff-file"][data-path="${p}"]`);
+  const session = async (who: "alice" | "bob", intent: string, changesetId?: string) =>
+    (await h.as(who).createWorkspace({ repoId, mode: WorkspaceMode.PERSISTENT, intent, ...(changesetId ? { changesetId } : {}) })).workspace!;
+
+  beforeAll(async () => {
+    h = await startConsole({ ops: { roles: ["agent", "admin"] }, alice: {}, bob: {}, mallory: {} });
+    repoId = (await h.as("ops").registerRepository({ name: "review-demo", sourcePath: gitRepo().dir })).repository!.id;
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("shows a changed file's diff against the base on a click: lines added and removed, a binary file, a rename as one", async () => {
+    const ws = await session("alice", "edit a few files");
+    const alice = h.as("alice");
+    await alice.writeFile({ sessionId: ws.sessionId, path: "src/f01.txt", content: utf8("file one\nand a second line\n") });
+    await alice.writeFile({ sessionId: ws.sessionId, path: "logo.bin", content: new Uint8Array([0x89, 0x50, 0x00, 0x01, 0x02, 0x00, 0xff]) });
+    await alice.deleteFile({ sessionId: ws.sessionId, path: "src/f02.txt", expectedHash: sha("file 2\n") });
+    await alice.writeFile({ sessionId: ws.sessionId, path: "src/moved.txt", content: utf8("file 2\n") });
+    const page = await h.browser.open(url(`session/${ws.sessionId}`), h.tokens.alice);
+    const box = page.getByTestId("file-diff");
+
+    await page.locator('[data-testid="file-row"][data-path="src/f01.txt"] [data-testid="file-diff-link"]').click();
+    await expect.poll(() => attr(box, "data-rendered"), WAIT).toBe("true");
+    expect(await text(file(page, "src/f01.txt").getByTestId("diff-change"))).toBe("modified");
+    const lines = (kind: string) => file(page, "src/f01.txt").locator(`.dl[data-kind="${kind}"] .code`).allTextContents();
+    expect(await lines("del")).toEqual(["-file 1"]);
+    expect(await lines("add")).toEqual(["+file one", "+and a second line"]);
+    expect(await attr(file(page, "src/f01.txt").locator('.dl[data-kind="add"]').last(), "data-new")).toBe("2");
+    await shot(page, "file-diff", true);
+
+    await page.locator('[data-testid="file-row"][data-path="logo.bin"] [data-testid="file-diff-link"]').click();
+    await shown(file(page, "logo.bin").getByTestId("diff-binary"));
+    expect(await file(page, "logo.bin").locator(".dl").count()).toBe(0);
+
+    // A rename is one entry, whichever of its two paths is clicked.
+    for (const p of ["src/moved.txt", "src/f02.txt"]) {
+      await page.locator(`[data-testid="file-row"][data-path="${p}"] [data-testid="file-diff-link"]`).click();
+      await expect.poll(() => text(file(page, "src/moved.txt").getByTestId("diff-path")), WAIT).toBe("src/f02.txt → src/moved.txt");
+      expect(await text(file(page, "src/moved.txt").getByTestId("diff-change"))).toBe("renamed");
+      expect(await page.getByTestId("diff-file").count()).toBe(1);
+    }
+    // A path the base holds unchanged has no link.
+    expect(await page.locator('[data-testid="file-row"][data-path="src/f03.txt"] [data-testid="file-diff-link"]').count()).toBe(0);
+  });
+
+  it("draws a 10,000-line diff without freezing the page: it answers while the lines come in", async () => {
+    const ws = await session("alice", "a long file");
+    const long = Array.from({ length: 10_000 }, (_, i) => `line ${i + 1} of a long generated file`).join("\n") + "\n";
+    await h.as("alice").writeFile({ sessionId: ws.sessionId, path: "gen/long.txt", content: utf8(long) });
+    const page = await h.browser.open(url(`session/${ws.sessionId}`), h.tokens.alice);
+    const box = page.getByTestId("file-diff");
+    await page.locator('[data-testid="file-row"][data-path="gen/long.txt"] [data-testid="file-diff-link"]').click();
+    // While it draws, the page answers a script and a click within a generous bound (a page
+    // that drew 10,000 rows in one task would hold both until it finished).
+    let slowest = 0;
+    for (;;) {
+      const t0 = Date.now();
+      const done = await page.evaluate('document.querySelector("[data-testid=file-diff]").dataset.rendered === "true"');
+      slowest = Math.max(slowest, Date.now() - t0);
+      if (done) break;
+      await page.getByLabel("bearer token").click({ timeout: 5_000 });
+    }
+    expect(slowest).toBeLessThan(2_000);
+    expect(await box.locator('.dl[data-kind="add"]').count()).toBe(10_000);
+    expect(await attr(box.locator('.dl[data-kind="add"]').last(), "data-new")).toBe("10000");
+  });
+});
