@@ -8,7 +8,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { needs } from "../support/services.js";
-import { gitRepo, utf8 } from "../overlay/helpers.js";
+import { gitRepo, tsModule, utf8 } from "../overlay/helpers.js";
 import { attr, shot, shown, startConsole, text, WAIT, type ConsoleHarness } from "./harness.js";
 
 const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
@@ -83,5 +83,32 @@ needs({ chromium: true })("reviewing in the web console", () => {
     expect(slowest).toBeLessThan(2_000);
     expect(await box.locator('.dl[data-kind="add"]').count()).toBe(10_000);
     expect(await attr(box.locator('.dl[data-kind="add"]').last(), "data-new")).toBe("10000");
+  });
+
+  it("shows a changeset of two sessions on its own page, linked from the session: both sessions' changes combined, the path they differ on marked", async () => {
+    const a = await session("alice", "the gamma half");
+    const b = await session("alice", "the delta half", a.changesetId);
+    const alice = h.as("alice");
+    await alice.writeFile({ sessionId: a.sessionId, path: "a.txt", content: utf8("from a\n") });
+    await alice.writeFile({ sessionId: b.sessionId, path: "b.txt", content: utf8("from b\n") });
+    // Different functions of one file (claims let both write it), so the two versions differ.
+    await alice.writeFile({ sessionId: a.sessionId, path: "src/util.ts", content: utf8(tsModule({ gamma: 41 })) });
+    await alice.writeFile({ sessionId: b.sessionId, path: "src/util.ts", content: utf8(tsModule({ delta: 42 })) });
+    const page = await h.browser.open(url(`session/${b.sessionId}`), h.tokens.alice);
+    await page.getByTestId("workspace").getByTestId("changeset-link").click();
+    await expect.poll(() => page.evaluate("location.hash"), WAIT).toBe(`#/changeset/${a.changesetId}`);
+    const box = page.getByTestId("changeset-diff");
+    await expect.poll(() => attr(box, "data-rendered"), WAIT).toBe("true");
+    expect(await page.getByTestId("diff-file").evaluateAll((els) => els.map((e) => e.getAttribute("data-path")))).toEqual(["a.txt", "b.txt", "src/util.ts"]);
+    expect(await file(page, "a.txt").locator('.dl[data-kind="add"] .code').allTextContents()).toEqual(["+from a"]);
+    expect(await file(page, "b.txt").locator('.dl[data-kind="add"] .code').allTextContents()).toEqual(["+from b"]);
+    expect(await attr(file(page, "src/util.ts"), "data-conflict")).toBe("true");
+    expect(await attr(file(page, "a.txt"), "data-conflict")).toBe("false");
+    expect(await text(file(page, "src/util.ts").getByTestId("diff-conflict"))).toContain(a.sessionId.slice(0, 8));
+    expect(await text(file(page, "src/util.ts").getByTestId("diff-conflict"))).toContain(b.sessionId.slice(0, 8));
+    expect(await text(page.getByTestId("conflicts"))).toContain("src/util.ts");
+    // A later write of one of its sessions shows up without a reload.
+    await alice.writeFile({ sessionId: b.sessionId, path: "c.txt", content: utf8("late\n") });
+    await shown(file(page, "c.txt"));
   });
 });

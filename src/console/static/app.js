@@ -4,11 +4,12 @@ import { el, fill, status } from "./dom.js";
 import { startTail } from "./events.js";
 import { poolView } from "./pool.js";
 import { repositoriesView } from "./repositories.js";
+import { changesetView } from "./changeset.js";
 import { call, token } from "./rpc.js";
 import { sessionView } from "./session.js";
 import { sessionsView } from "./sessions.js";
 
-const VIEWS = { repositories: repositoriesView, sessions: sessionsView, session: sessionView, pool: poolView };
+const VIEWS = { repositories: repositoriesView, sessions: sessionsView, session: sessionView, pool: poolView, changeset: changesetView };
 const ctx = { admin: false };
 let cleanup = () => {};
 

@@ -1,6 +1,7 @@
 // One session: its workspace, its files (the merged view: overlay over base, deletions marked),
 // the claims it holds and its turns. Live: its own events redraw the parts they change.
 import { adminButtons } from "./actions.js";
+import { changesetLink } from "./changeset.js";
 import { decodePatch, drawDiff, fileOf, splitPatch } from "./diff.js";
 import { el, enumName, fill, short, status, when } from "./dom.js";
 import { onEvent } from "./events.js";
@@ -15,14 +16,14 @@ function facts(ws) {
     ["Agent", `${ws.agentName} (${ws.agentId})`],
     ["Intent", ws.intent ?? ""],
     ["State", enumName(ws.lifecycleState, "LIFECYCLE_STATE_") + (ws.lifecycleReason ? ` (${ws.lifecycleReason})` : "")],
-    ["Changeset", `${ws.changesetId} ${enumName(ws.changesetState, "CHANGESET_STATE_")}`],
+    ["Changeset", changesetLink(ws.changesetId, ws.changesetId), ` ${enumName(ws.changesetState, "CHANGESET_STATE_")}`],
     ["Base commit", ws.baseCommit ?? ""],
     ["Mode", enumName(ws.mode, "WORKSPACE_MODE_")],
     ["Created", when(ws.createdAt)],
     ["Last activity", when(ws.lastActiveAt)],
   ];
   if (ws.resumedFromSessionId) rows.push(["Resumed from", ws.resumedFromSessionId]);
-  return el("dl", { class: "facts", "data-testid": "workspace" }, rows.map(([k, v]) => [el("dt", {}, k), el("dd", { class: k === "Session" || k === "Changeset" ? "mono" : undefined }, v)]));
+  return el("dl", { class: "facts", "data-testid": "workspace" }, rows.map(([k, ...v]) => [el("dt", {}, k), el("dd", { class: k === "Session" ? "mono" : undefined }, v)]));
 }
 
 /**
