@@ -6,9 +6,11 @@
 import { createHash } from "node:crypto";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { needs } from "../support/services.js";
 import { gitRepo, tsModule, utf8 } from "../overlay/helpers.js";
+import { startBerth } from "../support/berth.js";
+import { launchBrowser } from "./browser.js";
 import { attr, shot, shown, startConsole, text, WAIT, type ConsoleHarness } from "./harness.js";
 
 const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
@@ -110,5 +112,72 @@ needs({ chromium: true })("reviewing in the web console", () => {
     // A later write of one of its sessions shows up without a reload.
     await alice.writeFile({ sessionId: b.sessionId, path: "c.txt", content: utf8("late\n") });
     await shown(file(page, "c.txt"));
+  });
+
+  it("keeps the tail to the repository shown, links its entries to their session and changeset, and shows a transition's from → to", async () => {
+    const other = (await h.as("ops").registerRepository({ name: "review-other" })).repository!.id;
+    const page = await h.browser.open(url(`sessions/${repoId}/active`), h.tokens.alice);
+    const elsewhere = (await h.as("alice").createWorkspace({ repoId: other, mode: WorkspaceMode.EPHEMERAL, baseCommit: "main", intent: "elsewhere" })).workspace!;
+    const here = await session("alice", "here");
+    const entry = (kind: string, s: string) => page.locator(`#tail li[data-kind="${kind}"][data-session="${s}"]`);
+    await shown(entry("session.created", here.sessionId));
+    // Delivered (the tail keeps it) but not shown while this repository is.
+    expect(await entry("session.created", elsewhere.sessionId).count()).toBe(1);
+    expect(await entry("session.created", elsewhere.sessionId).isVisible()).toBe(false);
+    expect(await text(page.getByTestId("tail-scope"))).toBe("of this repository");
+
+    await h.as("alice").transitionChangeset({ changesetId: here.changesetId, toState: ChangesetState.SUBMITTED, reason: "ready" });
+    const moved = page.locator(`#tail li[data-kind="changeset.transitioned"][data-changeset="${here.changesetId}"]`);
+    await shown(moved);
+    expect(await text(moved.getByTestId("tail-transition"))).toBe(" draft → submitted");
+    await moved.getByTestId("tail-changeset").click();
+    await expect.poll(() => page.evaluate("location.hash"), WAIT).toBe(`#/changeset/${here.changesetId}`);
+    await entry("session.created", here.sessionId).getByTestId("tail-session").click();
+    await expect.poll(() => page.evaluate("location.hash"), WAIT).toBe(`#/session/${here.sessionId}`);
+    // The repositories view is about none: every event shows.
+    await page.getByRole("link", { name: "Repositories" }).click();
+    await expect.poll(() => entry("session.created", elsewhere.sessionId).isVisible(), WAIT).toBe(true);
+    expect(await text(page.getByTestId("tail-scope"))).toBe("");
+  });
+
+  it("writes dates in the browser's locale: 24-hour where the locale is", async () => {
+    const ws = await session("alice", "dates");
+    const created = async (locale: string) => {
+      const context = await h.browser.browser.newContext({ locale });
+      try {
+        const page = await context.newPage();
+        await page.goto(url(`session/${ws.sessionId}`));
+        await page.getByLabel("bearer token").fill(h.tokens.alice);
+        await page.getByRole("button", { name: "Use token" }).click();
+        const facts = page.getByTestId("workspace");
+        await expect.poll(() => text(facts), WAIT).toContain("dates");
+        return await facts.locator("dt:text-is('Created') + dd").textContent();
+      } finally {
+        await context.close();
+      }
+    };
+    expect(await created("en-US")).toMatch(/\d{1,2}:\d{2}:\d{2}\s?[AP]M/);
+    const gb = await created("en-GB");
+    expect(gb).toMatch(/\d{2}:\d{2}:\d{2}/);
+    expect(gb).not.toMatch(/[AP]M/i);
+    expect(await created("de-DE")).toMatch(/\d{2}\.\d{2}\.\d{4}, \d{2}:\d{2}:\d{2}/);
+  });
+});
+
+needs({ chromium: true })("the web console with auth off", () => {
+  it("shows no token box and no admin label", async () => {
+    const berth = await startBerth();
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.open(`${berth.server.httpUrl}/#/repositories`);
+      await expect.poll(() => page.evaluate("document.body.dataset.auth"), WAIT).toBe("off");
+      expect(await page.getByLabel("bearer token").isVisible()).toBe(false);
+      expect(await page.getByTestId("who").isVisible()).toBe(false);
+      // And the admin's pages are there.
+      expect(await page.getByRole("link", { name: "Turn pool" }).isVisible()).toBe(true);
+    } finally {
+      await browser.close();
+      await berth.close();
+    }
   });
 });

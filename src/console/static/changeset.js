@@ -4,7 +4,7 @@
 import { decisionButtons } from "./decisions.js";
 import { decodePatch, drawDiff, fileOf, splitPatch } from "./diff.js";
 import { el, enumName, fill, short, status, when } from "./dom.js";
-import { onEvent } from "./events.js";
+import { filterTail, onEvent } from "./events.js";
 import { call } from "./rpc.js";
 
 const COALESCE_MS = 150;
@@ -61,6 +61,7 @@ export function changesetView(main, [changesetId]) {
   const loadFacts = async () => {
     try {
       const r = await call("WorkspaceService", "GetChangeset", { changesetId });
+      filterTail(r.changeset.repoId);
       fill(head, el("h2", {}, "Changeset ", el("span", { class: "mono" }, short(changesetId))), facts(r));
       fill(decisions, decisionButtons(r.changeset, r.allowedTransitions ?? [], (t) => {
         if (t.merge) showMerge(t.merge);

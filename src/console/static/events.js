@@ -16,6 +16,19 @@ export function onEvent(fn) {
   return () => listeners.delete(fn);
 }
 
+/**
+ * Shows only the events of repository `repoId` (undefined: every event): the view is about that
+ * repository. Events are kept either way, so leaving the view shows them all again.
+ */
+export function filterTail(repoId) {
+  const tail = document.getElementById("tail");
+  tail.dataset.repo = repoId ?? "";
+  for (const li of tail.children) li.hidden = hiddenIn(li, repoId);
+  document.getElementById("tail-scope").textContent = repoId ? "of this repository" : "";
+}
+
+const hiddenIn = (li, repoId) => Boolean(repoId) && li.dataset.repo !== repoId;
+
 /** The seq the tail resumes after (for tests and the screenshot script: a reconnect continues here). */
 export function resumePoint() {
   return lastSeq;
@@ -29,7 +42,7 @@ function row(e) {
   const t = e.changesetTransitioned;
   return el(
     "li",
-    { "data-kind": e.kind, "data-session": e.sessionId ?? "", "data-changeset": e.changesetId ?? "", "data-seq": e.seq, title: when(e.occurredAt) },
+    { "data-kind": e.kind, "data-repo": e.repoId ?? "", "data-session": e.sessionId ?? "", "data-changeset": e.changesetId ?? "", "data-seq": e.seq, title: when(e.occurredAt) },
     el("span", { class: "seq" }, e.seq),
     el("span", { class: `kind kind-${e.kind.replace(/\./g, "-")}` }, e.kind),
     t ? el("span", { "data-testid": "tail-transition" }, ` ${enumName(t.fromState, "CHANGESET_STATE_")} → ${enumName(t.toState, "CHANGESET_STATE_")}`) : null,
@@ -43,7 +56,9 @@ function row(e) {
 function deliver(e) {
   lastSeq = e.seq;
   const tail = document.getElementById("tail");
-  tail.prepend(row(e));
+  const li = row(e);
+  li.hidden = hiddenIn(li, tail.dataset.repo);
+  tail.prepend(li);
   while (tail.childElementCount > KEEP) tail.lastElementChild.remove();
   for (const fn of listeners) fn(e);
 }

@@ -4,7 +4,7 @@ import { adminButtons } from "./actions.js";
 import { changesetLink } from "./changeset.js";
 import { decodePatch, drawDiff, fileOf, splitPatch } from "./diff.js";
 import { el, enumName, fill, short, status, when } from "./dom.js";
-import { onEvent } from "./events.js";
+import { filterTail, onEvent } from "./events.js";
 import { call } from "./rpc.js";
 
 const FILES_PAGE = 500;
@@ -126,6 +126,7 @@ export function sessionView(main, [sessionId], ctx) {
   const load = async () => {
     try {
       const { workspace: ws } = await call("WorkspaceService", "GetWorkspace", { sessionId: current });
+      filterTail(ws.repoId);
       const state = enumName(ws.lifecycleState, "LIFECYCLE_STATE_");
       fill(head,
         el("h2", {}, "Session ", el("span", { class: "mono" }, short(ws.sessionId)), " ", el("a", { href: `#/sessions/${ws.repoId}/${state === "destroyed" ? "active" : state}` }, "(its repository's sessions)")),

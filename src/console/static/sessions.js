@@ -4,7 +4,7 @@
 import { adminButtons } from "./actions.js";
 import { changesetLink } from "./changeset.js";
 import { el, enumName, fill, short, status, when } from "./dom.js";
-import { onEvent } from "./events.js";
+import { filterTail, onEvent } from "./events.js";
 import { pager } from "./pager.js";
 import { call } from "./rpc.js";
 
@@ -83,6 +83,7 @@ export function sessionsView(main, [repoId, wanted = "active"], ctx) {
     const repo = (r.repositories ?? []).find((x) => x.id === repoId);
     if (repo) repoName.textContent = repo.name;
   }, () => {});
+  filterTail(repoId);
   void pages.first();
   const off = onEvent((e) => {
     if (e.repoId === repoId && (e.kind.startsWith("session.") || e.kind.startsWith("changeset."))) refresh();
