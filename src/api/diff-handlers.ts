@@ -1,7 +1,7 @@
 /**
  * DiffWorkspace, DiffChangeset, RebaseWorkspace (issue 15). The behaviour lives in
  * src/overlay/diffs.ts and src/overlay/rebase.ts; these validate, check the caller (a session
- * through ownedSession, a changeset as TransitionChangeset does) and translate.
+ * through ownedSession, a changeset through ./changeset-access.ts) and translate.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { FileChange } from "../../gen/berth/v1/types_pb.js";
@@ -10,7 +10,7 @@ import { BerthError } from "../platform/errors.js";
 import { assertActive } from "../sessions/registry.js";
 import type { OverlayService, PathDiffInfo } from "../overlay/overlay-service.js";
 import type { ServiceHandlers } from "./handler.js";
-import { actsForAnyone, requireChangesetMember, requireRepository } from "./authorize.js";
+import { requireChangesetReader } from "./changeset-access.js";
 import { ownedSession } from "./session-access.js";
 import { Check, LIMITS } from "./validate.js";
 import { workspaceToWire } from "./wire.js";
@@ -53,10 +53,9 @@ export function diffHandlers(deps: WorkspaceServiceDeps): DiffMethods {
       const c = new Check();
       const changesetId = c.uuid("changeset_id", req.changesetId);
       c.done();
-      await requireChangesetMember(ctx, changesetId!, () => registry.agentsOfChangeset(changesetId!), "NOT_CHANGESET_OWNER");
+      await requireChangesetReader(registry, ctx, changesetId!);
       const repoId = await registry.repositoryOfChangeset(changesetId!);
       const workspaces = await registry.workspacesOfChangeset(changesetId!);
-      if (!actsForAnyone(ctx.principal) && repoId !== undefined) await requireRepository(registry, ctx.principal, repoId);
       const d = await overlay().diffChangeset(workspaces, req.binary, repoId!);
       return {
         patch: d.patch,

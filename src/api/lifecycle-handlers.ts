@@ -9,6 +9,7 @@ import type { Principal } from "../auth/principal.js";
 import type { AbandonCause as CauseName } from "../sessions/lifecycle.js";
 import type { ServiceHandlers } from "./handler.js";
 import { ownedSession } from "./session-access.js";
+import { moverOf } from "./changeset-access.js";
 import { AGENT_ID, Check, LIMITS } from "./validate.js";
 import { workspaceToWire } from "./wire.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
@@ -118,7 +119,7 @@ export function lifecycleHandlers(
       if (cause === AbandonCause.ADMIN) requireRole(ctx.principal, "admin");
       await ownedSession(registry, ctx, sessionId!, "any");
       const name: CauseName = cause === AbandonCause.ADMIN ? "admin" : "explicit";
-      const abandoned = await deps.lifecycle.abandon(sessionId!, name, reason);
+      const abandoned = await deps.lifecycle.abandon(sessionId!, name, reason, moverOf(ctx));
       return { workspace: workspaceToWire(abandoned) };
     },
   };

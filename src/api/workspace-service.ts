@@ -17,6 +17,8 @@ import {
   showsServerPaths,
 } from "./authorize.js";
 import { diffHandlers } from "./diff-handlers.js";
+import { changesetHandlers } from "./changeset-handlers.js";
+import { moverOf, requireChangesetMover } from "./changeset-access.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
 import { overlayHandlers } from "./overlay-handlers.js";
@@ -64,18 +66,6 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     const sessionId = c.uuid("session_id", rawSessionId);
     c.done();
     return ownedSession(registry, ctx, sessionId!, "any");
-  };
-  /**
-   * Who may move a changeset (a transition, a commit, a merge): a member of it or an admin, and
-   * a member whose grant on the changeset's repository was withdrawn may not.
-   */
-  const requireChangesetMover = async (changesetId: string, ctx: CallContext) => {
-    const p = ctx.principal;
-    await requireChangesetMember(ctx, changesetId, () => registry.agentsOfChangeset(changesetId), "NOT_CHANGESET_OWNER");
-    if (!actsForAnyone(p)) {
-      const repoId = await registry.repositoryOfChangeset(changesetId);
-      if (repoId !== undefined) await requireRepository(registry, p, repoId);
-    }
   };
   return {
     async registerRepository(req, ctx) {
@@ -201,13 +191,15 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       if (targetRef !== "" && to !== undefined && to !== ChangesetState.MERGED) c.add("target_ref", "MERGED_ONLY", "only a transition to MERGED has a target");
       const expected = c.enumValue("expected_state", req.expectedState, ChangesetState, false);
       c.done();
-      await requireChangesetMover(changesetId!, ctx);
+      const toName = changesetStateName(to!)!;
+      await requireChangesetMover(registry, ctx, changesetId!, toName);
       const expectedName = expected === undefined ? undefined : changesetStateName(expected);
+      const who = moverOf(ctx);
       if (to === ChangesetState.MERGED && deps.landing) {
-        const landed = await deps.landing.merge(changesetId!, targetRef, reason, callerAgent(ctx), expectedName);
+        const landed = await deps.landing.merge(changesetId!, targetRef, reason, callerAgent(ctx), expectedName, who);
         return { changeset: changesetToWire(landed.changeset), ...(landed.merge ? { merge: mergeToWire(landed.merge) } : {}), unchanged: landed.unchanged };
       }
-      const moved = await registry.moveChangeset(changesetId!, changesetStateName(to!)!, reason, { expected: expectedName });
+      const moved = await registry.moveChangeset(changesetId!, toName, reason, { expected: expectedName, who });
       return { changeset: changesetToWire(moved.changeset), unchanged: moved.unchanged };
     },
 
@@ -219,7 +211,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       if (name !== "" && !usableIdentName(name)) c.add("author.name", "INVALID_FORMAT", `must hold a character other than spaces, controls and . , : ; " ' \\ (git drops those at either end of a name), got ${JSON.stringify(name)}`);
       const email = c.text("author.email", req.author?.email ?? "", AUTHOR_PART) ?? "";
       c.done();
-      await requireChangesetMover(changesetId!, ctx);
+      await requireChangesetMover(registry, ctx, changesetId!);
       if (!deps.landing) throw new BerthError("unimplemented", "LANDING_UNAVAILABLE", "this server does not land changesets");
       const agentId = callerAgent(ctx);
       const r = await deps.landing.commit({ changesetId: changesetId!, message, author: name || email ? { name, email } : undefined, agentId });
@@ -232,5 +224,6 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     ...claimListHandler(deps),
     ...idPrefixHandler(deps),
     ...diffHandlers(deps),
+    ...changesetHandlers(deps),
   };
 }

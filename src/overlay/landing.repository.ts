@@ -27,6 +27,11 @@ export async function recordCommit(db: Executor, id: string, commitId: string, a
   return r.rows[0]!;
 }
 
+/** Where a MERGED transition merged the changeset (GetChangeset's merged_into), in the transition's transaction. */
+export async function recordMergedInto(db: Executor, id: string, targetRef: string): Promise<void> {
+  await sql`UPDATE changesets SET merged_into = ${targetRef} WHERE id = ${id}::uuid`.execute(db);
+}
+
 /** A live (active or stranded) session of the changeset: its base and intent. */
 export interface ChangesetSession {
   readonly workspace_id: string;

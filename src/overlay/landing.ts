@@ -41,7 +41,7 @@ import type { Changeset } from "../sessions/workspace.js";
 import { assertCanTransition, assertNotTerminal, changesetFromRow, stateMismatch } from "../sessions/changesets.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import type { Change, Tx } from "../platform/unit-of-work.js";
-import { changesetOverlay, findLandingChangeset, recordCommit, type LandingChangeset } from "./landing.repository.js";
+import { changesetOverlay, findLandingChangeset, recordCommit, recordMergedInto, type LandingChangeset } from "./landing.repository.js";
 import { cleanCheckoutsOf, moveWithCheckouts } from "./checkout-update.js";
 import { defaultCommitMessage } from "./commit-message.js";
 import { commitIdentity, compareAndSetRef, headBranch, planMerge, readRef, validRefName, writeCommit, type Identity, type PathChange } from "./landing-git.js";
@@ -152,7 +152,7 @@ export class Landing {
   private async commitLocked(change: Change, locked: LandingChangeset, place: Place, input: CommitInput, deferred?: RefUpdate[]): Promise<CommitResult> {
     const { changesetId } = input;
     const source = place.dir;
-    const ref = `${this.deps.refPrefix}${changesetId}`;
+    const ref = this.branchOf(changesetId);
     // Read while the commit builds: the changeset's lock keeps other commits of it off the ref,
     // and anyone else's move is caught by the compare-and-set below. A mirror's refs are read
     // after the build, which may fetch into it.
@@ -186,6 +186,11 @@ export class Landing {
     return { changeset: changesetFromRow(row), commit: built.commit, ref, tree: built.tree, paths: built.paths, unchanged: false };
   }
 
+  /** The branch CommitChangeset writes the changeset's commit on (a full ref). */
+  branchOf(changesetId: string): string {
+    return `${this.deps.refPrefix}${changesetId}`;
+  }
+
   /**
    * The MERGED transition: the changeset committed (again: the current overlay, with the message
    * and author of its last commit), merged into `targetRef` (empty: the branch HEAD names), the
@@ -193,7 +198,7 @@ export class Landing {
    * a source_path or a remote_url only changes state (a target_ref for it is NO_SOURCE_REPOSITORY).
    * On a git server the changeset's branch and the target are pushed together (`--atomic`).
    */
-  async merge(changesetId: string, targetRef: string, reason: string, agentId: string, expected?: ChangesetStateName): Promise<{ changeset: Changeset; merge?: MergeOutcome; unchanged: boolean }> {
+  async merge(changesetId: string, targetRef: string, reason: string, agentId: string, expected?: ChangesetStateName, who?: string): Promise<{ changeset: Changeset; merge?: MergeOutcome; unchanged: boolean }> {
     const cs = await this.changeset(changesetId);
     if (expected !== undefined) {
       // A retried MERGED that succeeded: answered as it is (the merge is not done twice).
@@ -204,7 +209,7 @@ export class Landing {
     // No git repository behind it: there is nothing to merge into, and MERGED stays the state it was.
     if (!RepositoryLocations.hasGit(await this.deps.registry.repository(cs.repo_id))) {
       if (targetRef !== "") await this.placeOf(cs);
-      return this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected });
+      return this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected, who });
     }
     // On a git server: fetched now, so that the target is the server's branch as it is.
     const place = await this.placeOf(cs);
@@ -214,7 +219,7 @@ export class Landing {
     // Everything from the overlay's read to the target's move runs once the transition's
     // compare-and-set holds the changeset row: a write that committed before is in the commit,
     // one that waited for the row finds the changeset MERGED and is refused (CHANGESET_TERMINAL).
-    const moved = await this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected, during: async (change) => {
+    const moved = await this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected, who, during: async (change) => {
       const locked = (await findLandingChangeset(change.trx, changesetId))!;
       const pending: RefUpdate[] = [];
       const changesetCommit = await this.commitForMerge(change, locked, place, agentId, pending);
@@ -258,6 +263,7 @@ export class Landing {
         reason,
         payload: { case: "changesetMerged", value: { targetRef: target, oldCommitId: old, newCommitId: plan.commit, changesetCommitId: changesetCommit, fastForward: merge.fastForward } },
       });
+      await recordMergedInto(change.trx, changesetId, target);
     } });
     if (moved.unchanged || merge === undefined) return moved;
     return { changeset: { ...moved.changeset, commitId: merge.changesetCommit }, merge, unchanged: false };

@@ -49,6 +49,8 @@ export interface ChangesetTable {
    * the order of a changeset's states, assigned by the database; read it through toSeq().
    */
   version: Generated<Int8>;
+  /** The branch a MERGED transition merged it into (migrations/0022); NULL otherwise. */
+  merged_into: Generated<string | null>;
 }
 
 export type LifecycleName = "active" | "stranded" | "abandoned" | "destroyed";
@@ -229,6 +231,19 @@ export interface OverlayReadTable {
   read_at: Timestamp;
 }
 
+/** One state change of a changeset, written with it (migrations/0022_changeset_transitions.ts). */
+export interface ChangesetTransitionTable {
+  changeset_id: string;
+  /** changesets.version after the change: the history's order. */
+  version: Int8;
+  from_state: ChangesetStateName;
+  to_state: ChangesetStateName;
+  reason: string;
+  /** The calling agent, "anonymous" (auth off) or "berth" (the server's own move). */
+  who: string;
+  at: Timestamp;
+}
+
 // ---- every table --------------------------------------------------------------------------
 
 export interface Database {
@@ -245,11 +260,12 @@ export interface Database {
   claims: ClaimTable;
   turns: TurnTable;
   overlay_reads: OverlayReadTable;
+  changeset_transitions: ChangesetTransitionTable;
 }
 
 const COLUMNS = {
   repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude", "request_id", "remote_url"],
-  changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at", "commit_id", "committed_at", "version"],
+  changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at", "commit_id", "committed_at", "version", "merged_into"],
   workspaces: [
     "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",
     "created_at", "last_active_at", "lifecycle", "lifecycle_reason", "stranded_at", "ended_at", "resumed_from", "owner_instance",
@@ -269,6 +285,7 @@ const COLUMNS = {
     "exit_code", "exit_signal", "commit_messages",
   ],
   overlay_reads: ["workspace_id", "path", "read_at"],
+  changeset_transitions: ["changeset_id", "version", "from_state", "to_state", "reason", "who", "at"],
 } as const;
 
 /** The columns of `Table` a list lacks, and the names it has that `Table` does not: never when it is exact. */

@@ -1,6 +1,8 @@
 /**
  * The changeset state machine: DRAFT→SUBMITTED→VERIFYING→APPROVED|REJECTED, APPROVED→MERGED,
- * any non-terminal→CLOSED. MERGED, REJECTED and CLOSED are terminal.
+ * any non-terminal→CLOSED. MERGED, REJECTED and CLOSED are terminal. A reviewer sends work back
+ * for changes by moving SUBMITTED, VERIFYING or APPROVED back to DRAFT (issue 29): REJECTED is
+ * the end of a changeset, DRAFT the state its sessions are meant to work in.
  */
 import type { ChangesetStateName } from "../platform/schema.js";
 
@@ -8,9 +10,9 @@ export const TERMINAL_STATES: ReadonlySet<ChangesetStateName> = new Set(["merged
 
 const NEXT: Readonly<Record<ChangesetStateName, readonly ChangesetStateName[]>> = {
   draft: ["submitted", "closed"],
-  submitted: ["verifying", "closed"],
-  verifying: ["approved", "rejected", "closed"],
-  approved: ["merged", "closed"],
+  submitted: ["verifying", "draft", "closed"],
+  verifying: ["approved", "rejected", "draft", "closed"],
+  approved: ["merged", "draft", "closed"],
   rejected: [],
   merged: [],
   closed: [],
@@ -27,4 +29,9 @@ export function sourcesOf(to: ChangesetStateName): ChangesetStateName[] {
 
 export function canTransition(from: ChangesetStateName, to: ChangesetStateName): boolean {
   return NEXT[from].includes(to);
+}
+
+/** The states a changeset in `from` may move to, in the machine's order (none from a terminal state). */
+export function nextStates(from: ChangesetStateName): readonly ChangesetStateName[] {
+  return NEXT[from];
 }

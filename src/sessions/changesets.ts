@@ -21,6 +21,7 @@ import type { Change, UnitOfWork } from "../platform/unit-of-work.js";
 import { changesetStateEnum } from "../platform/proto-enums.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import * as sqlRepo from "./registry.repository.js";
+import * as historyRepo from "./changeset-history.repository.js";
 import type { SessionHooks } from "./session-hooks.js";
 
 export class Changesets {
@@ -131,15 +132,7 @@ export class Changesets {
         throw invalidTransition(changesetId, again?.state ?? current.state, to);
       }
       if (during) await during(change);
-      await this.hooks.changesetMoved(change, { changesetId, to, at: now });
-      change.record({
-        kind: "changeset.transitioned",
-        repoId: row.repo_id,
-        changesetId,
-        occurredAt: now,
-        reason,
-        payload: { case: "changesetTransitioned", value: { fromState: changesetStateEnum(current.state), toState: changesetStateEnum(to) } },
-      });
+      await recordMoves(change, this.hooks, [{ changesetId, repoId: row.repo_id, version: row.version, from: current.state, to, reason, who: opts.who ?? BERTH, at: now }]);
       return { row, unchanged: false };
     });
     return { changeset: this.internChangeset(outcome.row), unchanged: outcome.unchanged };
@@ -213,8 +206,52 @@ export function changesetFromRow(
   };
 }
 
+/** `who` of the moves the server makes itself (an abandonment's rejection, a check's verdict). */
+export const BERTH = "berth";
+
+/** One state change of a changeset, made by a statement of the change it is recorded in. */
+export interface RecordedMove {
+  readonly changesetId: string;
+  readonly repoId: string;
+  /** changesets.version as the statement that moved it left it: the history's order. */
+  readonly version: sqlRepo.ChangesetRow["version"];
+  readonly from: ChangesetStateName;
+  readonly to: ChangesetStateName;
+  readonly reason: string;
+  /** The calling agent, "anonymous" (auth off), or BERTH. */
+  readonly who: string;
+  readonly at: number;
+}
+
+/**
+ * What every state change of a changeset does besides its own UPDATE, in the transaction that
+ * made it: its history row, the move hooks (src/sessions/session-hooks.ts) and the
+ * changeset.transitioned event. Every path that moves a changeset (a transition, a merge, an
+ * abandonment's rejection) calls this, so none can move one without leaving its history.
+ */
+export async function recordMoves(change: Change, hooks: SessionHooks, moves: readonly RecordedMove[]): Promise<void> {
+  if (moves.length === 0) return;
+  await historyRepo.insertTransitions(
+    change.trx,
+    moves.map((m) => ({ changeset_id: m.changesetId, version: m.version, from_state: m.from, to_state: m.to, reason: m.reason, who: m.who, at: new Date(m.at) })),
+  );
+  for (const m of moves) await hooks.changesetMoved(change, { changesetId: m.changesetId, to: m.to, at: m.at });
+  change.record(
+    ...moves.map((m) => ({
+      kind: "changeset.transitioned",
+      repoId: m.repoId,
+      changesetId: m.changesetId,
+      occurredAt: m.at,
+      reason: m.reason,
+      payload: { case: "changesetTransitioned" as const, value: { fromState: changesetStateEnum(m.from), toState: changesetStateEnum(m.to) } },
+    })),
+  );
+}
+
 /** What a transition may be told besides its target (TransitionChangeset's `expected_state`; landing's merge). */
 export interface MoveOptions {
+  /** Who moves it, for its history: the calling agent, "anonymous" (auth off); BERTH when absent. */
+  readonly who?: string;
   /** Runs inside the transition's transaction, after the compare-and-set (the merge moves its ref here). */
   readonly during?: (change: Change) => Promise<void>;
   /** Only from this state; already in the target: answered unchanged. */

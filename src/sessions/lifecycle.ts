@@ -102,8 +102,8 @@ export class LifecycleManager {
   }
 
   /** Abandons an active or stranded session, its changeset REJECTED; idempotent. */
-  abandon(sessionId: string, cause: AbandonCause, note = ""): Promise<Workspace> {
-    return this.transitions.abandon(sessionId, cause, note);
+  abandon(sessionId: string, cause: AbandonCause, note = "", who?: string): Promise<Workspace> {
+    return this.transitions.abandon(sessionId, cause, note, who);
   }
 
   /** DestroyWorkspace: an active session's workspace ends for good; idempotent. */

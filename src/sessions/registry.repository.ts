@@ -8,7 +8,7 @@ type Executor = Kysely<Database> | Transaction<Database>;
 export type RepositoryRow = Omit<Selectable<RepositoryTable>, "next_agent_number" | "request_id">;
 export type RepositoryInsert = Omit<RepositoryRow, "capture_exclude" | "remote_url"> & { capture_exclude: string[]; request_id: string | null; remote_url: string | null };
 /** A changeset as the registry caches it; its commit columns are the landing's (src/overlay/landing.ts). */
-export type ChangesetRow = Omit<Selectable<ChangesetTable>, "commit_id" | "committed_at">;
+export type ChangesetRow = Omit<Selectable<ChangesetTable>, "commit_id" | "committed_at" | "merged_into">;
 
 /** A workspace row with its changeset's columns, as every read of a workspace needs both. */
 export type WorkspaceRow = Omit<Selectable<WorkspaceTable>, "owner_instance"> & {
@@ -302,6 +302,11 @@ export function listWorkspacesPage(db: Executor, repoId: string, lifecycles: rea
 /** The workspaces of a changeset that still hold an overlay (active and stranded), oldest first. */
 export function workspacesOfChangeset(db: Executor, changesetId: string): Promise<WorkspaceRow[]> {
   return selectWorkspaces(db).where("w.changeset_id", "=", changesetId).where("w.lifecycle", "in", ["active", "stranded"]).orderBy("w.created_at").orderBy("w.id").execute();
+}
+
+/** Every workspace that works or worked on a changeset, in any lifecycle, oldest first (its review lists them). */
+export function allWorkspacesOfChangeset(db: Executor, changesetId: string): Promise<WorkspaceRow[]> {
+  return selectWorkspaces(db).where("w.changeset_id", "=", changesetId).orderBy("w.created_at").orderBy("w.id").execute();
 }
 
 export function listActiveWorkspacesOfInstance(db: Executor, instanceId: string): Promise<WorkspaceRow[]> {

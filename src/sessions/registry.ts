@@ -20,7 +20,8 @@ import type { ChangesetStateName, LifecycleName } from "../platform/schema.js";
 import * as sqlRepo from "./registry.repository.js";
 import { registryFollower } from "./coherence.js";
 import { SessionHooks } from "./session-hooks.js";
-import { Changesets, type MoveOptions } from "./changesets.js";
+import { Changesets, changesetFromRow, type MoveOptions } from "./changesets.js";
+import * as historyRepo from "./changeset-history.repository.js";
 import { Repositories, type RepositoryLocation } from "./repositories.js";
 import { RepositoryLocations } from "../repository/locations.js";
 import { draftCreates, makeWorkspace, type DraftCreates, type CreateWorkspaceInput } from "./workspace-creation.js";
@@ -84,6 +85,34 @@ export type SessionKey = readonly [createdAtMs: number, workspaceId: string];
 
 export function sessionKey(ws: Workspace): SessionKey {
   return [ws.createdAt, ws.workspaceId];
+}
+
+/** Where a changeset stands in listChangesets' order: its creation time (ms) and id, neither of which ever changes. */
+export type ChangesetKey = readonly [createdAtMs: number, changesetId: string];
+
+export function changesetKey(cs: Changeset): ChangesetKey {
+  return [cs.createdAt, cs.id];
+}
+
+/** One recorded state change of a changeset (changeset_transitions). */
+export interface ChangesetTransitionRecord {
+  readonly from: ChangesetStateName;
+  readonly to: ChangesetStateName;
+  readonly reason: string;
+  /** The calling agent, "anonymous" (auth off) or "berth" (the server). */
+  readonly who: string;
+  readonly at: number;
+}
+
+/** What GetChangeset shows of a changeset, read from the database. */
+export interface ChangesetReview {
+  readonly changeset: Changeset;
+  /** The branch a MERGED transition merged it into; undefined when none did. */
+  readonly mergedInto: string | undefined;
+  /** Oldest first. */
+  readonly transitions: readonly ChangesetTransitionRecord[];
+  /** Every session of it, any lifecycle, oldest first. */
+  readonly sessions: readonly Workspace[];
 }
 
 export class WorkspaceRegistry {
@@ -448,6 +477,29 @@ export class WorkspaceRegistry {
   /** The repository of a changeset; undefined when there is no such changeset. */
   async repositoryOfChangeset(changesetId: string): Promise<string | undefined> {
     return (await sqlRepo.findChangeset(this.db, changesetId))?.repo_id;
+  }
+
+  /**
+   * A page of a repository's changesets in these states (every state when empty), newest
+   * created first, from the database (all instances), after the changeset with key `after`.
+   */
+  async listChangesets(repoId: string, states: readonly ChangesetStateName[], after: ChangesetKey | undefined, limit: number): Promise<Changeset[]> {
+    await this.repository(repoId);
+    const rows = await historyRepo.listChangesetsPage(this.db, repoId, states, after && { createdAt: new Date(after[0]), id: after[1] }, limit);
+    return rows.map(changesetFromRow);
+  }
+
+  /** A changeset as a review shows it: its row, history and every session it had (NOT_FOUND when it does not exist). */
+  async changesetReview(changesetId: string): Promise<ChangesetReview> {
+    const row = await historyRepo.findReviewedChangeset(this.db, changesetId);
+    if (!row) throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
+    const [transitions, sessions] = await Promise.all([historyRepo.listTransitions(this.db, changesetId), sqlRepo.allWorkspacesOfChangeset(this.db, changesetId)]);
+    return {
+      changeset: changesetFromRow(row),
+      mergedInto: row.merged_into ?? undefined,
+      transitions: transitions.map((t) => ({ from: t.from_state, to: t.to_state, reason: t.reason, who: t.who, at: t.at.getTime() })),
+      sessions: sessions.map((w) => this.live.get(w.session_id) ?? this.workspaceFromRow(w)),
+    };
   }
 
   transitionChangeset(changesetId: string, to: ChangesetStateName, reason: string, during?: (change: Change) => Promise<void>): Promise<Changeset> {

@@ -5,6 +5,7 @@
  * same way.
  */
 import { isTerminal } from "./changeset-states.js";
+import { BERTH, recordMoves } from "./changesets.js";
 import type { Clock } from "../platform/clock.js";
 import { failedPrecondition, notFound, permissionDenied } from "../platform/errors.js";
 import { assertActive, type Workspace } from "./workspace.js";
@@ -202,7 +203,7 @@ export class Transitions {
    * returned as it is. Overlay rows and claims (issue 5) are deleted/released in this same
    * transaction once they exist.
    */
-  async abandon(sessionId: string, cause: AbandonCause, note = ""): Promise<Workspace> {
+  async abandon(sessionId: string, cause: AbandonCause, note = "", who = BERTH): Promise<Workspace> {
     const ws = this.registry.liveWorkspace(sessionId) ?? (await this.registry.getWorkspace(sessionId));
     if (ws.lifecycle === "abandoned") return ws;
     if (ws.lifecycle === "destroyed") assertActive(ws);
@@ -211,7 +212,7 @@ export class Transitions {
     const out = await this.uow.run(async (change) => {
       const rows = await repo.abandonSession(change.trx, sessionId, reason, new Date(now));
       if (rows.length === 0) return { rows, rejected: [], states: [] };
-      return this.abandoned(change, rows, reason, note, now);
+      return this.abandoned(change, rows, reason, note, now, who);
     });
     if (out.rows.length === 0) {
       // Lost a race (resumed, destroyed, abandoned meanwhile): report what it is now.
@@ -232,14 +233,19 @@ export class Transitions {
   /**
    * What follows an abandon (explicit or by the stranded sweep), in its transaction: the exit
    * hooks (overlay rows deleted, claims released), the changesets REJECTED (their move hooks
-   * run too) and the events.
+   * run too, and their history is written: recordMoves) and the events. `who`: whoever abandoned
+   * the session (BERTH for the sweeps).
    */
-  async abandoned(change: Change, rows: repo.LifecycleRow[], reason: string, note: string, now: number) {
+  async abandoned(change: Change, rows: repo.LifecycleRow[], reason: string, note: string, now: number, who = BERTH) {
     await this.exited(change, rows.map((r) => r.id), "abandoned", reason, now);
     const ids = [...new Set(rows.map((r) => r.changeset_id))];
     // A changeset shared with sessions still live stays as it is: it is theirs too (issue 13).
     const rejected = await repo.rejectChangesets(change.trx, await repo.changesetsWithoutLiveSessions(change.trx, ids), reason, new Date(now));
-    for (const c of rejected) await this.registry.hooks.changesetMoved(change, { changesetId: c.id, to: "rejected", at: now });
+    await recordMoves(
+      change,
+      this.registry.hooks,
+      rejected.map((c) => ({ changesetId: c.id, repoId: c.repo_id, version: c.version, from: c.old_state, to: "rejected" as const, reason, who, at: now })),
+    );
     const done = new Set(rejected.map((c) => c.id));
     const states = await repo.changesetStates(change.trx, ids.filter((id) => !done.has(id)));
     const out = { rows, rejected, states };
@@ -251,17 +257,8 @@ export class Transitions {
     const previous = new Map<string, ChangesetStateName>();
     for (const c of r.states) previous.set(c.id, c.state);
     const events: EventInput[] = [];
-    for (const c of r.rejected) {
-      previous.set(c.id, c.old_state);
-      events.push({
-        kind: "changeset.transitioned",
-        repoId: c.repo_id,
-        changesetId: c.id,
-        occurredAt: now,
-        reason,
-        payload: { case: "changesetTransitioned", value: { fromState: changesetStateEnum(c.old_state), toState: changesetStateEnum("rejected") } },
-      });
-    }
+    // Their changeset.transitioned events are recordMoves': recorded before these.
+    for (const c of r.rejected) previous.set(c.id, c.old_state);
     for (const row of r.rows) {
       const prev = previous.get(row.changeset_id) ?? "rejected";
       events.push(eventOf(row, "session.abandoned", now, note ? `${reason}: ${note}` : reason, {

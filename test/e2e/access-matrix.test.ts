@@ -221,6 +221,14 @@ const ROWS: Row[] = [
     request: async (f) => ({ changesetId: (await f.session()).changesetId }),
     expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
   },
+  { rpc: "ListChangesets", service: "ws", method: "listChangesets", request: (f) => ({ repoId: f.repoId }), expect: REPOSITORY },
+  {
+    rpc: "GetChangeset",
+    service: "ws",
+    method: "getChangeset",
+    request: async (f) => ({ changesetId: (await f.session()).changesetId }),
+    expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+  },
   // A prefix names only ids the caller may act on: to anyone else it names nothing (and tells nothing).
   {
     rpc: "ResolveIdPrefix (the first 8 characters of alice's session id)",

@@ -49,6 +49,8 @@ export function testService(probe: Probe) {
     listSessions: unimplemented,
     countActive: unimplemented,
     resolveIdPrefix: unimplemented,
+    listChangesets: unimplemented,
+    getChangeset: unimplemented,
     diffWorkspace: unimplemented,
     diffChangeset: unimplemented,
     rebaseWorkspace: unimplemented,

@@ -39,7 +39,7 @@ __all__ = ["Client", "BerthError", "ws", "turns", "types", "events_pb", "IDEMPOT
 # expected_state / client_turn_id, so those are retried only when the request carries one.
 IDEMPOTENT = frozenset({
     "ListRepositories", "GetWorkspace", "ListSessions", "CountActive", "ReadFile", "ListFiles",
-    "DescribeOtherModifiers", "DiffWorkspace", "DiffChangeset", "Heartbeat", "ListTurns", "GetPoolStats",
+    "DescribeOtherModifiers", "DiffWorkspace", "DiffChangeset", "ListChangesets", "GetChangeset", "Heartbeat", "ListTurns", "GetPoolStats",
     "GetWorkspaceMap", "TurnHeartbeat", "EndTurn", "CancelTurn",
 })
 # Codes that say the call did not reach a decision: the server was unreachable or stopping.

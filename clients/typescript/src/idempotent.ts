@@ -4,7 +4,8 @@
  * the same state and answers like the first, from the protos' and docs' own words:
  *
  * - reads: ListRepositories, GetWorkspace, ListSessions, CountActive, ReadFile, ListFiles,
- *   DescribeOtherModifiers, DiffWorkspace, DiffChangeset, ResolveIdPrefix, ListTurns,
+ *   DescribeOtherModifiers, DiffWorkspace, DiffChangeset, ResolveIdPrefix, ListChangesets,
+ *   GetChangeset, ListTurns,
  *   GetPoolStats, GetWorkspaceMap, TurnHeartbeat;
  * - Heartbeat (extends the lease again), StrandSession and AbandonSession ("Idempotent" in the
  *   proto), ClaimSymbols (a session re-claiming what it holds keeps it), ReleaseSymbols (releasing
@@ -38,6 +39,8 @@ const ALWAYS = new Set([
   "berth.v1.WorkspaceService.DiffWorkspace",
   "berth.v1.WorkspaceService.DiffChangeset",
   "berth.v1.WorkspaceService.ResolveIdPrefix",
+  "berth.v1.WorkspaceService.ListChangesets",
+  "berth.v1.WorkspaceService.GetChangeset",
   "berth.v1.TurnService.CancelTurn",
   "berth.v1.TurnService.TurnHeartbeat",
   "berth.v1.TurnService.ListTurns",

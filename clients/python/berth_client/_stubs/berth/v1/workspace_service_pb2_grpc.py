@@ -156,6 +156,16 @@ class WorkspaceServiceStub(object):
                 request_serializer=berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixRequest.SerializeToString,
                 response_deserializer=berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixResponse.FromString,
                 )
+        self.ListChangesets = channel.unary_unary(
+                '/berth.v1.WorkspaceService/ListChangesets',
+                request_serializer=berth_dot_v1_dot_workspace__service__pb2.ListChangesetsRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_workspace__service__pb2.ListChangesetsResponse.FromString,
+                )
+        self.GetChangeset = channel.unary_unary(
+                '/berth.v1.WorkspaceService/GetChangeset',
+                request_serializer=berth_dot_v1_dot_workspace__service__pb2.GetChangesetRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_workspace__service__pb2.GetChangesetResponse.FromString,
+                )
 
 
 class WorkspaceServiceServicer(object):
@@ -219,7 +229,9 @@ class WorkspaceServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def TransitionChangeset(self, request, context):
-        """Moves a changeset to another state; two racing transitions never both win.
+        """Moves a changeset to another state; two racing transitions never both win. SUBMITTED,
+        VERIFYING and APPROVED may go back to DRAFT (sent back for changes); every move is recorded
+        in the changeset's history (GetChangeset).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -374,6 +386,24 @@ class WorkspaceServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListChangesets(self, request, context):
+        """---- reviewing changesets (issue 29) ----
+        A repository's changesets, newest first, optionally only those in some states (what waits
+        for review: SUBMITTED, VERIFYING, APPROVED). Paged like ListSessions. Needs the repository.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetChangeset(self, request, context):
+        """One changeset with its history (every transition, with reason and who), its sessions, its
+        branch and merge target, and the states the caller may move it to now. Readable by whoever
+        may DiffChangeset it (an agent that works on it, or an admin).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkspaceServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -511,6 +541,16 @@ def add_WorkspaceServiceServicer_to_server(servicer, server):
                     servicer.ResolveIdPrefix,
                     request_deserializer=berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixRequest.FromString,
                     response_serializer=berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixResponse.SerializeToString,
+            ),
+            'ListChangesets': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListChangesets,
+                    request_deserializer=berth_dot_v1_dot_workspace__service__pb2.ListChangesetsRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_workspace__service__pb2.ListChangesetsResponse.SerializeToString,
+            ),
+            'GetChangeset': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetChangeset,
+                    request_deserializer=berth_dot_v1_dot_workspace__service__pb2.GetChangesetRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_workspace__service__pb2.GetChangesetResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -985,5 +1025,39 @@ class WorkspaceService(object):
         return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/ResolveIdPrefix',
             berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixRequest.SerializeToString,
             berth_dot_v1_dot_workspace__service__pb2.ResolveIdPrefixResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListChangesets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/ListChangesets',
+            berth_dot_v1_dot_workspace__service__pb2.ListChangesetsRequest.SerializeToString,
+            berth_dot_v1_dot_workspace__service__pb2.ListChangesetsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetChangeset(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/GetChangeset',
+            berth_dot_v1_dot_workspace__service__pb2.GetChangesetRequest.SerializeToString,
+            berth_dot_v1_dot_workspace__service__pb2.GetChangesetResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -4,7 +4,8 @@
  * the same state and answers like the first, from the protos' and docs' own words:
  *
  * - reads: ListRepositories, GetWorkspace, ListSessions, CountActive, ReadFile, ListFiles,
- *   DescribeOtherModifiers, DiffWorkspace, DiffChangeset, ResolveIdPrefix, ListTurns,
+ *   DescribeOtherModifiers, DiffWorkspace, DiffChangeset, ResolveIdPrefix, ListChangesets,
+ *   GetChangeset, ListTurns,
  *   GetPoolStats, GetWorkspaceMap, TurnHeartbeat;
  * - Heartbeat (extends the lease again), StrandSession and AbandonSession ("Idempotent" in the
  *   proto), ClaimSymbols (a session re-claiming what it holds keeps it), ReleaseSymbols (releasing

@@ -15,6 +15,8 @@ const ALWAYS = new Set([
     "berth.v1.WorkspaceService.DiffWorkspace",
     "berth.v1.WorkspaceService.DiffChangeset",
     "berth.v1.WorkspaceService.ResolveIdPrefix",
+    "berth.v1.WorkspaceService.ListChangesets",
+    "berth.v1.WorkspaceService.GetChangeset",
     "berth.v1.TurnService.CancelTurn",
     "berth.v1.TurnService.TurnHeartbeat",
     "berth.v1.TurnService.ListTurns",

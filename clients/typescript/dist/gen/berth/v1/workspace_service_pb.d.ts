@@ -1848,6 +1848,176 @@ export type ResolveIdPrefixResponse = Message<"berth.v1.ResolveIdPrefixResponse"
  */
 export declare const ResolveIdPrefixResponseSchema: GenMessage<ResolveIdPrefixResponse>;
 /**
+ * Request of ListChangesets.
+ *
+ * @generated from message berth.v1.ListChangesetsRequest
+ */
+export type ListChangesetsRequest = Message<"berth.v1.ListChangesetsRequest"> & {
+    /**
+     * The repository (UUID).
+     *
+     * @generated from field: string repo_id = 1;
+     */
+    repoId: string;
+    /**
+     * Only changesets in these states; empty: every state.
+     *
+     * @generated from field: repeated berth.v1.ChangesetState states = 2;
+     */
+    states: ChangesetState[];
+    /**
+     * At most this many changesets (0: the default, 100; at most 1000, more is INVALID_ARGUMENT).
+     *
+     * @generated from field: uint32 page_size = 3;
+     */
+    pageSize: number;
+    /**
+     * The next_page_token of the previous page; empty for the first.
+     *
+     * @generated from field: string page_token = 4;
+     */
+    pageToken: string;
+};
+/**
+ * Describes the message berth.v1.ListChangesetsRequest.
+ * Use `create(ListChangesetsRequestSchema)` to create a new message.
+ */
+export declare const ListChangesetsRequestSchema: GenMessage<ListChangesetsRequest>;
+/**
+ * Response of ListChangesets.
+ *
+ * @generated from message berth.v1.ListChangesetsResponse
+ */
+export type ListChangesetsResponse = Message<"berth.v1.ListChangesetsResponse"> & {
+    /**
+     * The page's changesets, newest created first (a changeset keeps its place when it moves).
+     *
+     * @generated from field: repeated berth.v1.Changeset changesets = 1;
+     */
+    changesets: Changeset[];
+    /**
+     * Pass as page_token to get the next page; empty on the last.
+     *
+     * @generated from field: string next_page_token = 2;
+     */
+    nextPageToken: string;
+};
+/**
+ * Describes the message berth.v1.ListChangesetsResponse.
+ * Use `create(ListChangesetsResponseSchema)` to create a new message.
+ */
+export declare const ListChangesetsResponseSchema: GenMessage<ListChangesetsResponse>;
+/**
+ * Request of GetChangeset.
+ *
+ * @generated from message berth.v1.GetChangesetRequest
+ */
+export type GetChangesetRequest = Message<"berth.v1.GetChangesetRequest"> & {
+    /**
+     * The changeset (UUID).
+     *
+     * @generated from field: string changeset_id = 1;
+     */
+    changesetId: string;
+};
+/**
+ * Describes the message berth.v1.GetChangesetRequest.
+ * Use `create(GetChangesetRequestSchema)` to create a new message.
+ */
+export declare const GetChangesetRequestSchema: GenMessage<GetChangesetRequest>;
+/**
+ * One state change of a changeset, as recorded in the transaction that made it.
+ *
+ * @generated from message berth.v1.ChangesetTransition
+ */
+export type ChangesetTransition = Message<"berth.v1.ChangesetTransition"> & {
+    /**
+     * The state it left.
+     *
+     * @generated from field: berth.v1.ChangesetState from = 1;
+     */
+    from: ChangesetState;
+    /**
+     * The state it entered.
+     *
+     * @generated from field: berth.v1.ChangesetState to = 2;
+     */
+    to: ChangesetState;
+    /**
+     * The reason given with it (an abandonment's is session_abandoned:<cause>).
+     *
+     * @generated from field: string reason = 3;
+     */
+    reason: string;
+    /**
+     * Who moved it: the calling agent's id, "anonymous" (a call with auth off), or "berth" (the
+     * server itself, e.g. a changeset rejected because its last session was abandoned).
+     *
+     * @generated from field: string who = 4;
+     */
+    who: string;
+    /**
+     * When.
+     *
+     * @generated from field: google.protobuf.Timestamp at = 5;
+     */
+    at?: Timestamp | undefined;
+};
+/**
+ * Describes the message berth.v1.ChangesetTransition.
+ * Use `create(ChangesetTransitionSchema)` to create a new message.
+ */
+export declare const ChangesetTransitionSchema: GenMessage<ChangesetTransition>;
+/**
+ * Response of GetChangeset.
+ *
+ * @generated from message berth.v1.GetChangesetResponse
+ */
+export type GetChangesetResponse = Message<"berth.v1.GetChangesetResponse"> & {
+    /**
+     * The changeset as it is now.
+     *
+     * @generated from field: berth.v1.Changeset changeset = 1;
+     */
+    changeset?: Changeset | undefined;
+    /**
+     * Its transitions, oldest first (those made before this history was kept are not listed).
+     *
+     * @generated from field: repeated berth.v1.ChangesetTransition transitions = 2;
+     */
+    transitions: ChangesetTransition[];
+    /**
+     * Every session that works or worked on it, oldest first, in any lifecycle state.
+     *
+     * @generated from field: repeated berth.v1.SessionInfo sessions = 3;
+     */
+    sessions: SessionInfo[];
+    /**
+     * Its branch (a full ref, as CommitChangesetResponse.ref) once a commit was written; empty before.
+     *
+     * @generated from field: string branch = 4;
+     */
+    branch: string;
+    /**
+     * The branch it was merged into (a full ref) when MERGED into a git repository; empty otherwise.
+     *
+     * @generated from field: string merged_into = 5;
+     */
+    mergedInto: string;
+    /**
+     * The states the caller may move it to now (TransitionChangeset's own rule: its state machine
+     * and who may move it); empty for a caller that may only read it, and for a terminal changeset.
+     *
+     * @generated from field: repeated berth.v1.ChangesetState allowed_transitions = 6;
+     */
+    allowedTransitions: ChangesetState[];
+};
+/**
+ * Describes the message berth.v1.GetChangesetResponse.
+ * Use `create(GetChangesetResponseSchema)` to create a new message.
+ */
+export declare const GetChangesetResponseSchema: GenMessage<GetChangesetResponse>;
+/**
  * Who abandoned a session.
  *
  * @generated from enum berth.v1.AbandonCause
@@ -2001,7 +2171,9 @@ export declare const WorkspaceService: GenService<{
         output: typeof CountActiveResponseSchema;
     };
     /**
-     * Moves a changeset to another state; two racing transitions never both win.
+     * Moves a changeset to another state; two racing transitions never both win. SUBMITTED,
+     * VERIFYING and APPROVED may go back to DRAFT (sent back for changes); every move is recorded
+     * in the changeset's history (GetChangeset).
      *
      * @generated from rpc berth.v1.WorkspaceService.TransitionChangeset
      */
@@ -2215,5 +2387,29 @@ export declare const WorkspaceService: GenService<{
         methodKind: "unary";
         input: typeof ResolveIdPrefixRequestSchema;
         output: typeof ResolveIdPrefixResponseSchema;
+    };
+    /**
+     * ---- reviewing changesets (issue 29) ----
+     * A repository's changesets, newest first, optionally only those in some states (what waits
+     * for review: SUBMITTED, VERIFYING, APPROVED). Paged like ListSessions. Needs the repository.
+     *
+     * @generated from rpc berth.v1.WorkspaceService.ListChangesets
+     */
+    listChangesets: {
+        methodKind: "unary";
+        input: typeof ListChangesetsRequestSchema;
+        output: typeof ListChangesetsResponseSchema;
+    };
+    /**
+     * One changeset with its history (every transition, with reason and who), its sessions, its
+     * branch and merge target, and the states the caller may move it to now. Readable by whoever
+     * may DiffChangeset it (an agent that works on it, or an admin).
+     *
+     * @generated from rpc berth.v1.WorkspaceService.GetChangeset
+     */
+    getChangeset: {
+        methodKind: "unary";
+        input: typeof GetChangesetRequestSchema;
+        output: typeof GetChangesetResponseSchema;
     };
 }>;

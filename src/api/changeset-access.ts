@@ -1,0 +1,56 @@
+/**
+ * Who may read and who may move a changeset: the one place TransitionChangeset, CommitChangeset,
+ * DiffChangeset and GetChangeset ask, so that GetChangeset's allowed_transitions are the moves
+ * TransitionChangeset would accept, computed by the same code, not a copy of its rule.
+ */
+import { actsForAnyone, requireChangesetMember, requireRepository } from "./authorize.js";
+import type { CallContext } from "./handler.js";
+import { BerthError } from "../platform/errors.js";
+import { nextStates } from "../sessions/changeset-states.js";
+import type { ChangesetStateName } from "../platform/schema.js";
+import type { WorkspaceRegistry } from "../sessions/registry.js";
+
+/**
+ * Who may read a changeset (DiffChangeset, GetChangeset): a member of it or an admin, and a
+ * member whose grant on the changeset's repository was withdrawn may not.
+ */
+export async function requireChangesetReader(registry: WorkspaceRegistry, ctx: CallContext, changesetId: string): Promise<void> {
+  await requireChangesetMember(ctx, changesetId, () => registry.agentsOfChangeset(changesetId), "NOT_CHANGESET_OWNER");
+  if (!actsForAnyone(ctx.principal)) {
+    const repoId = await registry.repositoryOfChangeset(changesetId);
+    if (repoId !== undefined) await requireRepository(registry, ctx.principal, repoId);
+  }
+}
+
+/**
+ * Who may move a changeset to `to` (a transition, a commit — `to` undefined — or a merge):
+ * today whoever may read it. `to` is here so that a rule about one target (who may approve)
+ * has one place to go, which allowedTransitions then follows.
+ */
+export async function requireChangesetMover(registry: WorkspaceRegistry, ctx: CallContext, changesetId: string, _to?: ChangesetStateName): Promise<void> {
+  await requireChangesetReader(registry, ctx, changesetId);
+}
+
+/**
+ * The states the caller may move a changeset in `state` to now: the state machine's next states
+ * that requireChangesetMover lets through. A refusal of the caller is an absent state here, not
+ * an error: a reader who may not move it gets an empty list.
+ */
+export async function allowedTransitions(registry: WorkspaceRegistry, ctx: CallContext, changesetId: string, state: ChangesetStateName): Promise<ChangesetStateName[]> {
+  const allowed: ChangesetStateName[] = [];
+  for (const to of nextStates(state)) {
+    try {
+      await requireChangesetMover(registry, ctx, changesetId, to);
+      allowed.push(to);
+    } catch (err) {
+      if (err instanceof BerthError && err.kind === "permission_denied") continue;
+      throw err;
+    }
+  }
+  return allowed;
+}
+
+/** Who a caller is in a changeset's history: its agent id, or "anonymous" when auth is off (nobody is identified). */
+export function moverOf(ctx: CallContext): string {
+  return ctx.principal.agentId ?? "anonymous";
+}
