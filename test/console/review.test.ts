@@ -3,10 +3,12 @@
  * auth: a session's file diffs, a changeset's page with its combined diff, the decisions taken
  * from it. BERTH_SCREENSHOTS=1 also writes the screenshots of docs/console.md.
  */
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ChangesetState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
+import { failure } from "../support/rpc-error.js";
 import { needs } from "../support/services.js";
 import { gitRepo, tsModule, utf8 } from "../overlay/helpers.js";
 import { startBerth } from "../support/berth.js";
@@ -18,6 +20,7 @@ const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("h
 needs({ chromium: true })("reviewing in the web console", () => {
   let h: ConsoleHarness<"ops" | "alice" | "bob" | "mallory">;
   let repoId: string;
+  let repoDir: string;
   const url = (hash: string) => `${h.berth.server.httpUrl}/#/${hash}`;
   const file = (page: Page, p: string) => page.locator(`[data-testid="diff-file"][data-path="${p}"]`);
   const session = async (who: "alice" | "bob", intent: string, changesetId?: string) =>
@@ -25,7 +28,8 @@ needs({ chromium: true })("reviewing in the web console", () => {
 
   beforeAll(async () => {
     h = await startConsole({ ops: { roles: ["agent", "admin"] }, alice: {}, bob: {}, mallory: {} });
-    repoId = (await h.as("ops").registerRepository({ name: "review-demo", sourcePath: gitRepo().dir })).repository!.id;
+    repoDir = gitRepo().dir;
+    repoId = (await h.as("ops").registerRepository({ name: "review-demo", sourcePath: repoDir })).repository!.id;
   });
   afterAll(async () => {
     await h?.close();
@@ -113,6 +117,69 @@ needs({ chromium: true })("reviewing in the web console", () => {
     await alice.writeFile({ sessionId: b.sessionId, path: "c.txt", content: utf8("late\n") });
     await shown(file(page, "c.txt"));
   });
+
+  it("lets a reviewer take the changeset's decisions from its page: a second reviewer's page follows live, a non-member sees no buttons, the merge lands in git", async () => {
+    const ws = await session("alice", "a reviewed change");
+    await h.as("alice").writeFile({ sessionId: ws.sessionId, path: "src/f04.txt", content: utf8("file four, reviewed\n") });
+    const hash = `changeset/${ws.changesetId}`;
+    const page = await h.browser.open(url(hash), h.tokens.ops);
+    const second = await h.browser.open(url(hash), h.tokens.ops);
+    const outsider = await h.browser.open(url(hash), h.tokens.mallory);
+    const state = (p: Page) => text(p.getByTestId("changeset-state"));
+    await expect.poll(() => state(page), WAIT).toBe("draft");
+    for (const [button, next] of [["to-submitted", "submitted"], ["to-verifying", "verifying"]] as const) {
+      await page.getByTestId(button).click();
+      await expect.poll(() => state(page), WAIT).toBe(next);
+    }
+    // A rejection needs its reason; without one nothing is sent.
+    await page.getByTestId("to-rejected").click();
+    await expect.poll(() => text(page.getByTestId("refusal")), WAIT).toContain("Say why");
+    expect(await state(page)).toBe("verifying");
+    await page.getByTestId("decision-reason").fill("looks right");
+    await page.getByTestId("to-approved").click();
+    await expect.poll(() => state(page), WAIT).toBe("approved");
+    // The other reviewer's page moved with it, without a reload.
+    await expect.poll(() => state(second), WAIT).toBe("approved");
+    await expect.poll(() => second.getByTestId("to-merged").count(), WAIT).toBe(1);
+    await expect.poll(() => text(second.getByTestId("history")), WAIT).toContain("looks right");
+    expect(await text(second.getByTestId("history"))).toContain("verifying → approved");
+    expect(await text(second.getByTestId("history"))).toContain("ops");
+    await shot(page, "changeset", true);
+
+    // An agent not on the changeset is refused it and sees no buttons; forcing the RPC is refused too.
+    await expect.poll(() => text(outsider.getByTestId("status")), WAIT).toContain("permission_denied");
+    expect(await outsider.getByTestId("decisions").count()).toBe(0);
+    expect((await failure(h.as("mallory").transitionChangeset({ changesetId: ws.changesetId, toState: ChangesetState.MERGED }))).code).toBe("PERMISSION_DENIED");
+
+    await page.getByTestId("to-merged").click();
+    await expect.poll(() => state(page), WAIT).toBe("merged");
+    await expect.poll(() => text(page.getByTestId("merge-result")), WAIT).toContain("Merged into refs/heads/main");
+    expect(await text(page.getByTestId("merged-into"))).toBe("refs/heads/main");
+    expect(await page.getByTestId("decisions").count()).toBe(0);
+    expect(execFileSync("git", ["-C", repoDir, "show", "main:src/f04.txt"], { encoding: "utf8" })).toBe("file four, reviewed\n");
+    expect(execFileSync("git", ["-C", repoDir, "log", "--format=%s", "main"], { encoding: "utf8" })).toContain("a reviewed change");
+  }, 120_000);
+
+  it("shows a conflicting merge's paths and leaves the changeset approved", async () => {
+    const ops = h.as("ops");
+    const approve = async (changesetId: string) => {
+      for (const toState of [ChangesetState.SUBMITTED, ChangesetState.VERIFYING, ChangesetState.APPROVED]) await ops.transitionChangeset({ changesetId, toState });
+    };
+    const first = await session("alice", "one side");
+    await h.as("alice").writeFile({ sessionId: first.sessionId, path: "src/f06.txt", content: utf8("one side\n") });
+    await approve(first.changesetId);
+    await ops.transitionChangeset({ changesetId: first.changesetId, toState: ChangesetState.MERGED });
+    // The same file changed on the base the first changeset left behind.
+    const other = (await h.as("bob").createWorkspace({ repoId, mode: WorkspaceMode.PERSISTENT, intent: "the other side", baseCommit: first.baseCommit })).workspace!;
+    await h.as("bob").writeFile({ sessionId: other.sessionId, path: "src/f06.txt", content: utf8("the other side\n") });
+    await approve(other.changesetId);
+    const page = await h.browser.open(url(`changeset/${other.changesetId}`), h.tokens.ops);
+    await page.getByTestId("to-merged").click();
+    await expect.poll(() => text(page.getByTestId("refusal")), WAIT).toContain("MERGE_CONFLICT");
+    expect(await page.getByTestId("conflict-paths").locator("li").allTextContents()).toEqual(["src/f06.txt"]);
+    expect(await text(page.getByTestId("changeset-state"))).toBe("approved");
+    await shot(page, "merge-conflict", true);
+  }, 60_000);
 
   it("keeps the tail to the repository shown, links its entries to their session and changeset, and shows a transition's from → to", async () => {
     const other = (await h.as("ops").registerRepository({ name: "review-other" })).repository!.id;

@@ -57,16 +57,23 @@ export function changesetView(main, [changesetId]) {
   const diffBox = el("div", { class: "diff", "data-testid": "changeset-diff" });
   let sessionIds = new Set();
   let stopDiff = () => {};
+  let drawnChoice = "";
 
   const loadFacts = async () => {
     try {
       const r = await call("WorkspaceService", "GetChangeset", { changesetId });
       filterTail(r.changeset.repoId);
       fill(head, el("h2", {}, "Changeset ", el("span", { class: "mono" }, short(changesetId))), facts(r));
-      fill(decisions, decisionButtons(r.changeset, r.allowedTransitions ?? [], (t) => {
-        if (t.merge) showMerge(t.merge);
-        void loadFacts();
-      }));
+      // Redrawn only when the choice changed: a refusal shown or a reason being typed survives
+      // the re-reads every event of the changeset causes.
+      const choice = JSON.stringify([r.changeset.state, r.allowedTransitions ?? []]);
+      if (choice !== drawnChoice) {
+        drawnChoice = choice;
+        fill(decisions, decisionButtons(r.changeset, r.allowedTransitions ?? [], (t) => {
+          if (t.merge) showMerge(t.merge);
+          void loadFacts();
+        }));
+      }
       fill(history, historyRows(r.transitions));
       fill(sessions, sessionRows(r.sessions));
     } catch (err) {
