@@ -181,6 +181,26 @@ needs({ chromium: true })("reviewing in the web console", () => {
     await shot(page, "merge-conflict", true);
   }, 60_000);
 
+  it("lists a repository's changesets by state, what waits for review first, live (50 a page, the sessions' pager)", async () => {
+    const listed = (await h.as("ops").registerRepository({ name: "review-list" })).repository!.id;
+    const made = async (intent: string) => (await h.as("alice").createWorkspace({ repoId: listed, mode: WorkspaceMode.EPHEMERAL, baseCommit: "main", intent })).workspace!.changesetId;
+    const drafts = [await made("a draft"), await made("another draft")];
+    const waiting = await made("submitted one");
+    await h.as("alice").transitionChangeset({ changesetId: waiting, toState: ChangesetState.SUBMITTED });
+    const page = await h.browser.open(url(`sessions/${listed}/active`), h.tokens.ops);
+    await page.getByTestId("repo-changesets").click();
+    const rows = page.getByTestId("changeset-row");
+    await expect.poll(() => rows.evaluateAll((els) => els.map((e) => e.getAttribute("data-changeset"))), WAIT).toEqual([waiting]);
+    await shot(page, "changesets");
+    // Submitting a draft brings it here without a reload.
+    await h.as("alice").transitionChangeset({ changesetId: drafts[0]!, toState: ChangesetState.SUBMITTED });
+    await expect.poll(() => rows.count(), WAIT).toBe(2);
+    await page.getByTestId("tab-draft").click();
+    await expect.poll(() => rows.evaluateAll((els) => els.map((e) => e.getAttribute("data-changeset"))), WAIT).toEqual([drafts[1]]);
+    await rows.first().getByTestId("changeset-link").click();
+    await expect.poll(() => text(page.getByTestId("changeset-state")), WAIT).toBe("draft");
+  });
+
   it("keeps the tail to the repository shown, links its entries to their session and changeset, and shows a transition's from → to", async () => {
     const other = (await h.as("ops").registerRepository({ name: "review-other" })).repository!.id;
     const page = await h.browser.open(url(`sessions/${repoId}/active`), h.tokens.alice);

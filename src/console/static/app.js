@@ -5,11 +5,12 @@ import { filterTail, startTail } from "./events.js";
 import { poolView } from "./pool.js";
 import { repositoriesView } from "./repositories.js";
 import { changesetView } from "./changeset.js";
+import { changesetsView } from "./changesets.js";
 import { call, token } from "./rpc.js";
 import { sessionView } from "./session.js";
 import { sessionsView } from "./sessions.js";
 
-const VIEWS = { repositories: repositoriesView, sessions: sessionsView, session: sessionView, pool: poolView, changeset: changesetView };
+const VIEWS = { repositories: repositoriesView, sessions: sessionsView, session: sessionView, pool: poolView, changeset: changesetView, repo: changesetsView };
 const ctx = { admin: false };
 let cleanup = () => {};
 

@@ -78,7 +78,7 @@ export function sessionsView(main, [repoId, wanted = "active"], ctx) {
   };
   const empty = el("p", { class: "muted", hidden: true }, `No ${state} session.`);
   const repoName = el("span", {}, short(repoId));
-  fill(main, el("h2", {}, "Sessions of ", repoName), tabs, table, empty, pages.element, el("button", { onclick: () => void pages.reload() }, "Refresh"));
+  fill(main, el("h2", {}, "Sessions of ", repoName, " ", el("a", { href: `#/repo/${repoId}/changesets`, "data-testid": "repo-changesets" }, "(its changesets)")), tabs, table, empty, pages.element, el("button", { onclick: () => void pages.reload() }, "Refresh"));
   call("WorkspaceService", "ListRepositories", { pageSize: 1000 }).then((r) => {
     const repo = (r.repositories ?? []).find((x) => x.id === repoId);
     if (repo) repoName.textContent = repo.name;
