@@ -1,14 +1,16 @@
 // The console's shell: the token form, who the caller is (an admin or not), the hash router and
 // the event tail. Views render into <main> and return their cleanup.
 import { el, fill, status } from "./dom.js";
-import { startTail } from "./events.js";
+import { filterTail, startTail } from "./events.js";
 import { poolView } from "./pool.js";
 import { repositoriesView } from "./repositories.js";
+import { changesetView } from "./changeset.js";
+import { changesetsView } from "./changesets.js";
 import { call, token } from "./rpc.js";
 import { sessionView } from "./session.js";
 import { sessionsView } from "./sessions.js";
 
-const VIEWS = { repositories: repositoriesView, sessions: sessionsView, session: sessionView, pool: poolView };
+const VIEWS = { repositories: repositoriesView, sessions: sessionsView, session: sessionView, pool: poolView, changeset: changesetView, repo: changesetsView };
 const ctx = { admin: false };
 let cleanup = () => {};
 
@@ -27,6 +29,11 @@ async function whoAmI() {
     who.textContent = err.code === "permission_denied" ? "agent" : err.code === "unauthenticated" ? "token needed" : "";
   }
   document.body.dataset.role = ctx.admin ? "admin" : "agent";
+  // Without a token an admin can only be the server's anonymous principal: auth is off, and a
+  // token box or an "admin" label would only suggest there is something to sign in to.
+  const authOff = ctx.admin && token.get() === "";
+  document.body.dataset.auth = authOff ? "off" : "on";
+  document.getElementById("auth").hidden = authOff;
   for (const e of document.querySelectorAll(".admin-only")) e.hidden = !ctx.admin;
 }
 
@@ -37,6 +44,7 @@ function route() {
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("current", a.dataset.view === name);
   const main = document.getElementById("view");
   status(undefined);
+  filterTail(undefined);
   cleanup = view(main, args.map(decodeURIComponent), ctx) ?? (() => {});
 }
 

@@ -27,11 +27,14 @@ export function fill(e, ...children) {
   return e;
 }
 
-/** "2026-12-01T14:40:00.123Z" → a short local time; "" stays "". */
+// The browser's locale decides the order and the clock: 24-hour where the locale writes it so.
+const DATES = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+
+/** "2026-12-01T14:40:00.123Z" → a date and time in the browser's locale; "" stays "". */
 export function when(ts) {
   if (!ts) return "";
   const d = new Date(ts);
-  return Number.isNaN(d.getTime()) ? ts : d.toLocaleString();
+  return Number.isNaN(d.getTime()) ? ts : DATES.format(d);
 }
 
 /** "LIFECYCLE_STATE_STRANDED" → "stranded". */

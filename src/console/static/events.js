@@ -1,7 +1,7 @@
 // The live event tail: one WatchEvents stream for the tab, resumed after a drop from the last seq
 // it delivered (the server sends stored events after after_seq with no gap and no duplicate).
 // Views subscribe to it instead of polling.
-import { el, short, when } from "./dom.js";
+import { el, enumName, short, when } from "./dom.js";
 import { stream } from "./rpc.js";
 
 const KEEP = 300;
@@ -16,6 +16,19 @@ export function onEvent(fn) {
   return () => listeners.delete(fn);
 }
 
+/**
+ * Shows only the events of repository `repoId` (undefined: every event): the view is about that
+ * repository. Events are kept either way, so leaving the view shows them all again.
+ */
+export function filterTail(repoId) {
+  const tail = document.getElementById("tail");
+  tail.dataset.repo = repoId ?? "";
+  for (const li of tail.children) li.hidden = hiddenIn(li, repoId);
+  document.getElementById("tail-scope").textContent = repoId ? "of this repository" : "";
+}
+
+const hiddenIn = (li, repoId) => Boolean(repoId) && li.dataset.repo !== repoId;
+
 /** The seq the tail resumes after (for tests and the screenshot script: a reconnect continues here). */
 export function resumePoint() {
   return lastSeq;
@@ -26,22 +39,26 @@ function setState(text) {
 }
 
 function row(e) {
-  const who = e.agentId ? ` ${e.agentId}` : "";
-  const about = e.sessionId ? ` session ${short(e.sessionId)}` : "";
-  const why = e.reason ? ` (${e.reason})` : "";
+  const t = e.changesetTransitioned;
   return el(
     "li",
-    { "data-kind": e.kind, "data-session": e.sessionId ?? "", "data-seq": e.seq, title: when(e.occurredAt) },
+    { "data-kind": e.kind, "data-repo": e.repoId ?? "", "data-session": e.sessionId ?? "", "data-changeset": e.changesetId ?? "", "data-seq": e.seq, title: when(e.occurredAt) },
     el("span", { class: "seq" }, e.seq),
     el("span", { class: `kind kind-${e.kind.replace(/\./g, "-")}` }, e.kind),
-    `${who}${about}${why}`,
+    t ? el("span", { "data-testid": "tail-transition" }, ` ${enumName(t.fromState, "CHANGESET_STATE_")} → ${enumName(t.toState, "CHANGESET_STATE_")}`) : null,
+    e.agentId ? ` ${e.agentId}` : "",
+    e.sessionId ? [" session ", el("a", { href: `#/session/${e.sessionId}`, "data-testid": "tail-session" }, short(e.sessionId))] : null,
+    e.changesetId ? [" changeset ", el("a", { href: `#/changeset/${e.changesetId}`, "data-testid": "tail-changeset" }, short(e.changesetId))] : null,
+    e.reason ? ` (${e.reason})` : "",
   );
 }
 
 function deliver(e) {
   lastSeq = e.seq;
   const tail = document.getElementById("tail");
-  tail.prepend(row(e));
+  const li = row(e);
+  li.hidden = hiddenIn(li, tail.dataset.repo);
+  tail.prepend(li);
   while (tail.childElementCount > KEEP) tail.lastElementChild.remove();
   for (const fn of listeners) fn(e);
 }

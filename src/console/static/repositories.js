@@ -13,7 +13,7 @@ export function repositoriesView(main) {
       const r = await call("WorkspaceService", "ListRepositories", { pageSize: PAGE, pageToken });
       fill(body, (r.repositories ?? []).map((repo) =>
         el("tr", { "data-testid": "repository-row", "data-repo": repo.id },
-          el("td", {}, el("a", { href: `#/sessions/${repo.id}/active` }, repo.name)),
+          el("td", {}, el("a", { href: `#/sessions/${repo.id}/active` }, repo.name), " ", el("a", { href: `#/repo/${repo.id}/changesets`, class: "muted" }, "changesets")),
           el("td", { class: "mono" }, repo.id),
           el("td", {}, when(repo.createdAt)),
           el("td", { class: "mono" }, repo.sourcePath ?? ""))));

@@ -20,8 +20,10 @@ export class RpcError extends Error {
   }
 }
 
+// Every call says it comes from the console: watching a session is not its agent's activity, so
+// the server does not renew the session's lease for it (issue 29).
 function headers(contentType) {
-  const h = { "content-type": contentType, "connect-protocol-version": "1" };
+  const h = { "content-type": contentType, "connect-protocol-version": "1", "berth-observer": "1" };
   const t = token.get();
   if (t) h.authorization = `Bearer ${t}`;
   return h;

@@ -1,8 +1,10 @@
 // One session: its workspace, its files (the merged view: overlay over base, deletions marked),
 // the claims it holds and its turns. Live: its own events redraw the parts they change.
 import { adminButtons } from "./actions.js";
+import { changesetLink } from "./changeset.js";
+import { decodePatch, drawDiff, fileOf, splitPatch } from "./diff.js";
 import { el, enumName, fill, short, status, when } from "./dom.js";
-import { onEvent } from "./events.js";
+import { filterTail, onEvent } from "./events.js";
 import { call } from "./rpc.js";
 
 const FILES_PAGE = 500;
@@ -14,14 +16,14 @@ function facts(ws) {
     ["Agent", `${ws.agentName} (${ws.agentId})`],
     ["Intent", ws.intent ?? ""],
     ["State", enumName(ws.lifecycleState, "LIFECYCLE_STATE_") + (ws.lifecycleReason ? ` (${ws.lifecycleReason})` : "")],
-    ["Changeset", `${ws.changesetId} ${enumName(ws.changesetState, "CHANGESET_STATE_")}`],
+    ["Changeset", changesetLink(ws.changesetId, ws.changesetId), ` ${enumName(ws.changesetState, "CHANGESET_STATE_")}`],
     ["Base commit", ws.baseCommit ?? ""],
     ["Mode", enumName(ws.mode, "WORKSPACE_MODE_")],
     ["Created", when(ws.createdAt)],
     ["Last activity", when(ws.lastActiveAt)],
   ];
   if (ws.resumedFromSessionId) rows.push(["Resumed from", ws.resumedFromSessionId]);
-  return el("dl", { class: "facts", "data-testid": "workspace" }, rows.map(([k, v]) => [el("dt", {}, k), el("dd", { class: k === "Session" || k === "Changeset" ? "mono" : undefined }, v)]));
+  return el("dl", { class: "facts", "data-testid": "workspace" }, rows.map(([k, ...v]) => [el("dt", {}, k), el("dd", { class: k === "Session" ? "mono" : undefined }, v)]));
 }
 
 /**
@@ -67,8 +69,10 @@ export function sessionView(main, [sessionId], ctx) {
     const r = await call("WorkspaceService", "ListFiles", { sessionId: current, pageSize: FILES_PAGE, pageToken });
     const rows = (r.entries ?? []).map((f) => {
       const source = enumName(f.source, "FILE_SOURCE_");
+      // Only the overlay's paths differ from the base: those open their diff.
+      const name = source === "overlay" ? el("button", { class: "link mono", "data-testid": "file-diff-link", onclick: () => void showDiff(f.path) }, f.path) : f.path;
       return el("tr", { "data-testid": "file-row", "data-path": f.path, "data-source": source, "data-deleted": f.deleted ? "true" : "false" },
-        el("td", { class: f.deleted ? "mono deleted" : "mono" }, f.path),
+        el("td", { class: f.deleted ? "mono deleted" : "mono" }, name),
         el("td", {}, f.deleted ? "deleted" : source),
         el("td", {}, f.deleted ? "" : enumName(f.change, "FILE_CHANGE_")),
         el("td", {}, f.modifiedByOther ? "also changed by another session" : ""));
@@ -92,9 +96,37 @@ export function sessionView(main, [sessionId], ctx) {
     return { rows, next: r.nextPageToken ?? "" };
   }, turnsBody);
 
+  const diffTitle = el("h3", { hidden: true }, "Diff");
+  const diffBox = el("div", { class: "diff", "data-testid": "file-diff" });
+  let stopDiff = () => {};
+  let diffAsked = 0;
+  const showDiff = async (path) => {
+    const asked = ++diffAsked;
+    stopDiff();
+    diffTitle.hidden = false;
+    fill(diffBox, el("p", { class: "muted" }, `Loading the diff of ${path}…`));
+    diffBox.dataset.path = path;
+    try {
+      const r = await call("WorkspaceService", "DiffWorkspace", { sessionId: current });
+      if (asked !== diffAsked) return;
+      const pathDiff = (r.paths ?? []).find((p) => p.path === path || p.oldPath === path);
+      if (!pathDiff) {
+        fill(diffBox, el("p", { class: "muted", "data-testid": "diff-none" }, `${path} does not differ from the base.`));
+        diffBox.dataset.rendered = "true";
+        return;
+      }
+      stopDiff = drawDiff(diffBox, [{ pathDiff, file: fileOf(splitPatch(decodePatch(r.patch)), pathDiff) }]);
+      diffBox.scrollIntoView({ block: "nearest" });
+    } catch (err) {
+      if (asked === diffAsked) fill(diffBox, el("p", { class: "muted" }, "No diff."));
+      status(err);
+    }
+  };
+
   const load = async () => {
     try {
       const { workspace: ws } = await call("WorkspaceService", "GetWorkspace", { sessionId: current });
+      filterTail(ws.repoId);
       const state = enumName(ws.lifecycleState, "LIFECYCLE_STATE_");
       fill(head,
         el("h2", {}, "Session ", el("span", { class: "mono" }, short(ws.sessionId)), " ", el("a", { href: `#/sessions/${ws.repoId}/${state === "destroyed" ? "active" : state}` }, "(its repository's sessions)")),
@@ -120,6 +152,7 @@ export function sessionView(main, [sessionId], ctx) {
   const table = (testid, headers, body, pager) => [el("table", { "data-testid": testid }, el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))), body), pager.button];
   fill(main, head,
     el("h3", {}, "Files"), table("files", ["Path", "Source", "Change", ""], filesBody, files),
+    diffTitle, diffBox,
     el("h3", {}, "Claims"), table("claims", ["Path", "Symbol", "Since"], claimsBody, claims),
     el("h3", {}, "Turns"), table("turns", ["Turn", "State", "Outcome", "Started", "Ended"], turnsBody, turns));
   void load();
@@ -132,5 +165,6 @@ export function sessionView(main, [sessionId], ctx) {
   return () => {
     off();
     clearTimeout(timer);
+    stopDiff();
   };
 }

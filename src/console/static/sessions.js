@@ -2,8 +2,9 @@
 // event about the repository's sessions re-reads the page shown (one page, coalesced), and rows
 // are updated in place by workspace id, so 10,000 sessions cost one page per burst of events.
 import { adminButtons } from "./actions.js";
+import { changesetLink } from "./changeset.js";
 import { el, enumName, fill, short, status, when } from "./dom.js";
-import { onEvent } from "./events.js";
+import { filterTail, onEvent } from "./events.js";
 import { pager } from "./pager.js";
 import { call } from "./rpc.js";
 
@@ -16,7 +17,7 @@ function cells(s, admin, refresh) {
   return [
     el("td", {}, el("a", { href: `#/session/${s.sessionId}`, "data-testid": "session-link" }, s.agentName || short(s.sessionId)), el("div", { class: "muted mono" }, s.agentId)),
     el("td", {}, s.intent ?? ""),
-    el("td", { class: "mono" }, short(s.changesetId), el("span", { class: "badge" }, enumName(s.changesetState, "CHANGESET_STATE_"))),
+    el("td", { class: "mono" }, changesetLink(s.changesetId), el("span", { class: "badge" }, enumName(s.changesetState, "CHANGESET_STATE_"))),
     el("td", {}, when(s.lastActiveAt)),
     el("td", { class: `state-${state}`, "data-testid": "session-state" }, state, s.lifecycleReason ? el("div", { class: "muted" }, s.lifecycleReason) : null),
     el("td", {}, admin ? adminButtons(s, state, refresh) : null),
@@ -77,11 +78,12 @@ export function sessionsView(main, [repoId, wanted = "active"], ctx) {
   };
   const empty = el("p", { class: "muted", hidden: true }, `No ${state} session.`);
   const repoName = el("span", {}, short(repoId));
-  fill(main, el("h2", {}, "Sessions of ", repoName), tabs, table, empty, pages.element, el("button", { onclick: () => void pages.reload() }, "Refresh"));
+  fill(main, el("h2", {}, "Sessions of ", repoName, " ", el("a", { href: `#/repo/${repoId}/changesets`, "data-testid": "repo-changesets" }, "(its changesets)")), tabs, table, empty, pages.element, el("button", { onclick: () => void pages.reload() }, "Refresh"));
   call("WorkspaceService", "ListRepositories", { pageSize: 1000 }).then((r) => {
     const repo = (r.repositories ?? []).find((x) => x.id === repoId);
     if (repo) repoName.textContent = repo.name;
   }, () => {});
+  filterTail(repoId);
   void pages.first();
   const off = onEvent((e) => {
     if (e.repoId === repoId && (e.kind.startsWith("session.") || e.kind.startsWith("changeset."))) refresh();
