@@ -152,8 +152,10 @@ describe("review comments", () => {
   it("refuses an agent that may not read the changeset, on every call, as DiffChangeset does", async () => {
     const { changesetId } = await changeset();
     const { comment } = await alice.addComment({ changesetId, body: "mine" });
-    for (const call of [bob.addComment({ changesetId, body: "drive-by" }), bob.listComments({ changesetId }), bob.resolveComment({ commentId: comment!.id }), bob.diffChangeset({ changesetId })]) {
-      const f = await failure(call);
+    // One call at a time: a refusal made before it is awaited would be an unhandled rejection.
+    const calls = [() => bob.addComment({ changesetId, body: "drive-by" }), () => bob.listComments({ changesetId }), () => bob.resolveComment({ commentId: comment!.id }), () => bob.diffChangeset({ changesetId })];
+    for (const call of calls) {
+      const f = await failure(call());
       expect([f.code, f.reason]).toEqual(["PERMISSION_DENIED", "NOT_CHANGESET_OWNER"]);
     }
     // Nothing was written or resolved by the refused calls.
