@@ -12,6 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChangesetState, LifecycleState, WorkspaceMode } from "../../gen/berth/v1/types_pb.js";
 import { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
+import { ManualClock } from "../../src/platform/clock.js";
 import { startBerth, type TestBerth } from "../support/berth.js";
 import { createGrpcClient } from "../support/grpc-client.js";
 import { failure } from "../support/rpc-error.js";
@@ -218,6 +219,31 @@ describe("a changeset's history, moves and readers (token auth)", () => {
     // A terminal changeset is not sent back.
     await as("ops").transitionChangeset({ changesetId: ws.changesetId, toState: CLOSED });
     expect(await failure(alice.transitionChangeset({ changesetId: ws.changesetId, toState: DRAFT }))).toMatchObject({ code: "FAILED_PRECONDITION", reason: "CHANGESET_TERMINAL" });
+  });
+});
+
+describe("a move the server makes on its own", () => {
+  let berth: TestBerth;
+  const clock = new ManualClock(Date.now());
+  beforeAll(async () => {
+    berth = await startBerth({ clock, env: { BERTH_STRANDED_TTL_S: "60" } });
+  });
+  afterAll(async () => {
+    await berth?.close();
+  });
+
+  it("records the stranded sweep's rejection as made by berth, with its reason", async () => {
+    const repoId = (await berth.grpc.registerRepository({ name: "review-sweep" })).repository!.id;
+    const ws = (await berth.grpc.createWorkspace({ repoId, agentId: "agent-a", baseCommit: "main", mode: WorkspaceMode.PERSISTENT })).workspace!;
+    await berth.grpc.transitionChangeset({ changesetId: ws.changesetId, toState: SUBMITTED, reason: "done" });
+    await berth.grpc.strandSession({ sessionId: ws.sessionId, reason: "gone" });
+    clock.advance(61_000);
+    await berth.server.lifecycle.tick();
+    const got = await berth.grpc.getChangeset({ changesetId: ws.changesetId });
+    expect(got.transitions.map((t) => [t.from, t.to, t.reason, t.who])).toEqual([
+      [DRAFT, SUBMITTED, "done", "anonymous"],
+      [SUBMITTED, REJECTED, "session_abandoned:auto_ttl", "berth"],
+    ]);
   });
 });
 
