@@ -241,9 +241,11 @@ export function createBerthMcpServer(options: McpToolsOptions): McpServer {
       title: "List files",
       description:
         "Lists the workspace's files (the base with your overlay applied), in path order, one page at a time: each with its source (base or overlay), " +
-        "its change (added, modified, deleted) and whether another live session changed it too. Pass next_page_token back as page_token for more.",
+        "its change (added, modified) and whether another live session changed it too; paths you deleted only with include_deleted. " +
+        "Pass next_page_token back as page_token for more.",
       inputSchema: {
         prefix: z.string().optional().describe("Only paths starting with this, e.g. src/."),
+        include_deleted: z.boolean().optional().describe("Also list the base paths you deleted (change deleted)."),
         page_token: z.string().optional().describe("next_page_token of the previous page."),
         session_id: sessionArg,
       },
@@ -251,7 +253,7 @@ export function createBerthMcpServer(options: McpToolsOptions): McpServer {
     },
     (args) =>
       onSession(args.session_id, async (sessionId) => {
-        const res = await client.listFiles({ sessionId, prefix: args.prefix ?? "", pageToken: args.page_token ?? "" }, call);
+        const res = await client.listFiles({ sessionId, prefix: args.prefix ?? "", pageToken: args.page_token ?? "", includeDeleted: args.include_deleted ?? false }, call);
         return text({
           files: res.entries.map((e) => ({
             path: e.path,

@@ -247,19 +247,24 @@ describe("ReadFile and ListFiles", () => {
     expect((await overlayRows(db(), s.workspaceId)).map((r) => r.path)).not.toContain("tmp.txt");
   });
 
-  it("lists the merged view in path order with modified_by_other, a prefix and pages", async () => {
+  it("lists the merged view in path order with modified_by_other, a prefix and pages; deleted paths only with include_deleted", async () => {
     const me = await session();
     const other = await session();
     await berth.grpc.writeFile({ sessionId: me.sessionId, path: "src/added.ts", content: utf8("export const x = 1;\n") });
     await berth.grpc.deleteFile({ sessionId: me.sessionId, path: "src/f03.txt" });
     await berth.grpc.writeFile({ sessionId: other.sessionId, path: "src/f05.txt", content: utf8("other\n") });
-    const all = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/" });
+    const all = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/", includeDeleted: true });
     const paths = all.entries.map((e) => e.path);
     expect(paths).toEqual([...paths].sort());
     expect(paths).toContain("src/added.ts");
-    // A deleted base path is listed, marked (issue 15).
+    // A deleted base path is listed, marked, when asked for (issues 15, 29).
     expect(all.entries.find((e) => e.path === "src/f03.txt")).toMatchObject({ deleted: true, source: FileSource.OVERLAY, change: FileChange.DELETED });
     expect(all.entries.filter((e) => e.deleted).map((e) => e.path)).toEqual(["src/f03.txt"]);
+    // Without include_deleted the merged view lists what exists: every listed path reads.
+    const existing = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/" });
+    expect(existing.entries.map((e) => e.path)).toEqual(paths.filter((p) => p !== "src/f03.txt"));
+    expect(existing.entries.some((e) => e.deleted)).toBe(false);
+    for (const e of existing.entries) await berth.grpc.readFile({ sessionId: me.sessionId, path: e.path });
     expect(all.entries.find((e) => e.path === "src/added.ts")).toMatchObject({ source: FileSource.OVERLAY, change: FileChange.ADDED, modifiedByOther: false });
     expect(all.entries.find((e) => e.path === "src/f05.txt")).toMatchObject({ source: FileSource.BASE, modifiedByOther: true });
     expect(all.nextPageToken).toBe("");
@@ -268,13 +273,24 @@ describe("ReadFile and ListFiles", () => {
     let token = "";
     let pages = 0;
     do {
-      const page = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/", pageSize: 7, pageToken: token });
+      const page = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/", pageSize: 7, pageToken: token, includeDeleted: true });
       paged.push(...page.entries.map((e) => e.path));
       token = page.nextPageToken;
       pages++;
     } while (token !== "");
     expect(paged).toEqual(paths);
     expect(pages).toBe(Math.ceil(paths.length / 7));
+    // Without the deleted path, page_size still counts returned entries: full pages of 7, none skipped.
+    const sizes: number[] = [];
+    const pagedExisting: string[] = [];
+    do {
+      const page = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/", pageSize: 7, pageToken: token });
+      sizes.push(page.entries.length);
+      pagedExisting.push(...page.entries.map((e) => e.path));
+      token = page.nextPageToken;
+    } while (token !== "");
+    expect(pagedExisting).toEqual(existing.entries.map((e) => e.path));
+    expect(sizes.slice(0, -1).every((n) => n === 7)).toBe(true);
     expect((await failure(berth.grpc.listFiles({ sessionId: me.sessionId, pageToken: "!!" }))).fields).toEqual(["page_token"]);
   });
 });

@@ -20,7 +20,7 @@ export const REASON_ROWS = [
     {
         code: "NOT_FOUND",
         reasons: ["FILE_DELETED"],
-        when: "ReadFile: the path is in the base and this workspace deleted it (ListFiles shows it with `deleted`). NOT_FOUND like any missing file — the path is not in the workspace's view and retrying changes nothing — with its own reason so the agent is told why ([overlay.md](overlay.md#deleted-files))",
+        when: "ReadFile: the path is in the base and this workspace deleted it (ListFiles with `include_deleted` shows it with `deleted`). NOT_FOUND like any missing file — the path is not in the workspace's view and retrying changes nothing — with its own reason so the agent is told why ([overlay.md](overlay.md#deleted-files))",
         metadata: "`path`",
     },
     {

@@ -1010,6 +1010,13 @@ export type ListFilesRequest = Message<"berth.v1.ListFilesRequest"> & {
      * @generated from field: string page_token = 4;
      */
     pageToken: string;
+    /**
+     * Also list the base paths this workspace deleted, each with FileEntry.deleted set. Without it the
+     * merged view lists only what exists (every listed path can be read); page_size counts returned entries.
+     *
+     * @generated from field: bool include_deleted = 5;
+     */
+    includeDeleted: boolean;
 };
 /**
  * Describes the message berth.v1.ListFilesRequest.
@@ -1047,7 +1054,8 @@ export type FileEntry = Message<"berth.v1.FileEntry"> & {
      */
     modifiedByOther: boolean;
     /**
-     * The path is in the base and this workspace deleted it (source OVERLAY, change DELETED).
+     * The path is in the base and this workspace deleted it (source OVERLAY, change DELETED); listed
+     * only when the request sets include_deleted.
      *
      * @generated from field: bool deleted = 5;
      */
