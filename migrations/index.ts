@@ -19,6 +19,7 @@ import * as m0017 from "./0017_overlay_counters.js";
 import * as m0018 from "./0018_changeset_version.js";
 import * as m0019 from "./0019_turns_exit_and_commit_messages.js";
 import * as m0020 from "./0020_repository_remote.js";
+import * as m0021 from "./0021_reservations_and_independent_review.js";
 
 /** Every migration, in order. Names are permanent: a database that ran a name this list lacks is newer than the code. */
 export const migrations: Readonly<Record<string, Migration>> = {
@@ -42,4 +43,5 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0018_changeset_version": m0018,
   "0019_turns_exit_and_commit_messages": m0019,
   "0020_repository_remote": m0020,
+  "0021_reservations_and_independent_review": m0021,
 };

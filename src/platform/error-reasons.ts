@@ -277,8 +277,8 @@ export const REASON_ROWS = [
   {
     code: "NOT_FOUND",
     reasons: ["SYMBOL_NOT_FOUND"],
-    when: "ClaimSymbols names a symbol the workspace's version of the file does not define (the whole file, symbol `\"\"`, may always be claimed; a path missing altogether is `FILE_NOT_FOUND`); nothing is claimed",
-    metadata: "`path`, `symbols` (JSON array of the missing), `known` (JSON array, at most 50)",
+    when: "ClaimSymbols names a symbol of a file Berth cannot split into symbols (no grammar, too large, binary): claim it whole, symbol `\"\"`; nothing is claimed. A symbol a parsable file does not define yet (or of a file not there yet) is granted as a reservation, `Claim.not_yet_defined` ([overlay.md](overlay.md#claims))",
+    metadata: "`path`, `symbols` (JSON array of those named), `known` (`[]`)",
   },
   {
     code: "NOT_FOUND",

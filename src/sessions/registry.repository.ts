@@ -6,7 +6,15 @@ import { toSeq, type ChangesetStateName, type ChangesetTable, type Database, typ
 type Executor = Kysely<Database> | Transaction<Database>;
 
 export type RepositoryRow = Omit<Selectable<RepositoryTable>, "next_agent_number" | "request_id">;
-export type RepositoryInsert = Omit<RepositoryRow, "capture_exclude" | "remote_url"> & { capture_exclude: string[]; request_id: string | null; remote_url: string | null };
+export type RepositoryInsert = Omit<RepositoryRow, "capture_exclude" | "remote_url" | "independent_review"> & {
+  capture_exclude: string[];
+  request_id: string | null;
+  remote_url: string | null;
+  independent_review: boolean;
+};
+
+/** The columns of a repository every read returns (RepositoryRow). */
+const REPOSITORY_ROW = ["id", "name", "source_path", "remote_url", "created_at", "capture_exclude", "independent_review"] as const;
 /** A changeset as the registry caches it; its commit columns are the landing's (src/overlay/landing.ts). */
 export type ChangesetRow = Omit<Selectable<ChangesetTable>, "commit_id" | "committed_at">;
 
@@ -32,23 +40,23 @@ export async function insertRepository(db: Executor, row: RepositoryInsert): Pro
 }
 
 export function listRepositories(db: Executor): Promise<RepositoryRow[]> {
-  return db.selectFrom("repositories").select(["id", "name", "source_path", "remote_url", "created_at", "capture_exclude"]).orderBy("name").execute();
+  return db.selectFrom("repositories").select(REPOSITORY_ROW).orderBy("name").execute();
 }
 
 /** A page of repositories by name, after `afterName` (keyset: names are unique). */
 export function listRepositoriesAfter(db: Executor, afterName: string | undefined, limit: number): Promise<RepositoryRow[]> {
-  let q = db.selectFrom("repositories").select(["id", "name", "source_path", "remote_url", "created_at", "capture_exclude"]);
+  let q = db.selectFrom("repositories").select(REPOSITORY_ROW);
   if (afterName !== undefined) q = q.where("name", ">", afterName);
   return q.orderBy("name").limit(limit).execute();
 }
 
 export function findRepository(db: Executor, id: string): Promise<RepositoryRow | undefined> {
-  return db.selectFrom("repositories").select(["id", "name", "source_path", "remote_url", "created_at", "capture_exclude"]).where("id", "=", id).executeTakeFirst();
+  return db.selectFrom("repositories").select(REPOSITORY_ROW).where("id", "=", id).executeTakeFirst();
 }
 
 /** The repository of a name with the request id that registered it (RegisterRepository's retry). */
 export function findRepositoryByName(db: Executor, name: string): Promise<(RepositoryRow & { request_id: string | null }) | undefined> {
-  return db.selectFrom("repositories").select(["id", "name", "source_path", "remote_url", "created_at", "capture_exclude", "request_id"]).where("name", "=", name).executeTakeFirst();
+  return db.selectFrom("repositories").select([...REPOSITORY_ROW, "request_id"]).where("name", "=", name).executeTakeFirst();
 }
 
 /** Bumps the repository's agent counter under its row lock; undefined when the repository does not exist. */

@@ -155,8 +155,8 @@ export class WorkspaceRegistry {
 
   // ---- repositories -------------------------------------------------------------------
 
-  registerRepository(name: string, location: RepositoryLocation, captureExclude: readonly string[] = [], requestId = ""): Promise<Repository> {
-    return this.repositories.registerRepository(name, location, captureExclude, requestId);
+  registerRepository(name: string, location: RepositoryLocation, captureExclude: readonly string[] = [], requestId = "", independentReview = true): Promise<Repository> {
+    return this.repositories.registerRepository(name, location, captureExclude, requestId, independentReview);
   }
 
   listRepositories(): Promise<Repository[]> {

@@ -64,20 +64,58 @@ describe("symbol claims", () => {
     ]);
   });
 
-  it("claiming a symbol the file does not define is NOT_FOUND SYMBOL_NOT_FOUND, claiming nothing", async () => {
+  it("claiming a symbol the file does not define yet is a reservation: granted, marked, exclusive, ordinary once a write defines it (issue 29)", async () => {
     const a = await session();
-    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-nf.ts", content: utf8(tsModule({ alpha: 1 })) });
+    const b = await session();
+    const fn = (name: string, value: number) => `export function ${name}(): number {\n  return ${value};\n}\n`;
+    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-nf.ts", content: utf8(fn("alpha", 1)) });
+    const granted = await berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/claims-nf.ts", symbol: "alpha" }, { path: "src/claims-nf.ts", symbol: "parse_header" }] });
+    expect(granted.claims.map((c) => [c.symbol, c.notYetDefined])).toEqual([
+      ["alpha", false],
+      ["parse_header", true],
+    ]);
+    // A file that does not exist yet: every named symbol of it is a reservation.
+    const fresh = await berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/claims-new.ts", symbol: "Parser" }] });
+    expect(fresh.claims.map((c) => [c.path, c.symbol, c.notYetDefined])).toEqual([["src/claims-new.ts", "Parser", true]]);
+    const listed = async () => (await berth.grpc.listClaims({ sessionId: a.sessionId })).claims.map((c) => [c.path, c.symbol, c.notYetDefined]);
+    expect(await listed()).toEqual([
+      ["src/claims-new.ts", "Parser", true],
+      ["src/claims-nf.ts", "alpha", false],
+      ["src/claims-nf.ts", "parse_header", true],
+    ]);
+
+    // Exclusive like any claim: another session's claim, or its write adding the symbol, is SYMBOL_LOCKED naming a.
+    const claimed = await failure(berth.grpc.claimSymbols({ sessionId: b.sessionId, symbols: [{ path: "src/claims-nf.ts", symbol: "parse_header" }] }));
+    expect(claimed).toMatchObject({ code: "FAILED_PRECONDITION", reason: "SYMBOL_LOCKED" });
+    expect(claimed.metadata).toMatchObject({ symbol: "parse_header", holder_session_id: a.sessionId });
+    const written = await failure(berth.grpc.writeFile({ sessionId: b.sessionId, path: "src/claims-new.ts", content: utf8("export class Parser {}\n") }));
+    expect(written).toMatchObject({ reason: "SYMBOL_LOCKED" });
+    expect(written.metadata).toMatchObject({ symbol: "Parser", holder_session_id: a.sessionId });
+
+    // a's write defining parse_header makes it an ordinary claim; a write removing it makes it a reservation again.
+    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-nf.ts", content: utf8(fn("alpha", 1) + fn("parse_header", 0)) });
+    expect((await listed()).find((c) => c[1] === "parse_header")).toEqual(["src/claims-nf.ts", "parse_header", false]);
+    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-new.ts", content: utf8("export class Parser {}\n") });
+    expect((await listed()).find((c) => c[1] === "Parser")).toEqual(["src/claims-new.ts", "Parser", false]);
+    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-nf.ts", content: utf8(fn("alpha", 2)) });
+    expect((await listed()).find((c) => c[1] === "parse_header")).toEqual(["src/claims-nf.ts", "parse_header", true]);
+    // The mark is stored with the claim, as PostgreSQL has it for every instance.
+    const rows = await sql<{ symbol: string; not_yet_defined: boolean }>`
+      SELECT symbol, not_yet_defined FROM claims WHERE workspace_id = ${a.workspaceId}::uuid ORDER BY symbol`.execute(db());
+    expect(rows.rows).toEqual([
+      { symbol: "Parser", not_yet_defined: false },
+      { symbol: "alpha", not_yet_defined: false },
+      { symbol: "parse_header", not_yet_defined: true },
+    ]);
+
+    // A file Berth cannot split into symbols is claimed whole: a named symbol of it is still refused, claiming nothing.
     const before = await claimsOf(db(), a.workspaceId);
-    const f = await failure(berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/claims-nf.ts", symbol: "alpha" }, { path: "src/claims-nf.ts", symbol: "alhpa" }] }));
+    const f = await failure(berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "README.md", symbol: "intro" }] }));
     expect(f).toMatchObject({ code: "NOT_FOUND", reason: "SYMBOL_NOT_FOUND" });
-    expect(JSON.parse(f.metadata.symbols!)).toEqual(["alhpa"]);
-    expect(JSON.parse(f.metadata.known!)).toContain("alpha");
     expect(await claimsOf(db(), a.workspaceId)).toEqual(before);
-    const missing = await failure(berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/nope.ts", symbol: "x" }] }));
-    expect(missing.reason).toBe("FILE_NOT_FOUND");
-    // A file as a whole (symbol "") may be claimed, even before it is written: a reservation.
+    // A file as a whole (symbol "") may be claimed before it is written, and is never marked.
     const whole = await berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/claims-whole.ts", symbol: "" }] });
-    expect(whole.claims.map((c) => [c.path, c.symbol])).toEqual([["src/claims-whole.ts", ""]]);
+    expect(whole.claims.map((c) => [c.path, c.symbol, c.notYetDefined])).toEqual([["src/claims-whole.ts", "", false]]);
   });
 
   it("abandoning an active session releases its claims with claim.released events naming them", async () => {

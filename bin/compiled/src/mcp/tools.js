@@ -181,12 +181,14 @@ export function createBerthMcpServer(options) {
     server.registerTool("claim_symbols", {
         title: "Claim symbols",
         description: "Claims symbols (functions, classes, …) or whole files before you edit them, all or nothing: while you hold a claim no other agent can change it. " +
-            "Refused with SYMBOL_LOCKED naming the agent that holds one of them. Claims end when you release them, submit, or your session ends.",
+            "Refused with SYMBOL_LOCKED naming the agent that holds one of them. Claims end when you release them, submit, or your session ends. " +
+            "A symbol the file does not define yet (or of a file that does not exist yet) is granted as a reservation, marked not_yet_defined: " +
+            "claim what you are about to add; if you meant an existing symbol, the mark shows a typo.",
         inputSchema: { symbols: z.array(symbolRef).min(1).describe("What to claim."), session_id: sessionArg },
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     }, (args) => onSession(args.session_id, async (sessionId) => {
         const res = await client.claimSymbols({ sessionId, symbols: args.symbols }, call);
-        return text({ claims: res.claims.map((c) => ({ path: c.path, symbol: c.symbol })) });
+        return text({ claims: res.claims.map((c) => ({ path: c.path, symbol: c.symbol, ...(c.notYetDefined ? { not_yet_defined: true } : {}) })) });
     }));
     server.registerTool("release_symbols", {
         title: "Release claims",
@@ -205,7 +207,14 @@ export function createBerthMcpServer(options) {
     }, (args) => onSession(args.session_id, async (sessionId) => {
         const res = await client.listClaims({ sessionId, pageToken: args.page_token ?? "" }, call);
         return text({
-            claims: res.claims.map((c) => ({ path: c.path, symbol: c.symbol, agent_name: c.agentName, agent_id: c.agentId, session_id: c.sessionId })),
+            claims: res.claims.map((c) => ({
+                path: c.path,
+                symbol: c.symbol,
+                agent_name: c.agentName,
+                agent_id: c.agentId,
+                session_id: c.sessionId,
+                ...(c.notYetDefined ? { not_yet_defined: true } : {}),
+            })),
             next_page_token: res.nextPageToken,
         });
     }));

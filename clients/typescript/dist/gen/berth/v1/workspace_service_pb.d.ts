@@ -1216,6 +1216,14 @@ export type Claim = Message<"berth.v1.Claim"> & {
      * @generated from field: google.protobuf.Timestamp acquired_at = 7;
      */
     acquiredAt?: Timestamp | undefined;
+    /**
+     * The file does not define this symbol yet: a reservation; a typo shows here. Granted and
+     * exclusive like any claim; false again once a write of the session defines the symbol (and true
+     * again if a write removes it).
+     *
+     * @generated from field: bool not_yet_defined = 8;
+     */
+    notYetDefined: boolean;
 };
 /**
  * Describes the message berth.v1.Claim.
