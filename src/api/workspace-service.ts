@@ -24,7 +24,7 @@ import { claimListHandler } from "./claim-list-handler.js";
 import { idPrefixHandler } from "./id-prefix-handler.js";
 import { changesetStateName, modeName } from "../platform/proto-enums.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
-import { ownedSession } from "./session-access.js";
+import { isSessionActivity, ownedSession } from "./session-access.js";
 import { getWorkspaceResponse } from "./workspace-encoding.js";
 import { AGENT_ID, AGENT_NAME, Check, LIMITS, REQUEST_ID } from "./validate.js";
 import { pageOf, readPage, type PageRule } from "./pagination.js";
@@ -154,7 +154,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     async getWorkspace(req, ctx) {
       // Any lifecycle state: a client reads a stranded workspace to decide whether to resume it.
       const ws = await ownedWorkspace(req.sessionId, ctx);
-      if (ws.lifecycle === "active") registry.touch(ws);
+      if (ws.lifecycle === "active" && isSessionActivity(ctx, ws)) registry.touch(ws);
       return getWorkspaceResponse(ws);
     },
 

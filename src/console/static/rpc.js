@@ -20,8 +20,10 @@ export class RpcError extends Error {
   }
 }
 
+// Every console call says it only watches: with auth off all callers are one anonymous principal,
+// and a person looking at a session must not keep a dead agent's session connected (docs/lifecycle.md).
 function headers(contentType) {
-  const h = { "content-type": contentType, "connect-protocol-version": "1" };
+  const h = { "content-type": contentType, "connect-protocol-version": "1", "berth-observer": "1" };
   const t = token.get();
   if (t) h.authorization = `Bearer ${t}`;
   return h;
