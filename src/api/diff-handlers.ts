@@ -53,7 +53,8 @@ export function diffHandlers(deps: WorkspaceServiceDeps): DiffMethods {
       const c = new Check();
       const changesetId = c.uuid("changeset_id", req.changesetId);
       c.done();
-      await requireChangesetMember(ctx, changesetId!, () => registry.agentsOfChangeset(changesetId!), "NOT_CHANGESET_OWNER");
+      // A reviewer reads what it decides on (its grant on the repository is checked below).
+      await requireChangesetMember(ctx, changesetId!, () => registry.agentsOfChangeset(changesetId!), "NOT_CHANGESET_OWNER", true);
       const repoId = await registry.repositoryOfChangeset(changesetId!);
       const workspaces = await registry.workspacesOfChangeset(changesetId!);
       if (!actsForAnyone(ctx.principal) && repoId !== undefined) await requireRepository(registry, ctx.principal, repoId);

@@ -12,7 +12,9 @@ import {
   requireChangesetMember,
   requireRepository,
   requireRepositoryName,
+  requireIndependentReview,
   requireRole,
+  REVIEWER_STATES,
   seesRepository,
   showsServerPaths,
 } from "./authorize.js";
@@ -69,9 +71,9 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
    * Who may move a changeset (a transition, a commit, a merge): a member of it or an admin, and
    * a member whose grant on the changeset's repository was withdrawn may not.
    */
-  const requireChangesetMover = async (changesetId: string, ctx: CallContext) => {
+  const requireChangesetMover = async (changesetId: string, ctx: CallContext, reviewerMay = false) => {
     const p = ctx.principal;
-    await requireChangesetMember(ctx, changesetId, () => registry.agentsOfChangeset(changesetId), "NOT_CHANGESET_OWNER");
+    await requireChangesetMember(ctx, changesetId, () => registry.agentsOfChangeset(changesetId), "NOT_CHANGESET_OWNER", reviewerMay);
     if (!actsForAnyone(p)) {
       const repoId = await registry.repositoryOfChangeset(changesetId);
       if (repoId !== undefined) await requireRepository(registry, p, repoId);
@@ -94,7 +96,18 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
         requireRole(ctx.principal, "admin");
         auditAdminAction(ctx, { name: name!, ...(sourcePath ? { source_path: sourcePath } : { remote_url: redactUrl(remoteUrl!) }) });
       }
-      const repo = await registry.registerRepository(name!, { sourcePath, remoteUrl }, exclude, requestId);
+      const repo = await registry.registerRepository(name!, { sourcePath, remoteUrl }, exclude, requestId, req.independentReview ?? true);
+      return { repository: repositoryToWire(repo, showsServerPaths(ctx.principal)) };
+    },
+
+    async updateRepository(req, ctx) {
+      const c = new Check();
+      const repoId = c.uuid("repository_id", req.repositoryId);
+      c.done();
+      // Who may approve and merge is a repository's policy: never an agent's to change.
+      requireRole(ctx.principal, "admin");
+      auditAdminAction(ctx, { repo_id: repoId!, ...(req.independentReview !== undefined ? { independent_review: String(req.independentReview) } : {}) });
+      const repo = await registry.updateRepository(repoId!, { independentReview: req.independentReview });
       return { repository: repositoryToWire(repo, showsServerPaths(ctx.principal)) };
     },
 
@@ -201,13 +214,15 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       if (targetRef !== "" && to !== undefined && to !== ChangesetState.MERGED) c.add("target_ref", "MERGED_ONLY", "only a transition to MERGED has a target");
       const expected = c.enumValue("expected_state", req.expectedState, ChangesetState, false);
       c.done();
-      await requireChangesetMover(changesetId!, ctx);
+      const toName = changesetStateName(to!)!;
+      await requireChangesetMover(changesetId!, ctx, REVIEWER_STATES.has(toName));
+      await requireIndependentReview(ctx, changesetId!, toName, () => registry.independentReviewOfChangeset(changesetId!), () => registry.agentsOfChangeset(changesetId!));
       const expectedName = expected === undefined ? undefined : changesetStateName(expected);
       if (to === ChangesetState.MERGED && deps.landing) {
         const landed = await deps.landing.merge(changesetId!, targetRef, reason, callerAgent(ctx), expectedName);
         return { changeset: changesetToWire(landed.changeset), ...(landed.merge ? { merge: mergeToWire(landed.merge) } : {}), unchanged: landed.unchanged };
       }
-      const moved = await registry.moveChangeset(changesetId!, changesetStateName(to!)!, reason, { expected: expectedName });
+      const moved = await registry.moveChangeset(changesetId!, toName, reason, { expected: expectedName });
       return { changeset: changesetToWire(moved.changeset), unchanged: moved.unchanged };
     },
 

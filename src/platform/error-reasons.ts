@@ -210,6 +210,12 @@ export const REASON_ROWS = [
   },
   {
     code: "PERMISSION_DENIED",
+    reasons: ["INDEPENDENT_REVIEW_REQUIRED"],
+    when: "TransitionChangeset to APPROVED or MERGED by one of the changeset's authors (an agent with a session on it) while its repository has `independent_review` (the default for new repositories): the decision must come from a reviewer or an admin not on it; auth on only ([security.md](security.md#separation-of-duties))",
+    metadata: "`changeset_id`, `agent_id`, `to_state`, `rule` (`independent_review`)",
+  },
+  {
+    code: "PERMISSION_DENIED",
     reasons: ["REPOSITORY_NOT_GRANTED"],
     when: "the caller's token does not grant the repository (an unknown repository id is answered the same way, except with `\"*\"`); see [security.md](security.md)",
     metadata: "`repo_id` (or `name`), `agent_id`",

@@ -59,6 +59,23 @@ export function findRepositoryByName(db: Executor, name: string): Promise<(Repos
   return db.selectFrom("repositories").select([...REPOSITORY_ROW, "request_id"]).where("name", "=", name).executeTakeFirst();
 }
 
+/** Changes a repository's settings; undefined when it does not exist. */
+export function updateRepositorySettings(db: Executor, id: string, set: { independent_review?: boolean }): Promise<RepositoryRow | undefined> {
+  if (set.independent_review === undefined) return findRepository(db, id);
+  return db.updateTable("repositories").set({ independent_review: set.independent_review }).where("id", "=", id).returning(REPOSITORY_ROW).executeTakeFirst();
+}
+
+/** The independent_review policy of a changeset's repository, as PostgreSQL has it now (undefined: no such changeset). */
+export async function independentReviewOfChangeset(db: Executor, changesetId: string): Promise<boolean | undefined> {
+  const row = await db
+    .selectFrom("changesets")
+    .innerJoin("repositories", "repositories.id", "changesets.repo_id")
+    .select("repositories.independent_review")
+    .where("changesets.id", "=", changesetId)
+    .executeTakeFirst();
+  return row?.independent_review;
+}
+
 /** Bumps the repository's agent counter under its row lock; undefined when the repository does not exist. */
 export async function takeAgentNumber(trx: Transaction<Database>, repoId: string): Promise<number | undefined> {
   const row = await trx

@@ -159,6 +159,14 @@ export class WorkspaceRegistry {
     return this.repositories.registerRepository(name, location, captureExclude, requestId, independentReview);
   }
 
+  updateRepository(id: string, set: { independentReview?: boolean | undefined }): Promise<Repository> {
+    return this.repositories.updateRepository(id, set);
+  }
+
+  independentReviewOfChangeset(changesetId: string): Promise<boolean> {
+    return this.repositories.independentReviewOfChangeset(changesetId);
+  }
+
   listRepositories(): Promise<Repository[]> {
     return this.repositories.listRepositories();
   }

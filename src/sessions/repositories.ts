@@ -81,6 +81,20 @@ export class Repositories {
     return (await sqlRepo.listRepositoriesAfter(this.db, afterName, limit)).map(repositoryFromRow);
   }
 
+  /** Changes a repository's settings (UpdateRepository): one statement; every instance reads the policy from the row. */
+  async updateRepository(id: string, set: { independentReview?: boolean | undefined }): Promise<Repository> {
+    const row = await sqlRepo.updateRepositorySettings(this.db, id, { ...(set.independentReview !== undefined ? { independent_review: set.independentReview } : {}) });
+    if (!row) throw repositoryNotFound(id);
+    const repo = repositoryFromRow(row);
+    this.repos.set(id, repo);
+    return repo;
+  }
+
+  /** Whether a changeset's repository requires independent review, read from PostgreSQL (never the cache). */
+  async independentReviewOfChangeset(changesetId: string): Promise<boolean> {
+    return (await sqlRepo.independentReviewOfChangeset(this.db, changesetId)) ?? false;
+  }
+
   async repository(id: string): Promise<Repository> {
     const cached = this.repos.get(id);
     if (cached) return cached;

@@ -44,6 +44,7 @@ export function testService(probe: Probe) {
   return registration(WorkspaceService, {
     registerRepository: unimplemented,
     listRepositories: unimplemented,
+    updateRepository: unimplemented,
     createWorkspace: unimplemented,
     destroyWorkspace: unimplemented,
     listSessions: unimplemented,

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file berth/v1/workspace_service.proto.
  */
 export const file_berth_v1_workspace_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBiZXJ0aC92MS93b3Jrc3BhY2Vfc2VydmljZS5wcm90bxIIYmVydGgudjEifwoZUmVnaXN0ZXJSZXBvc2l0b3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC3NvdXJjZV9wYXRoGAIgASgJEhcKD2NhcHR1cmVfZXhjbHVkZRgDIAMoCRISCgpyZXF1ZXN0X2lkGAQgASgJEhIKCnJlbW90ZV91cmwYBSABKAkiRgoaUmVnaXN0ZXJSZXBvc2l0b3J5UmVzcG9uc2USKAoKcmVwb3NpdG9yeRgBIAEoCzIULmJlcnRoLnYxLlJlcG9zaXRvcnkiQAoXTGlzdFJlcG9zaXRvcmllc1JlcXVlc3QSEQoJcGFnZV9zaXplGBQgASgNEhIKCnBhZ2VfdG9rZW4YFSABKAkiXwoYTGlzdFJlcG9zaXRvcmllc1Jlc3BvbnNlEioKDHJlcG9zaXRvcmllcxgBIAMoCzIULmJlcnRoLnYxLlJlcG9zaXRvcnkSFwoPbmV4dF9wYWdlX3Rva2VuGBQgASgJIoMCChZDcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0Eg8KB3JlcG9faWQYASABKAkSDgoGaW50ZW50GAIgASgJEhMKC2Jhc2VfY29tbWl0GAMgASgJEiUKBG1vZGUYBCABKA4yFy5iZXJ0aC52MS5Xb3Jrc3BhY2VNb2RlEhgKC3R0bF9zZWNvbmRzGAUgASgNSACIAQESEAoIYWdlbnRfaWQYBiABKAkSEgoKYWdlbnRfbmFtZRgHIAEoCRISCgpzZXNzaW9uX2lkGAggASgJEhQKDGNoYW5nZXNldF9pZBgJIAEoCRISCgpyZXF1ZXN0X2lkGAogASgJQg4KDF90dGxfc2Vjb25kcyJBChdDcmVhdGVXb3Jrc3BhY2VSZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiKQoTR2V0V29ya3NwYWNlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIj4KFEdldFdvcmtzcGFjZVJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSItChdEZXN0cm95V29ya3NwYWNlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIkIKGERlc3Ryb3lXb3Jrc3BhY2VSZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UidwoTTGlzdFNlc3Npb25zUmVxdWVzdBIPCgdyZXBvX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgUIAEoDRISCgpwYWdlX3Rva2VuGBUgASgJEigKBnN0YXRlcxgWIAMoDjIYLmJlcnRoLnYxLkxpZmVjeWNsZVN0YXRlIlgKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEicKCHNlc3Npb25zGAEgAygLMhUuYmVydGgudjEuU2Vzc2lvbkluZm8SFwoPbmV4dF9wYWdlX3Rva2VuGBQgASgJIiUKEkNvdW50QWN0aXZlUmVxdWVzdBIPCgdyZXBvX2lkGAEgASgJIjQKE0NvdW50QWN0aXZlUmVzcG9uc2USDgoGYWN0aXZlGAEgASgNEg0KBXRvdGFsGAIgASgNIrQBChpUcmFuc2l0aW9uQ2hhbmdlc2V0UmVxdWVzdBIUCgxjaGFuZ2VzZXRfaWQYASABKAkSKgoIdG9fc3RhdGUYAiABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZRIOCgZyZWFzb24YAyABKAkSEgoKdGFyZ2V0X3JlZhgEIAEoCRIwCg5leHBlY3RlZF9zdGF0ZRgFIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlIn8KG1RyYW5zaXRpb25DaGFuZ2VzZXRSZXNwb25zZRImCgljaGFuZ2VzZXQYASABKAsyEy5iZXJ0aC52MS5DaGFuZ2VzZXQSJQoFbWVyZ2UYAiABKAsyFi5iZXJ0aC52MS5NZXJnZU91dGNvbWUSEQoJdW5jaGFuZ2VkGAMgASgIIiYKEEhlYXJ0YmVhdFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIlChFIZWFydGJlYXRSZXNwb25zZRIQCghsZWFzZV9tcxgBIAEoDSIqChRBdHRhY2hTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIm4KFUF0dGFjaFNlc3Npb25SZXNwb25zZRIoCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2VIABIgCgVldmVudBgCIAEoCzIPLmJlcnRoLnYxLkV2ZW50SABCCQoHbWVzc2FnZSI6ChRTdHJhbmRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI/ChVTdHJhbmRTZXNzaW9uUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIkEKFFJlc3VtZVNlc3Npb25SZXF1ZXN0EhcKD2RlYWRfc2Vzc2lvbl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSJXChVSZXN1bWVTZXNzaW9uUmVzcG9uc2USFgoObmV3X3Nlc3Npb25faWQYASABKAkSJgoJd29ya3NwYWNlGAIgASgLMhMuYmVydGgudjEuV29ya3NwYWNlImIKFUFiYW5kb25TZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIlCgVjYXVzZRgDIAEoDjIWLmJlcnRoLnYxLkFiYW5kb25DYXVzZSJAChZBYmFuZG9uU2Vzc2lvblJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSJkChJXYXRjaEV2ZW50c1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgEEhAKCHJlcG9faWRzGAIgAygJEg0KBWtpbmRzGAMgAygJEhoKEmV4Y2x1ZGVfc2Vzc2lvbl9pZBgEIAEoCSI1ChNXYXRjaEV2ZW50c1Jlc3BvbnNlEh4KBWV2ZW50GAEgASgLMg8uYmVydGgudjEuRXZlbnQijQEKDU90aGVyTW9kaWZpZXISEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRISCgphZ2VudF9uYW1lGAMgASgJEg8KB3N5bWJvbHMYBCADKAkSMQoPY2hhbmdlc2V0X3N0YXRlGAUgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUijQEKEFdyaXRlRmlsZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEg8KB2NvbnRlbnQYAyABKAwSGgoNZXhwZWN0ZWRfaGFzaBgEIAEoCUgAiAEBEhgKEGRlY2xhcmVkX3N5bWJvbHMYBSADKAlCEAoOX2V4cGVjdGVkX2hhc2gioAEKEVdyaXRlRmlsZVJlc3BvbnNlEhAKCG5ld19oYXNoGAEgASgJEiQKBmNoYW5nZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVDaGFuZ2USJwoHc3ltYm9scxgDIAMoCzIWLmJlcnRoLnYxLlN5bWJvbENoYW5nZRIqCgljb25mbGljdHMYBCADKAsyFy5iZXJ0aC52MS5PdGhlck1vZGlmaWVyImMKEURlbGV0ZUZpbGVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEcGF0aBgCIAEoCRIaCg1leHBlY3RlZF9oYXNoGAMgASgJSACIAQFCEAoOX2V4cGVjdGVkX2hhc2giaQoSRGVsZXRlRmlsZVJlc3BvbnNlEicKB3N5bWJvbHMYASADKAsyFi5iZXJ0aC52MS5TeW1ib2xDaGFuZ2USKgoJY29uZmxpY3RzGAIgAygLMhcuYmVydGgudjEuT3RoZXJNb2RpZmllciIzCg9SZWFkRmlsZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRwYXRoGAIgASgJIlcKEFJlYWRGaWxlUmVzcG9uc2USDwoHY29udGVudBgBIAEoDBIMCgRoYXNoGAIgASgJEiQKBnNvdXJjZRgDIAEoDjIULmJlcnRoLnYxLkZpbGVTb3VyY2UidgoQTGlzdEZpbGVzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnByZWZpeBgCIAEoCRIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCRIXCg9pbmNsdWRlX2RlbGV0ZWQYBSABKAgikQEKCUZpbGVFbnRyeRIMCgRwYXRoGAEgASgJEiQKBnNvdXJjZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVTb3VyY2USJAoGY2hhbmdlGAMgASgOMhQuYmVydGgudjEuRmlsZUNoYW5nZRIZChFtb2RpZmllZF9ieV9vdGhlchgEIAEoCBIPCgdkZWxldGVkGAUgASgIIk4KEUxpc3RDbGFpbXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFnZV9zaXplGBQgASgNEhIKCnBhZ2VfdG9rZW4YFSABKAkiTgoSTGlzdENsYWltc1Jlc3BvbnNlEh8KBmNsYWltcxgBIAMoCzIPLmJlcnRoLnYxLkNsYWltEhcKD25leHRfcGFnZV90b2tlbhgUIAEoCSJSChFMaXN0RmlsZXNSZXNwb25zZRIkCgdlbnRyaWVzGAEgAygLMhMuYmVydGgudjEuRmlsZUVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIpCglTeW1ib2xSZWYSDAoEcGF0aBgBIAEoCRIOCgZzeW1ib2wYAiABKAkiugEKBUNsYWltEg8KB3JlcG9faWQYASABKAkSDAoEcGF0aBgCIAEoCRIOCgZzeW1ib2wYAyABKAkSEgoKc2Vzc2lvbl9pZBgEIAEoCRIQCghhZ2VudF9pZBgFIAEoCRISCgphZ2VudF9uYW1lGAYgASgJEi8KC2FjcXVpcmVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9ub3RfeWV0X2RlZmluZWQYCCABKAgiTwoTQ2xhaW1TeW1ib2xzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEiQKB3N5bWJvbHMYAiADKAsyEy5iZXJ0aC52MS5TeW1ib2xSZWYiNwoUQ2xhaW1TeW1ib2xzUmVzcG9uc2USHwoGY2xhaW1zGAEgAygLMg8uYmVydGgudjEuQ2xhaW0iUQoVUmVsZWFzZVN5bWJvbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoHc3ltYm9scxgCIAMoCzITLmJlcnRoLnYxLlN5bWJvbFJlZiIqChZSZWxlYXNlU3ltYm9sc1Jlc3BvbnNlEhAKCHJlbGVhc2VkGAEgASgNIloKHURlc2NyaWJlT3RoZXJNb2RpZmllcnNSZXF1ZXN0Eg8KB3JlcG9faWQYASABKAkSDAoEcGF0aBgCIAEoCRIaChJleGNsdWRlX3Nlc3Npb25faWQYAyABKAkiWgoeRGVzY3JpYmVPdGhlck1vZGlmaWVyc1Jlc3BvbnNlEgwKBHRleHQYASABKAkSKgoJbW9kaWZpZXJzGAIgAygLMhcuYmVydGgudjEuT3RoZXJNb2RpZmllciIrCgxDb21taXRBdXRob3ISDAoEbmFtZRgBIAEoCRINCgVlbWFpbBgCIAEoCSJnChZDb21taXRDaGFuZ2VzZXRSZXF1ZXN0EhQKDGNoYW5nZXNldF9pZBgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEiYKBmF1dGhvchgDIAEoCzIWLmJlcnRoLnYxLkNvbW1pdEF1dGhvciKUAQoXQ29tbWl0Q2hhbmdlc2V0UmVzcG9uc2USJgoJY2hhbmdlc2V0GAEgASgLMhMuYmVydGgudjEuQ2hhbmdlc2V0EhEKCWNvbW1pdF9pZBgCIAEoCRILCgNyZWYYAyABKAkSDwoHdHJlZV9pZBgEIAEoCRINCgVwYXRocxgFIAEoDRIRCgl1bmNoYW5nZWQYBiABKAgigwEKDE1lcmdlT3V0Y29tZRISCgp0YXJnZXRfcmVmGAEgASgJEhUKDW9sZF9jb21taXRfaWQYAiABKAkSFQoNbmV3X2NvbW1pdF9pZBgDIAEoCRIbChNjaGFuZ2VzZXRfY29tbWl0X2lkGAQgASgJEhQKDGZhc3RfZm9yd2FyZBgFIAEoCCI6ChREaWZmV29ya3NwYWNlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBmJpbmFyeRgCIAEoCCKdAQoIUGF0aERpZmYSDAoEcGF0aBgBIAEoCRIkCgZjaGFuZ2UYAiABKA4yFC5iZXJ0aC52MS5GaWxlQ2hhbmdlEhAKCG9sZF9wYXRoGAMgASgJEhMKC2xpbmVzX2FkZGVkGAQgASgNEhUKDWxpbmVzX3JlbW92ZWQYBSABKA0SDgoGYmluYXJ5GAYgASgIEg8KB3N5bWJvbHMYByADKAkiXgoVRGlmZldvcmtzcGFjZVJlc3BvbnNlEg0KBXBhdGNoGAEgASgMEiEKBXBhdGhzGAIgAygLMhIuYmVydGgudjEuUGF0aERpZmYSEwoLYmFzZV9jb21taXQYAyABKAkiPAoURGlmZkNoYW5nZXNldFJlcXVlc3QSFAoMY2hhbmdlc2V0X2lkGAEgASgJEg4KBmJpbmFyeRgCIAEoCCJBCgxQYXRoQ29uZmxpY3QSDAoEcGF0aBgBIAEoCRITCgtzZXNzaW9uX2lkcxgCIAMoCRIOCgZyZWFzb24YAyABKAkingEKFURpZmZDaGFuZ2VzZXRSZXNwb25zZRINCgVwYXRjaBgBIAEoDBIhCgVwYXRocxgCIAMoCzISLmJlcnRoLnYxLlBhdGhEaWZmEhMKC2Jhc2VfY29tbWl0GAMgASgJEikKCWNvbmZsaWN0cxgEIAMoCzIWLmJlcnRoLnYxLlBhdGhDb25mbGljdBITCgtzZXNzaW9uX2lkcxgFIAMoCSI6ChZSZWJhc2VXb3Jrc3BhY2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDAoEb250bxgCIAEoCSIsCg5SZWJhc2VDb25mbGljdBIMCgRwYXRoGAEgASgJEgwKBGtpbmQYAiABKAkiqAEKF1JlYmFzZVdvcmtzcGFjZVJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZRIXCg9vbGRfYmFzZV9jb21taXQYAiABKAkSDgoGbWVyZ2VkGAMgAygJEisKCWNvbmZsaWN0cxgEIAMoCzIYLmJlcnRoLnYxLlJlYmFzZUNvbmZsaWN0Eg8KB2Ryb3BwZWQYBSADKAkiSAoWUmVzb2x2ZUlkUHJlZml4UmVxdWVzdBIeCgRraW5kGAEgASgOMhAuYmVydGgudjEuSWRLaW5kEg4KBnByZWZpeBgCIAEoCSI0ChdSZXNvbHZlSWRQcmVmaXhSZXNwb25zZRILCgNpZHMYASADKAkSDAoEbW9yZRgCIAEoCCpiCgxBYmFuZG9uQ2F1c2USHQoZQUJBTkRPTl9DQVVTRV9VTlNQRUNJRklFRBAAEhoKFkFCQU5ET05fQ0FVU0VfRVhQTElDSVQQARIXChNBQkFORE9OX0NBVVNFX0FETUlOEAIqdgoGSWRLaW5kEhcKE0lEX0tJTkRfVU5TUEVDSUZJRUQQABITCg9JRF9LSU5EX1NFU1NJT04QARIVChFJRF9LSU5EX1dPUktTUEFDRRACEhAKDElEX0tJTkRfVFVSThADEhUKEUlEX0tJTkRfQ0hBTkdFU0VUEAQyzhEKEFdvcmtzcGFjZVNlcnZpY2USXwoSUmVnaXN0ZXJSZXBvc2l0b3J5EiMuYmVydGgudjEuUmVnaXN0ZXJSZXBvc2l0b3J5UmVxdWVzdBokLmJlcnRoLnYxLlJlZ2lzdGVyUmVwb3NpdG9yeVJlc3BvbnNlElkKEExpc3RSZXBvc2l0b3JpZXMSIS5iZXJ0aC52MS5MaXN0UmVwb3NpdG9yaWVzUmVxdWVzdBoiLmJlcnRoLnYxLkxpc3RSZXBvc2l0b3JpZXNSZXNwb25zZRJWCg9DcmVhdGVXb3Jrc3BhY2USIC5iZXJ0aC52MS5DcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0GiEuYmVydGgudjEuQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USTQoMR2V0V29ya3NwYWNlEh0uYmVydGgudjEuR2V0V29ya3NwYWNlUmVxdWVzdBoeLmJlcnRoLnYxLkdldFdvcmtzcGFjZVJlc3BvbnNlElkKEERlc3Ryb3lXb3Jrc3BhY2USIS5iZXJ0aC52MS5EZXN0cm95V29ya3NwYWNlUmVxdWVzdBoiLmJlcnRoLnYxLkRlc3Ryb3lXb3Jrc3BhY2VSZXNwb25zZRJNCgxMaXN0U2Vzc2lvbnMSHS5iZXJ0aC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh4uYmVydGgudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USSgoLQ291bnRBY3RpdmUSHC5iZXJ0aC52MS5Db3VudEFjdGl2ZVJlcXVlc3QaHS5iZXJ0aC52MS5Db3VudEFjdGl2ZVJlc3BvbnNlEmIKE1RyYW5zaXRpb25DaGFuZ2VzZXQSJC5iZXJ0aC52MS5UcmFuc2l0aW9uQ2hhbmdlc2V0UmVxdWVzdBolLmJlcnRoLnYxLlRyYW5zaXRpb25DaGFuZ2VzZXRSZXNwb25zZRJECglIZWFydGJlYXQSGi5iZXJ0aC52MS5IZWFydGJlYXRSZXF1ZXN0GhsuYmVydGgudjEuSGVhcnRiZWF0UmVzcG9uc2USUgoNQXR0YWNoU2Vzc2lvbhIeLmJlcnRoLnYxLkF0dGFjaFNlc3Npb25SZXF1ZXN0Gh8uYmVydGgudjEuQXR0YWNoU2Vzc2lvblJlc3BvbnNlMAESUAoNU3RyYW5kU2Vzc2lvbhIeLmJlcnRoLnYxLlN0cmFuZFNlc3Npb25SZXF1ZXN0Gh8uYmVydGgudjEuU3RyYW5kU2Vzc2lvblJlc3BvbnNlElAKDVJlc3VtZVNlc3Npb24SHi5iZXJ0aC52MS5SZXN1bWVTZXNzaW9uUmVxdWVzdBofLmJlcnRoLnYxLlJlc3VtZVNlc3Npb25SZXNwb25zZRJTCg5BYmFuZG9uU2Vzc2lvbhIfLmJlcnRoLnYxLkFiYW5kb25TZXNzaW9uUmVxdWVzdBogLmJlcnRoLnYxLkFiYW5kb25TZXNzaW9uUmVzcG9uc2USTAoLV2F0Y2hFdmVudHMSHC5iZXJ0aC52MS5XYXRjaEV2ZW50c1JlcXVlc3QaHS5iZXJ0aC52MS5XYXRjaEV2ZW50c1Jlc3BvbnNlMAESRAoJV3JpdGVGaWxlEhouYmVydGgudjEuV3JpdGVGaWxlUmVxdWVzdBobLmJlcnRoLnYxLldyaXRlRmlsZVJlc3BvbnNlEkcKCkRlbGV0ZUZpbGUSGy5iZXJ0aC52MS5EZWxldGVGaWxlUmVxdWVzdBocLmJlcnRoLnYxLkRlbGV0ZUZpbGVSZXNwb25zZRJBCghSZWFkRmlsZRIZLmJlcnRoLnYxLlJlYWRGaWxlUmVxdWVzdBoaLmJlcnRoLnYxLlJlYWRGaWxlUmVzcG9uc2USRAoJTGlzdEZpbGVzEhouYmVydGgudjEuTGlzdEZpbGVzUmVxdWVzdBobLmJlcnRoLnYxLkxpc3RGaWxlc1Jlc3BvbnNlEk0KDENsYWltU3ltYm9scxIdLmJlcnRoLnYxLkNsYWltU3ltYm9sc1JlcXVlc3QaHi5iZXJ0aC52MS5DbGFpbVN5bWJvbHNSZXNwb25zZRJTCg5SZWxlYXNlU3ltYm9scxIfLmJlcnRoLnYxLlJlbGVhc2VTeW1ib2xzUmVxdWVzdBogLmJlcnRoLnYxLlJlbGVhc2VTeW1ib2xzUmVzcG9uc2USRwoKTGlzdENsYWltcxIbLmJlcnRoLnYxLkxpc3RDbGFpbXNSZXF1ZXN0GhwuYmVydGgudjEuTGlzdENsYWltc1Jlc3BvbnNlEmsKFkRlc2NyaWJlT3RoZXJNb2RpZmllcnMSJy5iZXJ0aC52MS5EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVxdWVzdBooLmJlcnRoLnYxLkRlc2NyaWJlT3RoZXJNb2RpZmllcnNSZXNwb25zZRJWCg9Db21taXRDaGFuZ2VzZXQSIC5iZXJ0aC52MS5Db21taXRDaGFuZ2VzZXRSZXF1ZXN0GiEuYmVydGgudjEuQ29tbWl0Q2hhbmdlc2V0UmVzcG9uc2USUAoNRGlmZldvcmtzcGFjZRIeLmJlcnRoLnYxLkRpZmZXb3Jrc3BhY2VSZXF1ZXN0Gh8uYmVydGgudjEuRGlmZldvcmtzcGFjZVJlc3BvbnNlElAKDURpZmZDaGFuZ2VzZXQSHi5iZXJ0aC52MS5EaWZmQ2hhbmdlc2V0UmVxdWVzdBofLmJlcnRoLnYxLkRpZmZDaGFuZ2VzZXRSZXNwb25zZRJWCg9SZWJhc2VXb3Jrc3BhY2USIC5iZXJ0aC52MS5SZWJhc2VXb3Jrc3BhY2VSZXF1ZXN0GiEuYmVydGgudjEuUmViYXNlV29ya3NwYWNlUmVzcG9uc2USVgoPUmVzb2x2ZUlkUHJlZml4EiAuYmVydGgudjEuUmVzb2x2ZUlkUHJlZml4UmVxdWVzdBohLmJlcnRoLnYxLlJlc29sdmVJZFByZWZpeFJlc3BvbnNlYgZwcm90bzM", [file_berth_v1_event, file_berth_v1_types, file_google_protobuf_timestamp]);
+  fileDesc("CiBiZXJ0aC92MS93b3Jrc3BhY2Vfc2VydmljZS5wcm90bxIIYmVydGgudjEitwEKGVJlZ2lzdGVyUmVwb3NpdG9yeVJlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgtzb3VyY2VfcGF0aBgCIAEoCRIXCg9jYXB0dXJlX2V4Y2x1ZGUYAyADKAkSEgoKcmVxdWVzdF9pZBgEIAEoCRISCgpyZW1vdGVfdXJsGAUgASgJEh8KEmluZGVwZW5kZW50X3JldmlldxgGIAEoCEgAiAEBQhUKE19pbmRlcGVuZGVudF9yZXZpZXcidAoXVXBkYXRlUmVwb3NpdG9yeVJlcXVlc3QSFQoNcmVwb3NpdG9yeV9pZBgBIAEoCRIfChJpbmRlcGVuZGVudF9yZXZpZXcYAiABKAhIAIgBAUIVChNfaW5kZXBlbmRlbnRfcmV2aWV3SgQIAxAESgQIBBAFIkQKGFVwZGF0ZVJlcG9zaXRvcnlSZXNwb25zZRIoCgpyZXBvc2l0b3J5GAEgASgLMhQuYmVydGgudjEuUmVwb3NpdG9yeSJGChpSZWdpc3RlclJlcG9zaXRvcnlSZXNwb25zZRIoCgpyZXBvc2l0b3J5GAEgASgLMhQuYmVydGgudjEuUmVwb3NpdG9yeSJAChdMaXN0UmVwb3NpdG9yaWVzUmVxdWVzdBIRCglwYWdlX3NpemUYFCABKA0SEgoKcGFnZV90b2tlbhgVIAEoCSJfChhMaXN0UmVwb3NpdG9yaWVzUmVzcG9uc2USKgoMcmVwb3NpdG9yaWVzGAEgAygLMhQuYmVydGgudjEuUmVwb3NpdG9yeRIXCg9uZXh0X3BhZ2VfdG9rZW4YFCABKAkigwIKFkNyZWF0ZVdvcmtzcGFjZVJlcXVlc3QSDwoHcmVwb19pZBgBIAEoCRIOCgZpbnRlbnQYAiABKAkSEwoLYmFzZV9jb21taXQYAyABKAkSJQoEbW9kZRgEIAEoDjIXLmJlcnRoLnYxLldvcmtzcGFjZU1vZGUSGAoLdHRsX3NlY29uZHMYBSABKA1IAIgBARIQCghhZ2VudF9pZBgGIAEoCRISCgphZ2VudF9uYW1lGAcgASgJEhIKCnNlc3Npb25faWQYCCABKAkSFAoMY2hhbmdlc2V0X2lkGAkgASgJEhIKCnJlcXVlc3RfaWQYCiABKAlCDgoMX3R0bF9zZWNvbmRzIkEKF0NyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSIpChNHZXRXb3Jrc3BhY2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiPgoUR2V0V29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlIi0KF0Rlc3Ryb3lXb3Jrc3BhY2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiQgoYRGVzdHJveVdvcmtzcGFjZVJlc3BvbnNlEiYKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZSJ3ChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg8KB3JlcG9faWQYASABKAkSEQoJcGFnZV9zaXplGBQgASgNEhIKCnBhZ2VfdG9rZW4YFSABKAkSKAoGc3RhdGVzGBYgAygOMhguYmVydGgudjEuTGlmZWN5Y2xlU3RhdGUiWAoUTGlzdFNlc3Npb25zUmVzcG9uc2USJwoIc2Vzc2lvbnMYASADKAsyFS5iZXJ0aC52MS5TZXNzaW9uSW5mbxIXCg9uZXh0X3BhZ2VfdG9rZW4YFCABKAkiJQoSQ291bnRBY3RpdmVSZXF1ZXN0Eg8KB3JlcG9faWQYASABKAkiNAoTQ291bnRBY3RpdmVSZXNwb25zZRIOCgZhY3RpdmUYASABKA0SDQoFdG90YWwYAiABKA0itAEKGlRyYW5zaXRpb25DaGFuZ2VzZXRSZXF1ZXN0EhQKDGNoYW5nZXNldF9pZBgBIAEoCRIqCgh0b19zdGF0ZRgCIAEoDjIYLmJlcnRoLnYxLkNoYW5nZXNldFN0YXRlEg4KBnJlYXNvbhgDIAEoCRISCgp0YXJnZXRfcmVmGAQgASgJEjAKDmV4cGVjdGVkX3N0YXRlGAUgASgOMhguYmVydGgudjEuQ2hhbmdlc2V0U3RhdGUifwobVHJhbnNpdGlvbkNoYW5nZXNldFJlc3BvbnNlEiYKCWNoYW5nZXNldBgBIAEoCzITLmJlcnRoLnYxLkNoYW5nZXNldBIlCgVtZXJnZRgCIAEoCzIWLmJlcnRoLnYxLk1lcmdlT3V0Y29tZRIRCgl1bmNoYW5nZWQYAyABKAgiJgoQSGVhcnRiZWF0UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIiUKEUhlYXJ0YmVhdFJlc3BvbnNlEhAKCGxlYXNlX21zGAEgASgNIioKFEF0dGFjaFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkibgoVQXR0YWNoU2Vzc2lvblJlc3BvbnNlEigKCXdvcmtzcGFjZRgBIAEoCzITLmJlcnRoLnYxLldvcmtzcGFjZUgAEiAKBWV2ZW50GAIgASgLMg8uYmVydGgudjEuRXZlbnRIAEIJCgdtZXNzYWdlIjoKFFN0cmFuZFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJIj8KFVN0cmFuZFNlc3Npb25SZXNwb25zZRImCgl3b3Jrc3BhY2UYASABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiQQoUUmVzdW1lU2Vzc2lvblJlcXVlc3QSFwoPZGVhZF9zZXNzaW9uX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJIlcKFVJlc3VtZVNlc3Npb25SZXNwb25zZRIWCg5uZXdfc2Vzc2lvbl9pZBgBIAEoCRImCgl3b3Jrc3BhY2UYAiABKAsyEy5iZXJ0aC52MS5Xb3Jrc3BhY2UiYgoVQWJhbmRvblNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJEiUKBWNhdXNlGAMgASgOMhYuYmVydGgudjEuQWJhbmRvbkNhdXNlIkAKFkFiYW5kb25TZXNzaW9uUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlImQKEldhdGNoRXZlbnRzUmVxdWVzdBIRCglhZnRlcl9zZXEYASABKAQSEAoIcmVwb19pZHMYAiADKAkSDQoFa2luZHMYAyADKAkSGgoSZXhjbHVkZV9zZXNzaW9uX2lkGAQgASgJIjUKE1dhdGNoRXZlbnRzUmVzcG9uc2USHgoFZXZlbnQYASABKAsyDy5iZXJ0aC52MS5FdmVudCKNAQoNT3RoZXJNb2RpZmllchISCgpzZXNzaW9uX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhIKCmFnZW50X25hbWUYAyABKAkSDwoHc3ltYm9scxgEIAMoCRIxCg9jaGFuZ2VzZXRfc3RhdGUYBSABKA4yGC5iZXJ0aC52MS5DaGFuZ2VzZXRTdGF0ZSKNAQoQV3JpdGVGaWxlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHBhdGgYAiABKAkSDwoHY29udGVudBgDIAEoDBIaCg1leHBlY3RlZF9oYXNoGAQgASgJSACIAQESGAoQZGVjbGFyZWRfc3ltYm9scxgFIAMoCUIQCg5fZXhwZWN0ZWRfaGFzaCKgAQoRV3JpdGVGaWxlUmVzcG9uc2USEAoIbmV3X2hhc2gYASABKAkSJAoGY2hhbmdlGAIgASgOMhQuYmVydGgudjEuRmlsZUNoYW5nZRInCgdzeW1ib2xzGAMgAygLMhYuYmVydGgudjEuU3ltYm9sQ2hhbmdlEioKCWNvbmZsaWN0cxgEIAMoCzIXLmJlcnRoLnYxLk90aGVyTW9kaWZpZXIiYwoRRGVsZXRlRmlsZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRwYXRoGAIgASgJEhoKDWV4cGVjdGVkX2hhc2gYAyABKAlIAIgBAUIQCg5fZXhwZWN0ZWRfaGFzaCJpChJEZWxldGVGaWxlUmVzcG9uc2USJwoHc3ltYm9scxgBIAMoCzIWLmJlcnRoLnYxLlN5bWJvbENoYW5nZRIqCgljb25mbGljdHMYAiADKAsyFy5iZXJ0aC52MS5PdGhlck1vZGlmaWVyIjMKD1JlYWRGaWxlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHBhdGgYAiABKAkiVwoQUmVhZEZpbGVSZXNwb25zZRIPCgdjb250ZW50GAEgASgMEgwKBGhhc2gYAiABKAkSJAoGc291cmNlGAMgASgOMhQuYmVydGgudjEuRmlsZVNvdXJjZSJ2ChBMaXN0RmlsZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGcHJlZml4GAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJEhcKD2luY2x1ZGVfZGVsZXRlZBgFIAEoCCKRAQoJRmlsZUVudHJ5EgwKBHBhdGgYASABKAkSJAoGc291cmNlGAIgASgOMhQuYmVydGgudjEuRmlsZVNvdXJjZRIkCgZjaGFuZ2UYAyABKA4yFC5iZXJ0aC52MS5GaWxlQ2hhbmdlEhkKEW1vZGlmaWVkX2J5X290aGVyGAQgASgIEg8KB2RlbGV0ZWQYBSABKAgiTgoRTGlzdENsYWltc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYFCABKA0SEgoKcGFnZV90b2tlbhgVIAEoCSJOChJMaXN0Q2xhaW1zUmVzcG9uc2USHwoGY2xhaW1zGAEgAygLMg8uYmVydGgudjEuQ2xhaW0SFwoPbmV4dF9wYWdlX3Rva2VuGBQgASgJIlIKEUxpc3RGaWxlc1Jlc3BvbnNlEiQKB2VudHJpZXMYASADKAsyEy5iZXJ0aC52MS5GaWxlRW50cnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIikKCVN5bWJvbFJlZhIMCgRwYXRoGAEgASgJEg4KBnN5bWJvbBgCIAEoCSK6AQoFQ2xhaW0SDwoHcmVwb19pZBgBIAEoCRIMCgRwYXRoGAIgASgJEg4KBnN5bWJvbBgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhIKCmFnZW50X25hbWUYBiABKAkSLwoLYWNxdWlyZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD25vdF95ZXRfZGVmaW5lZBgIIAEoCCJPChNDbGFpbVN5bWJvbHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSJAoHc3ltYm9scxgCIAMoCzITLmJlcnRoLnYxLlN5bWJvbFJlZiI3ChRDbGFpbVN5bWJvbHNSZXNwb25zZRIfCgZjbGFpbXMYASADKAsyDy5iZXJ0aC52MS5DbGFpbSJRChVSZWxlYXNlU3ltYm9sc1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIkCgdzeW1ib2xzGAIgAygLMhMuYmVydGgudjEuU3ltYm9sUmVmIioKFlJlbGVhc2VTeW1ib2xzUmVzcG9uc2USEAoIcmVsZWFzZWQYASABKA0iWgodRGVzY3JpYmVPdGhlck1vZGlmaWVyc1JlcXVlc3QSDwoHcmVwb19pZBgBIAEoCRIMCgRwYXRoGAIgASgJEhoKEmV4Y2x1ZGVfc2Vzc2lvbl9pZBgDIAEoCSJaCh5EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVzcG9uc2USDAoEdGV4dBgBIAEoCRIqCgltb2RpZmllcnMYAiADKAsyFy5iZXJ0aC52MS5PdGhlck1vZGlmaWVyIisKDENvbW1pdEF1dGhvchIMCgRuYW1lGAEgASgJEg0KBWVtYWlsGAIgASgJImcKFkNvbW1pdENoYW5nZXNldFJlcXVlc3QSFAoMY2hhbmdlc2V0X2lkGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSJgoGYXV0aG9yGAMgASgLMhYuYmVydGgudjEuQ29tbWl0QXV0aG9yIpQBChdDb21taXRDaGFuZ2VzZXRSZXNwb25zZRImCgljaGFuZ2VzZXQYASABKAsyEy5iZXJ0aC52MS5DaGFuZ2VzZXQSEQoJY29tbWl0X2lkGAIgASgJEgsKA3JlZhgDIAEoCRIPCgd0cmVlX2lkGAQgASgJEg0KBXBhdGhzGAUgASgNEhEKCXVuY2hhbmdlZBgGIAEoCCKDAQoMTWVyZ2VPdXRjb21lEhIKCnRhcmdldF9yZWYYASABKAkSFQoNb2xkX2NvbW1pdF9pZBgCIAEoCRIVCg1uZXdfY29tbWl0X2lkGAMgASgJEhsKE2NoYW5nZXNldF9jb21taXRfaWQYBCABKAkSFAoMZmFzdF9mb3J3YXJkGAUgASgIIjoKFERpZmZXb3Jrc3BhY2VSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGYmluYXJ5GAIgASgIIp0BCghQYXRoRGlmZhIMCgRwYXRoGAEgASgJEiQKBmNoYW5nZRgCIAEoDjIULmJlcnRoLnYxLkZpbGVDaGFuZ2USEAoIb2xkX3BhdGgYAyABKAkSEwoLbGluZXNfYWRkZWQYBCABKA0SFQoNbGluZXNfcmVtb3ZlZBgFIAEoDRIOCgZiaW5hcnkYBiABKAgSDwoHc3ltYm9scxgHIAMoCSJeChVEaWZmV29ya3NwYWNlUmVzcG9uc2USDQoFcGF0Y2gYASABKAwSIQoFcGF0aHMYAiADKAsyEi5iZXJ0aC52MS5QYXRoRGlmZhITCgtiYXNlX2NvbW1pdBgDIAEoCSI8ChREaWZmQ2hhbmdlc2V0UmVxdWVzdBIUCgxjaGFuZ2VzZXRfaWQYASABKAkSDgoGYmluYXJ5GAIgASgIIkEKDFBhdGhDb25mbGljdBIMCgRwYXRoGAEgASgJEhMKC3Nlc3Npb25faWRzGAIgAygJEg4KBnJlYXNvbhgDIAEoCSKeAQoVRGlmZkNoYW5nZXNldFJlc3BvbnNlEg0KBXBhdGNoGAEgASgMEiEKBXBhdGhzGAIgAygLMhIuYmVydGgudjEuUGF0aERpZmYSEwoLYmFzZV9jb21taXQYAyABKAkSKQoJY29uZmxpY3RzGAQgAygLMhYuYmVydGgudjEuUGF0aENvbmZsaWN0EhMKC3Nlc3Npb25faWRzGAUgAygJIjoKFlJlYmFzZVdvcmtzcGFjZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRvbnRvGAIgASgJIiwKDlJlYmFzZUNvbmZsaWN0EgwKBHBhdGgYASABKAkSDAoEa2luZBgCIAEoCSKoAQoXUmViYXNlV29ya3NwYWNlUmVzcG9uc2USJgoJd29ya3NwYWNlGAEgASgLMhMuYmVydGgudjEuV29ya3NwYWNlEhcKD29sZF9iYXNlX2NvbW1pdBgCIAEoCRIOCgZtZXJnZWQYAyADKAkSKwoJY29uZmxpY3RzGAQgAygLMhguYmVydGgudjEuUmViYXNlQ29uZmxpY3QSDwoHZHJvcHBlZBgFIAMoCSJIChZSZXNvbHZlSWRQcmVmaXhSZXF1ZXN0Eh4KBGtpbmQYASABKA4yEC5iZXJ0aC52MS5JZEtpbmQSDgoGcHJlZml4GAIgASgJIjQKF1Jlc29sdmVJZFByZWZpeFJlc3BvbnNlEgsKA2lkcxgBIAMoCRIMCgRtb3JlGAIgASgIKmIKDEFiYW5kb25DYXVzZRIdChlBQkFORE9OX0NBVVNFX1VOU1BFQ0lGSUVEEAASGgoWQUJBTkRPTl9DQVVTRV9FWFBMSUNJVBABEhcKE0FCQU5ET05fQ0FVU0VfQURNSU4QAip2CgZJZEtpbmQSFwoTSURfS0lORF9VTlNQRUNJRklFRBAAEhMKD0lEX0tJTkRfU0VTU0lPThABEhUKEUlEX0tJTkRfV09SS1NQQUNFEAISEAoMSURfS0lORF9UVVJOEAMSFQoRSURfS0lORF9DSEFOR0VTRVQQBDKpEgoQV29ya3NwYWNlU2VydmljZRJfChJSZWdpc3RlclJlcG9zaXRvcnkSIy5iZXJ0aC52MS5SZWdpc3RlclJlcG9zaXRvcnlSZXF1ZXN0GiQuYmVydGgudjEuUmVnaXN0ZXJSZXBvc2l0b3J5UmVzcG9uc2USWQoQTGlzdFJlcG9zaXRvcmllcxIhLmJlcnRoLnYxLkxpc3RSZXBvc2l0b3JpZXNSZXF1ZXN0GiIuYmVydGgudjEuTGlzdFJlcG9zaXRvcmllc1Jlc3BvbnNlElkKEFVwZGF0ZVJlcG9zaXRvcnkSIS5iZXJ0aC52MS5VcGRhdGVSZXBvc2l0b3J5UmVxdWVzdBoiLmJlcnRoLnYxLlVwZGF0ZVJlcG9zaXRvcnlSZXNwb25zZRJWCg9DcmVhdGVXb3Jrc3BhY2USIC5iZXJ0aC52MS5DcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0GiEuYmVydGgudjEuQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USTQoMR2V0V29ya3NwYWNlEh0uYmVydGgudjEuR2V0V29ya3NwYWNlUmVxdWVzdBoeLmJlcnRoLnYxLkdldFdvcmtzcGFjZVJlc3BvbnNlElkKEERlc3Ryb3lXb3Jrc3BhY2USIS5iZXJ0aC52MS5EZXN0cm95V29ya3NwYWNlUmVxdWVzdBoiLmJlcnRoLnYxLkRlc3Ryb3lXb3Jrc3BhY2VSZXNwb25zZRJNCgxMaXN0U2Vzc2lvbnMSHS5iZXJ0aC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh4uYmVydGgudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USSgoLQ291bnRBY3RpdmUSHC5iZXJ0aC52MS5Db3VudEFjdGl2ZVJlcXVlc3QaHS5iZXJ0aC52MS5Db3VudEFjdGl2ZVJlc3BvbnNlEmIKE1RyYW5zaXRpb25DaGFuZ2VzZXQSJC5iZXJ0aC52MS5UcmFuc2l0aW9uQ2hhbmdlc2V0UmVxdWVzdBolLmJlcnRoLnYxLlRyYW5zaXRpb25DaGFuZ2VzZXRSZXNwb25zZRJECglIZWFydGJlYXQSGi5iZXJ0aC52MS5IZWFydGJlYXRSZXF1ZXN0GhsuYmVydGgudjEuSGVhcnRiZWF0UmVzcG9uc2USUgoNQXR0YWNoU2Vzc2lvbhIeLmJlcnRoLnYxLkF0dGFjaFNlc3Npb25SZXF1ZXN0Gh8uYmVydGgudjEuQXR0YWNoU2Vzc2lvblJlc3BvbnNlMAESUAoNU3RyYW5kU2Vzc2lvbhIeLmJlcnRoLnYxLlN0cmFuZFNlc3Npb25SZXF1ZXN0Gh8uYmVydGgudjEuU3RyYW5kU2Vzc2lvblJlc3BvbnNlElAKDVJlc3VtZVNlc3Npb24SHi5iZXJ0aC52MS5SZXN1bWVTZXNzaW9uUmVxdWVzdBofLmJlcnRoLnYxLlJlc3VtZVNlc3Npb25SZXNwb25zZRJTCg5BYmFuZG9uU2Vzc2lvbhIfLmJlcnRoLnYxLkFiYW5kb25TZXNzaW9uUmVxdWVzdBogLmJlcnRoLnYxLkFiYW5kb25TZXNzaW9uUmVzcG9uc2USTAoLV2F0Y2hFdmVudHMSHC5iZXJ0aC52MS5XYXRjaEV2ZW50c1JlcXVlc3QaHS5iZXJ0aC52MS5XYXRjaEV2ZW50c1Jlc3BvbnNlMAESRAoJV3JpdGVGaWxlEhouYmVydGgudjEuV3JpdGVGaWxlUmVxdWVzdBobLmJlcnRoLnYxLldyaXRlRmlsZVJlc3BvbnNlEkcKCkRlbGV0ZUZpbGUSGy5iZXJ0aC52MS5EZWxldGVGaWxlUmVxdWVzdBocLmJlcnRoLnYxLkRlbGV0ZUZpbGVSZXNwb25zZRJBCghSZWFkRmlsZRIZLmJlcnRoLnYxLlJlYWRGaWxlUmVxdWVzdBoaLmJlcnRoLnYxLlJlYWRGaWxlUmVzcG9uc2USRAoJTGlzdEZpbGVzEhouYmVydGgudjEuTGlzdEZpbGVzUmVxdWVzdBobLmJlcnRoLnYxLkxpc3RGaWxlc1Jlc3BvbnNlEk0KDENsYWltU3ltYm9scxIdLmJlcnRoLnYxLkNsYWltU3ltYm9sc1JlcXVlc3QaHi5iZXJ0aC52MS5DbGFpbVN5bWJvbHNSZXNwb25zZRJTCg5SZWxlYXNlU3ltYm9scxIfLmJlcnRoLnYxLlJlbGVhc2VTeW1ib2xzUmVxdWVzdBogLmJlcnRoLnYxLlJlbGVhc2VTeW1ib2xzUmVzcG9uc2USRwoKTGlzdENsYWltcxIbLmJlcnRoLnYxLkxpc3RDbGFpbXNSZXF1ZXN0GhwuYmVydGgudjEuTGlzdENsYWltc1Jlc3BvbnNlEmsKFkRlc2NyaWJlT3RoZXJNb2RpZmllcnMSJy5iZXJ0aC52MS5EZXNjcmliZU90aGVyTW9kaWZpZXJzUmVxdWVzdBooLmJlcnRoLnYxLkRlc2NyaWJlT3RoZXJNb2RpZmllcnNSZXNwb25zZRJWCg9Db21taXRDaGFuZ2VzZXQSIC5iZXJ0aC52MS5Db21taXRDaGFuZ2VzZXRSZXF1ZXN0GiEuYmVydGgudjEuQ29tbWl0Q2hhbmdlc2V0UmVzcG9uc2USUAoNRGlmZldvcmtzcGFjZRIeLmJlcnRoLnYxLkRpZmZXb3Jrc3BhY2VSZXF1ZXN0Gh8uYmVydGgudjEuRGlmZldvcmtzcGFjZVJlc3BvbnNlElAKDURpZmZDaGFuZ2VzZXQSHi5iZXJ0aC52MS5EaWZmQ2hhbmdlc2V0UmVxdWVzdBofLmJlcnRoLnYxLkRpZmZDaGFuZ2VzZXRSZXNwb25zZRJWCg9SZWJhc2VXb3Jrc3BhY2USIC5iZXJ0aC52MS5SZWJhc2VXb3Jrc3BhY2VSZXF1ZXN0GiEuYmVydGgudjEuUmViYXNlV29ya3NwYWNlUmVzcG9uc2USVgoPUmVzb2x2ZUlkUHJlZml4EiAuYmVydGgudjEuUmVzb2x2ZUlkUHJlZml4UmVxdWVzdBohLmJlcnRoLnYxLlJlc29sdmVJZFByZWZpeFJlc3BvbnNlYgZwcm90bzM", [file_berth_v1_event, file_berth_v1_types, file_google_protobuf_timestamp]);
 
 /**
  * Request of RegisterRepository.
@@ -67,6 +67,13 @@ export type RegisterRepositoryRequest = Message<"berth.v1.RegisterRepositoryRequ
    * @generated from field: string remote_url = 5;
    */
   remoteUrl: string;
+
+  /**
+   * Repository.independent_review of the new repository; default true (set false to opt out).
+   *
+   * @generated from field: optional bool independent_review = 6;
+   */
+  independentReview?: boolean | undefined;
 };
 
 /**
@@ -75,6 +82,55 @@ export type RegisterRepositoryRequest = Message<"berth.v1.RegisterRepositoryRequ
  */
 export const RegisterRepositoryRequestSchema: GenMessage<RegisterRepositoryRequest> = /*@__PURE__*/
   messageDesc(file_berth_v1_workspace_service, 0);
+
+/**
+ * Request of UpdateRepository.
+ *
+ * @generated from message berth.v1.UpdateRepositoryRequest
+ */
+export type UpdateRepositoryRequest = Message<"berth.v1.UpdateRepositoryRequest"> & {
+  /**
+   * The repository (UUID).
+   *
+   * @generated from field: string repository_id = 1;
+   */
+  repositoryId: string;
+
+  /**
+   * When set, the new Repository.independent_review.
+   *
+   * @generated from field: optional bool independent_review = 2;
+   */
+  independentReview?: boolean | undefined;
+};
+
+/**
+ * Describes the message berth.v1.UpdateRepositoryRequest.
+ * Use `create(UpdateRepositoryRequestSchema)` to create a new message.
+ */
+export const UpdateRepositoryRequestSchema: GenMessage<UpdateRepositoryRequest> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 1);
+
+/**
+ * Response of UpdateRepository.
+ *
+ * @generated from message berth.v1.UpdateRepositoryResponse
+ */
+export type UpdateRepositoryResponse = Message<"berth.v1.UpdateRepositoryResponse"> & {
+  /**
+   * The repository as it now is.
+   *
+   * @generated from field: berth.v1.Repository repository = 1;
+   */
+  repository?: Repository | undefined;
+};
+
+/**
+ * Describes the message berth.v1.UpdateRepositoryResponse.
+ * Use `create(UpdateRepositoryResponseSchema)` to create a new message.
+ */
+export const UpdateRepositoryResponseSchema: GenMessage<UpdateRepositoryResponse> = /*@__PURE__*/
+  messageDesc(file_berth_v1_workspace_service, 2);
 
 /**
  * Response of RegisterRepository.
@@ -95,7 +151,7 @@ export type RegisterRepositoryResponse = Message<"berth.v1.RegisterRepositoryRes
  * Use `create(RegisterRepositoryResponseSchema)` to create a new message.
  */
 export const RegisterRepositoryResponseSchema: GenMessage<RegisterRepositoryResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 1);
+  messageDesc(file_berth_v1_workspace_service, 3);
 
 /**
  * Request of ListRepositories.
@@ -123,7 +179,7 @@ export type ListRepositoriesRequest = Message<"berth.v1.ListRepositoriesRequest"
  * Use `create(ListRepositoriesRequestSchema)` to create a new message.
  */
 export const ListRepositoriesRequestSchema: GenMessage<ListRepositoriesRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 2);
+  messageDesc(file_berth_v1_workspace_service, 4);
 
 /**
  * Response of ListRepositories.
@@ -151,7 +207,7 @@ export type ListRepositoriesResponse = Message<"berth.v1.ListRepositoriesRespons
  * Use `create(ListRepositoriesResponseSchema)` to create a new message.
  */
 export const ListRepositoriesResponseSchema: GenMessage<ListRepositoriesResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 3);
+  messageDesc(file_berth_v1_workspace_service, 5);
 
 /**
  * Request of CreateWorkspace.
@@ -239,7 +295,7 @@ export type CreateWorkspaceRequest = Message<"berth.v1.CreateWorkspaceRequest"> 
  * Use `create(CreateWorkspaceRequestSchema)` to create a new message.
  */
 export const CreateWorkspaceRequestSchema: GenMessage<CreateWorkspaceRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 4);
+  messageDesc(file_berth_v1_workspace_service, 6);
 
 /**
  * Response of CreateWorkspace.
@@ -260,7 +316,7 @@ export type CreateWorkspaceResponse = Message<"berth.v1.CreateWorkspaceResponse"
  * Use `create(CreateWorkspaceResponseSchema)` to create a new message.
  */
 export const CreateWorkspaceResponseSchema: GenMessage<CreateWorkspaceResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 5);
+  messageDesc(file_berth_v1_workspace_service, 7);
 
 /**
  * Request of GetWorkspace.
@@ -281,7 +337,7 @@ export type GetWorkspaceRequest = Message<"berth.v1.GetWorkspaceRequest"> & {
  * Use `create(GetWorkspaceRequestSchema)` to create a new message.
  */
 export const GetWorkspaceRequestSchema: GenMessage<GetWorkspaceRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 6);
+  messageDesc(file_berth_v1_workspace_service, 8);
 
 /**
  * Response of GetWorkspace.
@@ -302,7 +358,7 @@ export type GetWorkspaceResponse = Message<"berth.v1.GetWorkspaceResponse"> & {
  * Use `create(GetWorkspaceResponseSchema)` to create a new message.
  */
 export const GetWorkspaceResponseSchema: GenMessage<GetWorkspaceResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 7);
+  messageDesc(file_berth_v1_workspace_service, 9);
 
 /**
  * Request of DestroyWorkspace.
@@ -323,7 +379,7 @@ export type DestroyWorkspaceRequest = Message<"berth.v1.DestroyWorkspaceRequest"
  * Use `create(DestroyWorkspaceRequestSchema)` to create a new message.
  */
 export const DestroyWorkspaceRequestSchema: GenMessage<DestroyWorkspaceRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 8);
+  messageDesc(file_berth_v1_workspace_service, 10);
 
 /**
  * Response of DestroyWorkspace.
@@ -344,7 +400,7 @@ export type DestroyWorkspaceResponse = Message<"berth.v1.DestroyWorkspaceRespons
  * Use `create(DestroyWorkspaceResponseSchema)` to create a new message.
  */
 export const DestroyWorkspaceResponseSchema: GenMessage<DestroyWorkspaceResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 9);
+  messageDesc(file_berth_v1_workspace_service, 11);
 
 /**
  * Request of ListSessions.
@@ -386,7 +442,7 @@ export type ListSessionsRequest = Message<"berth.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 10);
+  messageDesc(file_berth_v1_workspace_service, 12);
 
 /**
  * Response of ListSessions.
@@ -414,7 +470,7 @@ export type ListSessionsResponse = Message<"berth.v1.ListSessionsResponse"> & {
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 11);
+  messageDesc(file_berth_v1_workspace_service, 13);
 
 /**
  * Request of CountActive.
@@ -435,7 +491,7 @@ export type CountActiveRequest = Message<"berth.v1.CountActiveRequest"> & {
  * Use `create(CountActiveRequestSchema)` to create a new message.
  */
 export const CountActiveRequestSchema: GenMessage<CountActiveRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 12);
+  messageDesc(file_berth_v1_workspace_service, 14);
 
 /**
  * Response of CountActive.
@@ -463,7 +519,7 @@ export type CountActiveResponse = Message<"berth.v1.CountActiveResponse"> & {
  * Use `create(CountActiveResponseSchema)` to create a new message.
  */
 export const CountActiveResponseSchema: GenMessage<CountActiveResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 13);
+  messageDesc(file_berth_v1_workspace_service, 15);
 
 /**
  * Request of TransitionChangeset.
@@ -516,7 +572,7 @@ export type TransitionChangesetRequest = Message<"berth.v1.TransitionChangesetRe
  * Use `create(TransitionChangesetRequestSchema)` to create a new message.
  */
 export const TransitionChangesetRequestSchema: GenMessage<TransitionChangesetRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 14);
+  messageDesc(file_berth_v1_workspace_service, 16);
 
 /**
  * Response of TransitionChangeset.
@@ -552,7 +608,7 @@ export type TransitionChangesetResponse = Message<"berth.v1.TransitionChangesetR
  * Use `create(TransitionChangesetResponseSchema)` to create a new message.
  */
 export const TransitionChangesetResponseSchema: GenMessage<TransitionChangesetResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 15);
+  messageDesc(file_berth_v1_workspace_service, 17);
 
 /**
  * Request of Heartbeat.
@@ -573,7 +629,7 @@ export type HeartbeatRequest = Message<"berth.v1.HeartbeatRequest"> & {
  * Use `create(HeartbeatRequestSchema)` to create a new message.
  */
 export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 16);
+  messageDesc(file_berth_v1_workspace_service, 18);
 
 /**
  * Response of Heartbeat.
@@ -594,7 +650,7 @@ export type HeartbeatResponse = Message<"berth.v1.HeartbeatResponse"> & {
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 17);
+  messageDesc(file_berth_v1_workspace_service, 19);
 
 /**
  * Request of AttachSession.
@@ -615,7 +671,7 @@ export type AttachSessionRequest = Message<"berth.v1.AttachSessionRequest"> & {
  * Use `create(AttachSessionRequestSchema)` to create a new message.
  */
 export const AttachSessionRequestSchema: GenMessage<AttachSessionRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 18);
+  messageDesc(file_berth_v1_workspace_service, 20);
 
 /**
  * A message of AttachSession: first the workspace, then the session's notices.
@@ -652,7 +708,7 @@ export type AttachSessionResponse = Message<"berth.v1.AttachSessionResponse"> & 
  * Use `create(AttachSessionResponseSchema)` to create a new message.
  */
 export const AttachSessionResponseSchema: GenMessage<AttachSessionResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 19);
+  messageDesc(file_berth_v1_workspace_service, 21);
 
 /**
  * Request of StrandSession.
@@ -680,7 +736,7 @@ export type StrandSessionRequest = Message<"berth.v1.StrandSessionRequest"> & {
  * Use `create(StrandSessionRequestSchema)` to create a new message.
  */
 export const StrandSessionRequestSchema: GenMessage<StrandSessionRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 20);
+  messageDesc(file_berth_v1_workspace_service, 22);
 
 /**
  * Response of StrandSession.
@@ -701,7 +757,7 @@ export type StrandSessionResponse = Message<"berth.v1.StrandSessionResponse"> & 
  * Use `create(StrandSessionResponseSchema)` to create a new message.
  */
 export const StrandSessionResponseSchema: GenMessage<StrandSessionResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 21);
+  messageDesc(file_berth_v1_workspace_service, 23);
 
 /**
  * Request of ResumeSession.
@@ -729,7 +785,7 @@ export type ResumeSessionRequest = Message<"berth.v1.ResumeSessionRequest"> & {
  * Use `create(ResumeSessionRequestSchema)` to create a new message.
  */
 export const ResumeSessionRequestSchema: GenMessage<ResumeSessionRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 22);
+  messageDesc(file_berth_v1_workspace_service, 24);
 
 /**
  * Response of ResumeSession.
@@ -757,7 +813,7 @@ export type ResumeSessionResponse = Message<"berth.v1.ResumeSessionResponse"> & 
  * Use `create(ResumeSessionResponseSchema)` to create a new message.
  */
 export const ResumeSessionResponseSchema: GenMessage<ResumeSessionResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 23);
+  messageDesc(file_berth_v1_workspace_service, 25);
 
 /**
  * Request of AbandonSession.
@@ -792,7 +848,7 @@ export type AbandonSessionRequest = Message<"berth.v1.AbandonSessionRequest"> & 
  * Use `create(AbandonSessionRequestSchema)` to create a new message.
  */
 export const AbandonSessionRequestSchema: GenMessage<AbandonSessionRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 24);
+  messageDesc(file_berth_v1_workspace_service, 26);
 
 /**
  * Response of AbandonSession.
@@ -813,7 +869,7 @@ export type AbandonSessionResponse = Message<"berth.v1.AbandonSessionResponse"> 
  * Use `create(AbandonSessionResponseSchema)` to create a new message.
  */
 export const AbandonSessionResponseSchema: GenMessage<AbandonSessionResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 25);
+  messageDesc(file_berth_v1_workspace_service, 27);
 
 /**
  * Request of WatchEvents.
@@ -855,7 +911,7 @@ export type WatchEventsRequest = Message<"berth.v1.WatchEventsRequest"> & {
  * Use `create(WatchEventsRequestSchema)` to create a new message.
  */
 export const WatchEventsRequestSchema: GenMessage<WatchEventsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 26);
+  messageDesc(file_berth_v1_workspace_service, 28);
 
 /**
  * A message of WatchEvents.
@@ -876,7 +932,7 @@ export type WatchEventsResponse = Message<"berth.v1.WatchEventsResponse"> & {
  * Use `create(WatchEventsResponseSchema)` to create a new message.
  */
 export const WatchEventsResponseSchema: GenMessage<WatchEventsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 27);
+  messageDesc(file_berth_v1_workspace_service, 29);
 
 /**
  * Another session that touched the same file.
@@ -925,7 +981,7 @@ export type OtherModifier = Message<"berth.v1.OtherModifier"> & {
  * Use `create(OtherModifierSchema)` to create a new message.
  */
 export const OtherModifierSchema: GenMessage<OtherModifier> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 28);
+  messageDesc(file_berth_v1_workspace_service, 30);
 
 /**
  * Request of WriteFile.
@@ -974,7 +1030,7 @@ export type WriteFileRequest = Message<"berth.v1.WriteFileRequest"> & {
  * Use `create(WriteFileRequestSchema)` to create a new message.
  */
 export const WriteFileRequestSchema: GenMessage<WriteFileRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 29);
+  messageDesc(file_berth_v1_workspace_service, 31);
 
 /**
  * Response of WriteFile.
@@ -1016,7 +1072,7 @@ export type WriteFileResponse = Message<"berth.v1.WriteFileResponse"> & {
  * Use `create(WriteFileResponseSchema)` to create a new message.
  */
 export const WriteFileResponseSchema: GenMessage<WriteFileResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 30);
+  messageDesc(file_berth_v1_workspace_service, 32);
 
 /**
  * Request of DeleteFile.
@@ -1051,7 +1107,7 @@ export type DeleteFileRequest = Message<"berth.v1.DeleteFileRequest"> & {
  * Use `create(DeleteFileRequestSchema)` to create a new message.
  */
 export const DeleteFileRequestSchema: GenMessage<DeleteFileRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 31);
+  messageDesc(file_berth_v1_workspace_service, 33);
 
 /**
  * Response of DeleteFile.
@@ -1079,7 +1135,7 @@ export type DeleteFileResponse = Message<"berth.v1.DeleteFileResponse"> & {
  * Use `create(DeleteFileResponseSchema)` to create a new message.
  */
 export const DeleteFileResponseSchema: GenMessage<DeleteFileResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 32);
+  messageDesc(file_berth_v1_workspace_service, 34);
 
 /**
  * Request of ReadFile.
@@ -1107,7 +1163,7 @@ export type ReadFileRequest = Message<"berth.v1.ReadFileRequest"> & {
  * Use `create(ReadFileRequestSchema)` to create a new message.
  */
 export const ReadFileRequestSchema: GenMessage<ReadFileRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 33);
+  messageDesc(file_berth_v1_workspace_service, 35);
 
 /**
  * Response of ReadFile.
@@ -1142,7 +1198,7 @@ export type ReadFileResponse = Message<"berth.v1.ReadFileResponse"> & {
  * Use `create(ReadFileResponseSchema)` to create a new message.
  */
 export const ReadFileResponseSchema: GenMessage<ReadFileResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 34);
+  messageDesc(file_berth_v1_workspace_service, 36);
 
 /**
  * Request of ListFiles.
@@ -1192,7 +1248,7 @@ export type ListFilesRequest = Message<"berth.v1.ListFilesRequest"> & {
  * Use `create(ListFilesRequestSchema)` to create a new message.
  */
 export const ListFilesRequestSchema: GenMessage<ListFilesRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 35);
+  messageDesc(file_berth_v1_workspace_service, 37);
 
 /**
  * One file of the merged view.
@@ -1242,7 +1298,7 @@ export type FileEntry = Message<"berth.v1.FileEntry"> & {
  * Use `create(FileEntrySchema)` to create a new message.
  */
 export const FileEntrySchema: GenMessage<FileEntry> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 36);
+  messageDesc(file_berth_v1_workspace_service, 38);
 
 /**
  * Request of ListClaims.
@@ -1277,7 +1333,7 @@ export type ListClaimsRequest = Message<"berth.v1.ListClaimsRequest"> & {
  * Use `create(ListClaimsRequestSchema)` to create a new message.
  */
 export const ListClaimsRequestSchema: GenMessage<ListClaimsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 37);
+  messageDesc(file_berth_v1_workspace_service, 39);
 
 /**
  * Response of ListClaims.
@@ -1305,7 +1361,7 @@ export type ListClaimsResponse = Message<"berth.v1.ListClaimsResponse"> & {
  * Use `create(ListClaimsResponseSchema)` to create a new message.
  */
 export const ListClaimsResponseSchema: GenMessage<ListClaimsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 38);
+  messageDesc(file_berth_v1_workspace_service, 40);
 
 /**
  * Response of ListFiles.
@@ -1333,7 +1389,7 @@ export type ListFilesResponse = Message<"berth.v1.ListFilesResponse"> & {
  * Use `create(ListFilesResponseSchema)` to create a new message.
  */
 export const ListFilesResponseSchema: GenMessage<ListFilesResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 39);
+  messageDesc(file_berth_v1_workspace_service, 41);
 
 /**
  * A symbol of a file.
@@ -1361,7 +1417,7 @@ export type SymbolRef = Message<"berth.v1.SymbolRef"> & {
  * Use `create(SymbolRefSchema)` to create a new message.
  */
 export const SymbolRefSchema: GenMessage<SymbolRef> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 40);
+  messageDesc(file_berth_v1_workspace_service, 42);
 
 /**
  * A claim held by a session.
@@ -1433,7 +1489,7 @@ export type Claim = Message<"berth.v1.Claim"> & {
  * Use `create(ClaimSchema)` to create a new message.
  */
 export const ClaimSchema: GenMessage<Claim> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 41);
+  messageDesc(file_berth_v1_workspace_service, 43);
 
 /**
  * Request of ClaimSymbols.
@@ -1461,7 +1517,7 @@ export type ClaimSymbolsRequest = Message<"berth.v1.ClaimSymbolsRequest"> & {
  * Use `create(ClaimSymbolsRequestSchema)` to create a new message.
  */
 export const ClaimSymbolsRequestSchema: GenMessage<ClaimSymbolsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 42);
+  messageDesc(file_berth_v1_workspace_service, 44);
 
 /**
  * Response of ClaimSymbols.
@@ -1482,7 +1538,7 @@ export type ClaimSymbolsResponse = Message<"berth.v1.ClaimSymbolsResponse"> & {
  * Use `create(ClaimSymbolsResponseSchema)` to create a new message.
  */
 export const ClaimSymbolsResponseSchema: GenMessage<ClaimSymbolsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 43);
+  messageDesc(file_berth_v1_workspace_service, 45);
 
 /**
  * Request of ReleaseSymbols.
@@ -1510,7 +1566,7 @@ export type ReleaseSymbolsRequest = Message<"berth.v1.ReleaseSymbolsRequest"> & 
  * Use `create(ReleaseSymbolsRequestSchema)` to create a new message.
  */
 export const ReleaseSymbolsRequestSchema: GenMessage<ReleaseSymbolsRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 44);
+  messageDesc(file_berth_v1_workspace_service, 46);
 
 /**
  * Response of ReleaseSymbols.
@@ -1531,7 +1587,7 @@ export type ReleaseSymbolsResponse = Message<"berth.v1.ReleaseSymbolsResponse"> 
  * Use `create(ReleaseSymbolsResponseSchema)` to create a new message.
  */
 export const ReleaseSymbolsResponseSchema: GenMessage<ReleaseSymbolsResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 45);
+  messageDesc(file_berth_v1_workspace_service, 47);
 
 /**
  * Request of DescribeOtherModifiers.
@@ -1566,7 +1622,7 @@ export type DescribeOtherModifiersRequest = Message<"berth.v1.DescribeOtherModif
  * Use `create(DescribeOtherModifiersRequestSchema)` to create a new message.
  */
 export const DescribeOtherModifiersRequestSchema: GenMessage<DescribeOtherModifiersRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 46);
+  messageDesc(file_berth_v1_workspace_service, 48);
 
 /**
  * Response of DescribeOtherModifiers.
@@ -1594,7 +1650,7 @@ export type DescribeOtherModifiersResponse = Message<"berth.v1.DescribeOtherModi
  * Use `create(DescribeOtherModifiersResponseSchema)` to create a new message.
  */
 export const DescribeOtherModifiersResponseSchema: GenMessage<DescribeOtherModifiersResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 47);
+  messageDesc(file_berth_v1_workspace_service, 49);
 
 /**
  * Who a commit names as its author.
@@ -1622,7 +1678,7 @@ export type CommitAuthor = Message<"berth.v1.CommitAuthor"> & {
  * Use `create(CommitAuthorSchema)` to create a new message.
  */
 export const CommitAuthorSchema: GenMessage<CommitAuthor> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 48);
+  messageDesc(file_berth_v1_workspace_service, 50);
 
 /**
  * Request of CommitChangeset.
@@ -1659,7 +1715,7 @@ export type CommitChangesetRequest = Message<"berth.v1.CommitChangesetRequest"> 
  * Use `create(CommitChangesetRequestSchema)` to create a new message.
  */
 export const CommitChangesetRequestSchema: GenMessage<CommitChangesetRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 49);
+  messageDesc(file_berth_v1_workspace_service, 51);
 
 /**
  * Response of CommitChangeset.
@@ -1715,7 +1771,7 @@ export type CommitChangesetResponse = Message<"berth.v1.CommitChangesetResponse"
  * Use `create(CommitChangesetResponseSchema)` to create a new message.
  */
 export const CommitChangesetResponseSchema: GenMessage<CommitChangesetResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 50);
+  messageDesc(file_berth_v1_workspace_service, 52);
 
 /**
  * What a MERGED transition did to its target branch.
@@ -1764,7 +1820,7 @@ export type MergeOutcome = Message<"berth.v1.MergeOutcome"> & {
  * Use `create(MergeOutcomeSchema)` to create a new message.
  */
 export const MergeOutcomeSchema: GenMessage<MergeOutcome> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 51);
+  messageDesc(file_berth_v1_workspace_service, 53);
 
 /**
  * Request of DiffWorkspace.
@@ -1793,7 +1849,7 @@ export type DiffWorkspaceRequest = Message<"berth.v1.DiffWorkspaceRequest"> & {
  * Use `create(DiffWorkspaceRequestSchema)` to create a new message.
  */
 export const DiffWorkspaceRequestSchema: GenMessage<DiffWorkspaceRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 52);
+  messageDesc(file_berth_v1_workspace_service, 54);
 
 /**
  * One path of a diff.
@@ -1856,7 +1912,7 @@ export type PathDiff = Message<"berth.v1.PathDiff"> & {
  * Use `create(PathDiffSchema)` to create a new message.
  */
 export const PathDiffSchema: GenMessage<PathDiff> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 53);
+  messageDesc(file_berth_v1_workspace_service, 55);
 
 /**
  * Response of DiffWorkspace.
@@ -1892,7 +1948,7 @@ export type DiffWorkspaceResponse = Message<"berth.v1.DiffWorkspaceResponse"> & 
  * Use `create(DiffWorkspaceResponseSchema)` to create a new message.
  */
 export const DiffWorkspaceResponseSchema: GenMessage<DiffWorkspaceResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 54);
+  messageDesc(file_berth_v1_workspace_service, 56);
 
 /**
  * Request of DiffChangeset.
@@ -1920,7 +1976,7 @@ export type DiffChangesetRequest = Message<"berth.v1.DiffChangesetRequest"> & {
  * Use `create(DiffChangesetRequestSchema)` to create a new message.
  */
 export const DiffChangesetRequestSchema: GenMessage<DiffChangesetRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 55);
+  messageDesc(file_berth_v1_workspace_service, 57);
 
 /**
  * Two sessions of a changeset that leave a path different.
@@ -1955,7 +2011,7 @@ export type PathConflict = Message<"berth.v1.PathConflict"> & {
  * Use `create(PathConflictSchema)` to create a new message.
  */
 export const PathConflictSchema: GenMessage<PathConflict> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 56);
+  messageDesc(file_berth_v1_workspace_service, 58);
 
 /**
  * Response of DiffChangeset.
@@ -2004,7 +2060,7 @@ export type DiffChangesetResponse = Message<"berth.v1.DiffChangesetResponse"> & 
  * Use `create(DiffChangesetResponseSchema)` to create a new message.
  */
 export const DiffChangesetResponseSchema: GenMessage<DiffChangesetResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 57);
+  messageDesc(file_berth_v1_workspace_service, 59);
 
 /**
  * Request of RebaseWorkspace.
@@ -2032,7 +2088,7 @@ export type RebaseWorkspaceRequest = Message<"berth.v1.RebaseWorkspaceRequest"> 
  * Use `create(RebaseWorkspaceRequestSchema)` to create a new message.
  */
 export const RebaseWorkspaceRequestSchema: GenMessage<RebaseWorkspaceRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 58);
+  messageDesc(file_berth_v1_workspace_service, 60);
 
 /**
  * A file the rebase could not merge cleanly.
@@ -2064,7 +2120,7 @@ export type RebaseConflict = Message<"berth.v1.RebaseConflict"> & {
  * Use `create(RebaseConflictSchema)` to create a new message.
  */
 export const RebaseConflictSchema: GenMessage<RebaseConflict> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 59);
+  messageDesc(file_berth_v1_workspace_service, 61);
 
 /**
  * Response of RebaseWorkspace.
@@ -2113,7 +2169,7 @@ export type RebaseWorkspaceResponse = Message<"berth.v1.RebaseWorkspaceResponse"
  * Use `create(RebaseWorkspaceResponseSchema)` to create a new message.
  */
 export const RebaseWorkspaceResponseSchema: GenMessage<RebaseWorkspaceResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 60);
+  messageDesc(file_berth_v1_workspace_service, 62);
 
 /**
  * Request of ResolveIdPrefix.
@@ -2142,7 +2198,7 @@ export type ResolveIdPrefixRequest = Message<"berth.v1.ResolveIdPrefixRequest"> 
  * Use `create(ResolveIdPrefixRequestSchema)` to create a new message.
  */
 export const ResolveIdPrefixRequestSchema: GenMessage<ResolveIdPrefixRequest> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 61);
+  messageDesc(file_berth_v1_workspace_service, 63);
 
 /**
  * Response of ResolveIdPrefix.
@@ -2170,7 +2226,7 @@ export type ResolveIdPrefixResponse = Message<"berth.v1.ResolveIdPrefixResponse"
  * Use `create(ResolveIdPrefixResponseSchema)` to create a new message.
  */
 export const ResolveIdPrefixResponseSchema: GenMessage<ResolveIdPrefixResponse> = /*@__PURE__*/
-  messageDesc(file_berth_v1_workspace_service, 62);
+  messageDesc(file_berth_v1_workspace_service, 64);
 
 /**
  * Who abandoned a session.
@@ -2286,6 +2342,17 @@ export const WorkspaceService: GenService<{
     methodKind: "unary";
     input: typeof ListRepositoriesRequestSchema;
     output: typeof ListRepositoriesResponseSchema;
+  },
+  /**
+   * Changes a repository's settings: independent_review (Repository). Admin only (PERMISSION_DENIED
+   * ROLE_REQUIRED otherwise, when auth is on); the change holds on every instance at once.
+   *
+   * @generated from rpc berth.v1.WorkspaceService.UpdateRepository
+   */
+  updateRepository: {
+    methodKind: "unary";
+    input: typeof UpdateRepositoryRequestSchema;
+    output: typeof UpdateRepositoryResponseSchema;
   },
   /**
    * Opens a workspace for a session, minting what the request leaves out.

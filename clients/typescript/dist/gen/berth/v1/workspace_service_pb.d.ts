@@ -52,12 +52,60 @@ export type RegisterRepositoryRequest = Message<"berth.v1.RegisterRepositoryRequ
      * @generated from field: string remote_url = 5;
      */
     remoteUrl: string;
+    /**
+     * Repository.independent_review of the new repository; default true (set false to opt out).
+     *
+     * @generated from field: optional bool independent_review = 6;
+     */
+    independentReview?: boolean | undefined;
 };
 /**
  * Describes the message berth.v1.RegisterRepositoryRequest.
  * Use `create(RegisterRepositoryRequestSchema)` to create a new message.
  */
 export declare const RegisterRepositoryRequestSchema: GenMessage<RegisterRepositoryRequest>;
+/**
+ * Request of UpdateRepository.
+ *
+ * @generated from message berth.v1.UpdateRepositoryRequest
+ */
+export type UpdateRepositoryRequest = Message<"berth.v1.UpdateRepositoryRequest"> & {
+    /**
+     * The repository (UUID).
+     *
+     * @generated from field: string repository_id = 1;
+     */
+    repositoryId: string;
+    /**
+     * When set, the new Repository.independent_review.
+     *
+     * @generated from field: optional bool independent_review = 2;
+     */
+    independentReview?: boolean | undefined;
+};
+/**
+ * Describes the message berth.v1.UpdateRepositoryRequest.
+ * Use `create(UpdateRepositoryRequestSchema)` to create a new message.
+ */
+export declare const UpdateRepositoryRequestSchema: GenMessage<UpdateRepositoryRequest>;
+/**
+ * Response of UpdateRepository.
+ *
+ * @generated from message berth.v1.UpdateRepositoryResponse
+ */
+export type UpdateRepositoryResponse = Message<"berth.v1.UpdateRepositoryResponse"> & {
+    /**
+     * The repository as it now is.
+     *
+     * @generated from field: berth.v1.Repository repository = 1;
+     */
+    repository?: Repository | undefined;
+};
+/**
+ * Describes the message berth.v1.UpdateRepositoryResponse.
+ * Use `create(UpdateRepositoryResponseSchema)` to create a new message.
+ */
+export declare const UpdateRepositoryResponseSchema: GenMessage<UpdateRepositoryResponse>;
 /**
  * Response of RegisterRepository.
  *
@@ -1965,6 +2013,17 @@ export declare const WorkspaceService: GenService<{
         methodKind: "unary";
         input: typeof ListRepositoriesRequestSchema;
         output: typeof ListRepositoriesResponseSchema;
+    };
+    /**
+     * Changes a repository's settings: independent_review (Repository). Admin only (PERMISSION_DENIED
+     * ROLE_REQUIRED otherwise, when auth is on); the change holds on every instance at once.
+     *
+     * @generated from rpc berth.v1.WorkspaceService.UpdateRepository
+     */
+    updateRepository: {
+        methodKind: "unary";
+        input: typeof UpdateRepositoryRequestSchema;
+        output: typeof UpdateRepositoryResponseSchema;
     };
     /**
      * Opens a workspace for a session, minting what the request leaves out.
