@@ -19,6 +19,7 @@ import * as m0017 from "./0017_overlay_counters.js";
 import * as m0018 from "./0018_changeset_version.js";
 import * as m0019 from "./0019_turns_exit_and_commit_messages.js";
 import * as m0020 from "./0020_repository_remote.js";
+import * as m0021 from "./0021_reservations_and_independent_review.js";
 import * as m0022 from "./0022_changeset_transitions.js";
 import * as m0023 from "./0023_comments.js";
 import * as m0024 from "./0024_verifications.js";
@@ -45,6 +46,7 @@ export const migrations: Readonly<Record<string, Migration>> = {
   "0018_changeset_version": m0018,
   "0019_turns_exit_and_commit_messages": m0019,
   "0020_repository_remote": m0020,
+  "0021_reservations_and_independent_review": m0021,
   "0022_changeset_transitions": m0022,
   "0023_comments": m0023,
   "0024_verifications": m0024,

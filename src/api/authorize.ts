@@ -12,6 +12,7 @@ import type { CallContext } from "./handler.js";
 import { clone } from "@bufbuild/protobuf";
 import { EventSchema } from "../../gen/berth/v1/event_pb.js";
 import type { Event } from "../delivery/event-store.js";
+import type { ChangesetStateName } from "../platform/schema.js";
 
 /**
  * The agent a request acts for.
@@ -25,6 +26,8 @@ export function effectiveAgentId(principal: Principal, requested: string, field:
     return requested;
   }
   if (principal.agentId === undefined) throw unauthenticated("TOKEN_MISSING", "this call needs an authenticated agent");
+  // A reviewer (without the agent role) owns no session, so it writes no file: it reviews.
+  if (principal.roles.has("reviewer") && !principal.roles.has("agent") && !principal.roles.has("admin")) requireRole(principal, "agent");
   if (requested === "" || requested === principal.agentId) return principal.agentId;
   if (principal.roles.has("admin")) return requested;
   throw permissionDenied("AGENT_MISMATCH", `caller is agent "${principal.agentId}" and may not act for agent "${requested}"`, {
@@ -161,6 +164,8 @@ export async function requireChangesetMember(
   changesetId: string,
   agents: () => Promise<readonly string[]>,
   reason: "CHANGESET_NOT_JOINABLE" | "NOT_CHANGESET_OWNER",
+  /** A reviewer may do this too (read the changeset, or move it to a state of REVIEWER_STATES); its grant is checked after. */
+  reviewerMay = false,
 ): Promise<void> {
   const p = ctx.principal;
   if (p.anonymous) return;
@@ -170,11 +175,45 @@ export async function requireChangesetMember(
     auditAdminAction(ctx, { changeset_id: changesetId });
     return;
   }
+  if (reviewerMay && p.roles.has("reviewer")) return;
   const verb = reason === "CHANGESET_NOT_JOINABLE" ? "joined" : "moved or diffed";
   throw permissionDenied(reason, `changeset ${changesetId} may be ${verb} only by an agent that works on it (or an admin); ${p.agentId ?? ""} does not`, {
     changeset_id: changesetId,
     agent_id: p.agentId ?? "",
   });
+}
+
+/** The states a reviewer moves a changeset to without being on it (its decisions, and sending it back). */
+export const REVIEWER_STATES: ReadonlySet<ChangesetStateName> = new Set(["approved", "rejected", "draft", "merged"]);
+
+/** The states separation of duties keeps from the changeset's authors. */
+const INDEPENDENT_STATES: ReadonlySet<ChangesetStateName> = new Set(["approved", "merged"]);
+
+/**
+ * Separation of duties, the one rule: under the repository's `independent_review` policy, APPROVED
+ * and MERGED come from a principal other than the changeset's authors (the agents with a session on
+ * it) — a reviewer or an admin not on it. PERMISSION_DENIED INDEPENDENT_REVIEW_REQUIRED: it is who
+ * calls that is wrong, not the changeset's state, and the same caller retrying changes nothing.
+ * With auth off there is one anonymous principal and no one to tell apart: not enforced
+ * (docs/security.md). `policy` is read from PostgreSQL for each call, so an UpdateRepository on
+ * any instance holds at once.
+ */
+export async function requireIndependentReview(
+  ctx: CallContext,
+  changesetId: string,
+  to: ChangesetStateName,
+  policy: () => Promise<boolean>,
+  agents: () => Promise<readonly string[]>,
+): Promise<void> {
+  const p = ctx.principal;
+  if (p.anonymous || !INDEPENDENT_STATES.has(to)) return;
+  if (p.agentId === undefined || !(await agents()).includes(p.agentId)) return;
+  if (!(await policy())) return;
+  throw permissionDenied(
+    "INDEPENDENT_REVIEW_REQUIRED",
+    `changeset ${changesetId} may be moved to ${to.toUpperCase()} only by a principal other than its authors (a reviewer or an admin): its repository requires independent review, and ${p.agentId} has a session on it`,
+    { changeset_id: changesetId, agent_id: p.agentId, to_state: to.toUpperCase(), rule: "independent_review" },
+  );
 }
 
 const redacted = new WeakMap<Event, Event>();

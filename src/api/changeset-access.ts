@@ -3,7 +3,7 @@
  * DiffChangeset and GetChangeset ask, so that GetChangeset's allowed_transitions are the moves
  * TransitionChangeset would accept, computed by the same code, not a copy of its rule.
  */
-import { actsForAnyone, requireChangesetMember, requireRepository } from "./authorize.js";
+import { actsForAnyone, requireChangesetMember, requireIndependentReview, requireRepository, REVIEWER_STATES } from "./authorize.js";
 import type { CallContext } from "./handler.js";
 import { BerthError } from "../platform/errors.js";
 import { nextStates } from "../sessions/changeset-states.js";
@@ -15,19 +15,29 @@ import type { WorkspaceRegistry } from "../sessions/registry.js";
  * member whose grant on the changeset's repository was withdrawn may not.
  */
 export async function requireChangesetReader(registry: WorkspaceRegistry, ctx: CallContext, changesetId: string): Promise<string | undefined> {
-  await requireChangesetMember(ctx, changesetId, () => registry.agentsOfChangeset(changesetId), "NOT_CHANGESET_OWNER");
+  // A reviewer reads what it decides on (its grant on the repository is checked below).
+  await requireChangesetMember(ctx, changesetId, () => registry.agentsOfChangeset(changesetId), "NOT_CHANGESET_OWNER", true);
   const repoId = await registry.repositoryOfChangeset(changesetId);
   if (!actsForAnyone(ctx.principal) && repoId !== undefined) await requireRepository(registry, ctx.principal, repoId);
   return repoId;
 }
 
 /**
- * Who may move a changeset to `to` (a transition, a commit — `to` undefined — or a merge):
- * today whoever may read it. `to` is here so that a rule about one target (who may approve)
- * has one place to go, which allowedTransitions then follows.
+ * Who may move a changeset to `to` (a transition, a merge; a commit has no `to`): a member of it
+ * or an admin, a reviewer for its decisions (REVIEWER_STATES), a member only while granted its
+ * repository; and under the repository's independent_review policy, APPROVED and MERGED never
+ * from one of its authors. allowedTransitions follows this, so the console offers exactly these.
  */
-export async function requireChangesetMover(registry: WorkspaceRegistry, ctx: CallContext, changesetId: string, _to?: ChangesetStateName): Promise<void> {
-  await requireChangesetReader(registry, ctx, changesetId);
+export async function requireChangesetMover(registry: WorkspaceRegistry, ctx: CallContext, changesetId: string, to?: ChangesetStateName): Promise<void> {
+  const reviewerMay = to !== undefined && REVIEWER_STATES.has(to);
+  await requireChangesetMember(ctx, changesetId, () => registry.agentsOfChangeset(changesetId), "NOT_CHANGESET_OWNER", reviewerMay);
+  if (!actsForAnyone(ctx.principal)) {
+    const repoId = await registry.repositoryOfChangeset(changesetId);
+    if (repoId !== undefined) await requireRepository(registry, ctx.principal, repoId);
+  }
+  if (to !== undefined) {
+    await requireIndependentReview(ctx, changesetId, to, () => registry.independentReviewOfChangeset(changesetId), () => registry.agentsOfChangeset(changesetId));
+  }
 }
 
 /**

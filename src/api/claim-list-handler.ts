@@ -25,6 +25,7 @@ export function claimToWire(claim: ClaimInfo): MessageInitShape<typeof ClaimSche
     agentId: claim.agentId,
     agentName: claim.agentName,
     acquiredAt: timestampFromMs(claim.acquiredAt),
+    notYetDefined: claim.notYetDefined,
   };
 }
 

@@ -8,7 +8,7 @@ import { BerthError } from "../platform/errors.js";
 import type { Principal } from "../auth/principal.js";
 import type { AbandonCause as CauseName } from "../sessions/lifecycle.js";
 import type { ServiceHandlers } from "./handler.js";
-import { ownedSession } from "./session-access.js";
+import { isSessionActivity, ownedSession } from "./session-access.js";
 import { moverOf } from "./changeset-access.js";
 import { AGENT_ID, Check, LIMITS } from "./validate.js";
 import { workspaceToWire } from "./wire.js";
@@ -44,7 +44,9 @@ export function lifecycleHandlers(
       const c = new Check();
       const sessionId = c.uuid("session_id", req.sessionId);
       c.done();
-      await registry.renewLease(await ownedSession(registry, ctx, sessionId!, "active"));
+      const ws = await ownedSession(registry, ctx, sessionId!, "active");
+      // An admin's or an observer's heartbeat answers the lease without renewing it (isSessionActivity).
+      if (isSessionActivity(ctx, ws)) await registry.renewLease(ws);
       return { leaseMs: deps.lifecycle.settings.leaseMs };
     },
 
@@ -53,7 +55,9 @@ export function lifecycleHandlers(
       const sessionId = c.uuid("session_id", req.sessionId);
       c.done();
       const ws = await ownedSession(registry, ctx, sessionId!, "active");
-      const detach = registry.attach(ws);
+      // An open stream keeps the session connected only when its agent holds it; a watcher's stream does not.
+      const agent = isSessionActivity(ctx, ws);
+      const detach = agent ? registry.attach(ws) : () => undefined;
       try {
         // The hub first catches up with what committed before the attach (session.created is
         // history, not a notice); then the subscription is taken before the workspace is sent,
@@ -70,8 +74,8 @@ export function lifecycleHandlers(
         }
       } finally {
         detach();
-        // The lease runs from the moment the stream closed.
-        registry.touch(ws);
+        // The lease runs from the moment the agent's stream closed.
+        if (agent) registry.touch(ws);
       }
     },
 

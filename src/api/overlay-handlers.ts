@@ -108,7 +108,7 @@ export function overlayHandlers(deps: WorkspaceServiceDeps): OverlayMethods {
       }
       c.done();
       const ws = await ownedSession(deps.registry, ctx, sessionId!, "active");
-      const { files, more } = await overlay().listFiles(ws, prefix, (page.after?.[0] as string | undefined) ?? "", page.size);
+      const { files, more } = await overlay().listFiles(ws, prefix, (page.after?.[0] as string | undefined) ?? "", page.size, req.includeDeleted);
       return {
         entries: files.map((e) => ({
           path: e.path,

@@ -24,13 +24,30 @@ export type LiveSessionRegistry = SessionRegistry & Pick<WorkspaceRegistry, "liv
 
 /**
  * - "active": the session must be active (FAILED_PRECONDITION otherwise, as the registry says);
- *   its activity is recorded. Heartbeat, AttachSession, the file and symbol RPCs, BeginTurn, …
+ *   its activity is recorded when the caller is its agent (isSessionActivity). Heartbeat, AttachSession, the file and symbol RPCs, BeginTurn, …
  * - "any": any lifecycle state (GetWorkspace, StrandSession, AbandonSession, DestroyWorkspace);
  *   a resumed session's old id answers SESSION_RESUMED, to its owner.
  * - "turns": the session a turn was begun on, which may since have been resumed under a new
  *   id; the turns of the old id stay its owner's. Answers the workspace it now lives in.
  */
 export type SessionUse = "active" | "any" | "turns";
+
+/**
+ * The header an observer sends on every call (the console: `berth-observer: 1`). With auth off
+ * every caller is the one anonymous principal, so the call has to say that it only watches.
+ */
+export const OBSERVER_HEADER = "berth-observer";
+
+/**
+ * Whether a call about `ws` is its agent's activity, which keeps the session connected (its lease):
+ * only the session's own agent — its calls, heartbeats, streams and turns. Someone watching it (an
+ * admin, the console) must not keep a dead agent's session from stranding (issue 29). Auth on: the
+ * principal's agent id is the session's. Auth off: any call not marked with OBSERVER_HEADER.
+ */
+export function isSessionActivity(ctx: Pick<CallContext, "principal" | "requestHeader">, ws: Workspace): boolean {
+  if (ctx.requestHeader(OBSERVER_HEADER) === "1") return false;
+  return ctx.principal.anonymous || (ctx.principal.agentId !== undefined && ctx.principal.agentId === ws.agentId);
+}
 
 /** Resumes of one workspace followed at most, old id → new id (a chain longer than this is refused). */
 const MAX_RESUMES = 64;
@@ -65,7 +82,7 @@ export async function ownedSession(registry: SessionRegistry, ctx: CallContext, 
   }
   const granted = owned(registry, ctx, ws, sessionId);
   if (granted) await granted;
-  if (use === "active") useActive(registry, ws);
+  if (use === "active") useActive(registry, ctx, ws);
   return ws;
 }
 
@@ -86,7 +103,7 @@ export async function ownedLiveSession(registry: LiveSessionRegistry, ctx: CallC
   try {
     const granted = owned(registry, ctx, ws, sessionId);
     if (granted) await granted;
-    useActive(registry, ws);
+    useActive(registry, ctx, ws);
   } catch {
     return undefined;
   }
@@ -99,10 +116,10 @@ function owned(registry: SessionRegistry, ctx: CallContext, ws: Workspace, sessi
   return permitted(registry, ctx, ws, sessionId);
 }
 
-/** "active": the session must be active; its activity is recorded. */
-function useActive(registry: SessionRegistry, ws: Workspace): void {
+/** "active": the session must be active; its agent's activity is recorded (a watcher's is not). */
+function useActive(registry: SessionRegistry, ctx: CallContext, ws: Workspace): void {
   assertActive(ws);
-  registry.touch(ws);
+  if (isSessionActivity(ctx, ws)) registry.touch(ws);
 }
 
 /** Past the owner: the grant on the session's repository; an admin's use of another's session audited. */

@@ -10,7 +10,7 @@ import { outcomeEnum, outcomeName } from "../platform/proto-enums.js";
 import { compareTurnKeys, LiveCheckStale, TurnRaceLost, turnKey, type Placement, type StoredTurnKey, type Turn, type TurnExit, type TurnKey, type TurnScheduler } from "../turns/scheduler.js";
 import type { TurnStateName } from "../turns/store.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
-import { actsFor, ownedLiveSession, ownedSession } from "./session-access.js";
+import { actsFor, isSessionActivity, ownedLiveSession, ownedSession } from "./session-access.js";
 import { eventForCaller, mayUseRepository, repositoryVisibility, requireRole, requireServerPaths, showsServerPaths } from "./authorize.js";
 import { isForwarded, serveOrForward, type TurnForwarder } from "./turn-routing.js";
 import { addPoolStats, type PoolStats } from "../turns/pool.js";
@@ -150,7 +150,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
           throw err;
         });
         // A cold acquire may take long: the lease runs from the answer (and the running turn renews it).
-        if (ws.lifecycle === "active") registry.touch(ws);
+        if (ws.lifecycle === "active" && isSessionActivity(ctx, ws)) registry.touch(ws);
         ctx.logFields.turnId = r.turn.id;
         ctx.logFields.warm = r.turn.warm;
         const paths = showsServerPaths(ctx.principal);
@@ -217,7 +217,7 @@ export function turnHandlers(deps: TurnServiceDeps): ServiceHandlers<typeof Turn
       c.done();
       const { turn, ws } = await turnAndSession(ctx, turnId!);
       // A TurnHeartbeat is activity of the session the turn runs in: it keeps the session connected.
-      if (ws.lifecycle === "active") registry.touch(ws);
+      if (ws.lifecycle === "active" && isSessionActivity(ctx, ws)) registry.touch(ws);
       return routed(methods.turnHeartbeat, ctx, req, () => turns.ownership.ofTurn(turn, ws), async () => ({ current: (await turns.heartbeat(turnId!)).current }));
     },
 

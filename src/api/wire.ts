@@ -16,6 +16,7 @@ export function repositoryToWire(r: Repository, paths: boolean): MessageInitShap
     remoteUrl: paths ? (r.remoteUrl ?? "") : "",
     createdAt: timestampFromMs(r.createdAt),
     captureExclude: [...r.captureExclude],
+    independentReview: r.independentReview,
     ...(r.check ? { check: { argv: [...r.check.argv], timeoutSeconds: r.check.timeoutSeconds } } : {}),
   };
 }

@@ -28,7 +28,7 @@ import { claimListHandler } from "./claim-list-handler.js";
 import { idPrefixHandler } from "./id-prefix-handler.js";
 import { changesetStateName, modeName } from "../platform/proto-enums.js";
 import type { CallContext, ServiceHandlers } from "./handler.js";
-import { ownedSession } from "./session-access.js";
+import { isSessionActivity, ownedSession } from "./session-access.js";
 import { getWorkspaceResponse } from "./workspace-encoding.js";
 import { AGENT_ID, AGENT_NAME, Check, LIMITS, REQUEST_ID } from "./validate.js";
 import { pageOf, readPage, type PageRule } from "./pagination.js";
@@ -86,7 +86,18 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
         requireRole(ctx.principal, "admin");
         auditAdminAction(ctx, { name: name!, ...(sourcePath ? { source_path: sourcePath } : { remote_url: redactUrl(remoteUrl!) }) });
       }
-      const repo = await registry.registerRepository(name!, { sourcePath, remoteUrl }, exclude, requestId);
+      const repo = await registry.registerRepository(name!, { sourcePath, remoteUrl }, exclude, requestId, req.independentReview ?? true);
+      return { repository: repositoryToWire(repo, showsServerPaths(ctx.principal)) };
+    },
+
+    async updateRepository(req, ctx) {
+      const c = new Check();
+      const repoId = c.uuid("repository_id", req.repositoryId);
+      c.done();
+      // Who may approve and merge is a repository's policy: never an agent's to change.
+      requireRole(ctx.principal, "admin");
+      auditAdminAction(ctx, { repo_id: repoId!, ...(req.independentReview !== undefined ? { independent_review: String(req.independentReview) } : {}) });
+      const repo = await registry.updateRepository(repoId!, { independentReview: req.independentReview });
       return { repository: repositoryToWire(repo, showsServerPaths(ctx.principal)) };
     },
 
@@ -146,7 +157,7 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
     async getWorkspace(req, ctx) {
       // Any lifecycle state: a client reads a stranded workspace to decide whether to resume it.
       const ws = await ownedWorkspace(req.sessionId, ctx);
-      if (ws.lifecycle === "active") registry.touch(ws);
+      if (ws.lifecycle === "active" && isSessionActivity(ctx, ws)) registry.touch(ws);
       return getWorkspaceResponse(ws);
     },
 

@@ -1,7 +1,7 @@
 /**
  * BERTH_AUTH=jwt: `authorization: Bearer <JWT>` verified with jose, either HS256 with
  * BERTH_JWT_SECRET or against a local JSON Web Key Set file (BERTH_JWKS_FILE), re-read when it
- * changes. The agent id is `sub`; roles come from a `roles` claim (array of "agent" / "admin";
+ * changes. The agent id is `sub`; roles come from a `roles` claim (array of "agent" / "admin" / "reviewer";
  * unknown roles ignored), default ["agent"]; the repositories from a `repos` claim (names, ids or
  * "*"; src/auth/grants.ts), default none.
  *

@@ -6,7 +6,12 @@
 
 import { ALL_REPOSITORIES, NO_REPOSITORIES, type RepositoryGrants } from "./grants.js";
 
-export type Role = "agent" | "admin";
+/**
+ * agent: works in sessions of its own; admin: acts for anyone; reviewer: reads and moves changesets
+ * (APPROVED, REJECTED, DRAFT, MERGED) of the repositories it is granted without being on them,
+ * and owns no session, so it writes no file (src/api/authorize.ts).
+ */
+export type Role = "agent" | "admin" | "reviewer";
 
 /** Who is calling. With BERTH_AUTH=none the principal is anonymous and trusted (loopback dev). */
 export interface Principal {
@@ -32,7 +37,7 @@ export interface Authenticator {
   readonly startupWarnings?: readonly string[];
 }
 
-const ROLES: ReadonlySet<string> = new Set<Role>(["agent", "admin"]);
+const ROLES: ReadonlySet<string> = new Set<Role>(["agent", "admin", "reviewer"]);
 
 /** Auth off: trusted, every role, agent ids come from requests. */
 export const ANONYMOUS_PRINCIPAL: Principal = Object.freeze({

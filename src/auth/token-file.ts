@@ -11,7 +11,7 @@
  *   }
  *
  * Make a hash with `printf %s "$TOKEN" | sha256sum`. Clients send `authorization: Bearer <token>`.
- * roles: "agent" and/or "admin"; defaults to ["agent"] when omitted. repos: the repositories the
+ * roles: "agent", "admin" and/or "reviewer"; defaults to ["agent"] when omitted. repos: the repositories the
  * agent may use, by name or id, or "*" for every one (src/auth/grants.ts); omitted, none: an
  * agent entry without repos is refused on every repository (REPOSITORY_NOT_GRANTED) and named in
  * a warning at start. Admins use every repository. The file is read once at start.
@@ -49,7 +49,7 @@ export function parseTokensFile(json: string, source = VAR): TokenEntry[] {
     }
     if (typeof e.agent_id !== "string" || e.agent_id === "") throw new ConfigError(source, `tokens[${i}].agent_id is required`);
     const roles = e.roles === undefined ? ["agent"] : e.roles;
-    if (!Array.isArray(roles) || !roles.every(isRole)) throw new ConfigError(source, `tokens[${i}].roles must be a list of "agent" / "admin"`);
+    if (!Array.isArray(roles) || !roles.every(isRole)) throw new ConfigError(source, `tokens[${i}].roles must be a list of "agent" / "admin" / "reviewer"`);
     const problem = e.repos === undefined ? undefined : reposProblem(e.repos);
     if (problem !== undefined) throw new ConfigError(source, `tokens[${i}].repos${problem.startsWith("[") ? "" : " "}${problem}`);
     const repos = (e.repos ?? []) as string[];

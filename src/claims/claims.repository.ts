@@ -63,7 +63,9 @@ export interface Holder {
 /**
  * Claims `symbols` of one path for `holder` (the caller holds the path's claim lock). Returns
  * the symbols newly claimed and the claims of other workspaces that stand in the way: the same
- * symbol, or — file-level ('') against any symbol and any symbol against file-level.
+ * symbol, or — file-level ('') against any symbol and any symbol against file-level. The
+ * symbols in `reserved` are not defined by the holder's file yet: inserted as reservations
+ * (not_yet_defined); a claim the holder already has keeps its flag, which writes keep true.
  */
 export async function claimOnPath(
   trx: Transaction<Database>,
@@ -72,6 +74,7 @@ export async function claimOnPath(
   symbols: readonly string[],
   holder: Holder,
   at: Date,
+  reserved: readonly string[] = [],
 ): Promise<{ inserted: string[]; blocked: ClaimRow[] }> {
   if (symbols.length === 0) return { inserted: [], blocked: [] };
   const fileLevel = symbols.includes("");
@@ -82,8 +85,9 @@ export async function claimOnPath(
       WHERE c.repo_id = ${repoId}::uuid AND c.path = ${path} AND c.workspace_id <> ${holder.workspaceId}::uuid
         AND (c.symbol IN (SELECT s FROM wanted) OR c.symbol = '' OR ${fileLevel})),
     ins AS (
-      INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at)
-      SELECT ${repoId}::uuid, ${path}, s, ${holder.workspaceId}::uuid, ${holder.sessionId}::uuid, ${holder.agentId}, ${holder.agentName}, ${at}
+      INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at, not_yet_defined)
+      SELECT ${repoId}::uuid, ${path}, s, ${holder.workspaceId}::uuid, ${holder.sessionId}::uuid, ${holder.agentId}, ${holder.agentName}, ${at},
+        s IN (SELECT jsonb_array_elements_text(${JSON.stringify(reserved)}::jsonb))
       FROM wanted WHERE NOT EXISTS (SELECT 1 FROM blocked)
       ON CONFLICT (repo_id, path, symbol) DO NOTHING
       RETURNING *)

@@ -21,7 +21,7 @@ export function registerClaims(program: Command): void {
       const cli = cliFor(command);
       const res = await cli.call("claiming", () => cli.workspaces.claimSymbols({ sessionId, symbols: refs(path, symbols) }));
       if (cli.json) return print(jsonLine(ClaimSymbolsResponseSchema, res));
-      print(table(["PATH", "SYMBOL", "HOLDER", "SINCE"], res.claims.map((c) => [c.path, c.symbol || "(file)", c.agentName, formatTime(c.acquiredAt)])));
+      print(table(["PATH", "SYMBOL", "HOLDER", "SINCE"], res.claims.map((c) => [c.path, (c.symbol || "(file)") + (c.notYetDefined ? " (not yet defined: a reservation)" : ""), c.agentName, formatTime(c.acquiredAt)])));
     });
 
   program

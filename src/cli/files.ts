@@ -33,10 +33,11 @@ export function registerFiles(program: Command): void {
     .description("list the merged view of the base and the overlay (ListFiles), every page")
     .addArgument(idArgument("session", "<session>", "the session id"))
     .option("--prefix <prefix>", "only paths starting with this")
-    .action(async (sessionId: string, opts: { prefix?: string }, command: Command) => {
+    .option("--no-deleted", "leave out the paths this session deleted (listed, marked, by default)")
+    .action(async (sessionId: string, opts: { prefix?: string; deleted: boolean }, command: Command) => {
       const cli = cliFor(command);
       const entries: FileEntry[] = await allPages((pageToken) =>
-        cli.call("listing files", () => cli.workspaces.listFiles({ sessionId, prefix: opts.prefix ?? "", pageToken })).then((r) => ({ items: r.entries, nextPageToken: r.nextPageToken })),
+        cli.call("listing files", () => cli.workspaces.listFiles({ sessionId, prefix: opts.prefix ?? "", pageToken, includeDeleted: opts.deleted })).then((r) => ({ items: r.entries, nextPageToken: r.nextPageToken })),
       );
       if (cli.json) return print(jsonLine(ListFilesResponseSchema, { $typeName: "berth.v1.ListFilesResponse", entries, nextPageToken: "" }));
       if (entries.length === 0) return print("no files");

@@ -272,9 +272,11 @@ export function createBerthMcpServer(options: McpToolsOptions): McpServer {
       title: "List files",
       description:
         "Lists the workspace's files (the base with your overlay applied), in path order, one page at a time: each with its source (base or overlay), " +
-        "its change (added, modified, deleted) and whether another live session changed it too. Pass next_page_token back as page_token for more.",
+        "its change (added, modified) and whether another live session changed it too; paths you deleted only with include_deleted. " +
+        "Pass next_page_token back as page_token for more.",
       inputSchema: {
         prefix: z.string().optional().describe("Only paths starting with this, e.g. src/."),
+        include_deleted: z.boolean().optional().describe("Also list the base paths you deleted (change deleted)."),
         page_token: z.string().optional().describe("next_page_token of the previous page."),
         session_id: sessionArg,
       },
@@ -282,7 +284,7 @@ export function createBerthMcpServer(options: McpToolsOptions): McpServer {
     },
     (args) =>
       onSession(args.session_id, async (sessionId) => {
-        const res = await client.listFiles({ sessionId, prefix: args.prefix ?? "", pageToken: args.page_token ?? "" }, call);
+        const res = await client.listFiles({ sessionId, prefix: args.prefix ?? "", pageToken: args.page_token ?? "", includeDeleted: args.include_deleted ?? false }, call);
         return text({
           files: res.entries.map((e) => ({
             path: e.path,
@@ -301,14 +303,16 @@ export function createBerthMcpServer(options: McpToolsOptions): McpServer {
       title: "Claim symbols",
       description:
         "Claims symbols (functions, classes, …) or whole files before you edit them, all or nothing: while you hold a claim no other agent can change it. " +
-        "Refused with SYMBOL_LOCKED naming the agent that holds one of them. Claims end when you release them, submit, or your session ends.",
+        "Refused with SYMBOL_LOCKED naming the agent that holds one of them. Claims end when you release them, submit, or your session ends. " +
+        "A symbol the file does not define yet (or of a file that does not exist yet) is granted as a reservation, marked not_yet_defined: " +
+        "claim what you are about to add; if you meant an existing symbol, the mark shows a typo.",
       inputSchema: { symbols: z.array(symbolRef).min(1).describe("What to claim."), session_id: sessionArg },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     },
     (args) =>
       onSession(args.session_id, async (sessionId) => {
         const res = await client.claimSymbols({ sessionId, symbols: args.symbols }, call);
-        return text({ claims: res.claims.map((c) => ({ path: c.path, symbol: c.symbol })) });
+        return text({ claims: res.claims.map((c) => ({ path: c.path, symbol: c.symbol, ...(c.notYetDefined ? { not_yet_defined: true } : {}) })) });
       }),
   );
 
@@ -339,7 +343,14 @@ export function createBerthMcpServer(options: McpToolsOptions): McpServer {
       onSession(args.session_id, async (sessionId) => {
         const res = await client.listClaims({ sessionId, pageToken: args.page_token ?? "" }, call);
         return text({
-          claims: res.claims.map((c) => ({ path: c.path, symbol: c.symbol, agent_name: c.agentName, agent_id: c.agentId, session_id: c.sessionId })),
+          claims: res.claims.map((c) => ({
+            path: c.path,
+            symbol: c.symbol,
+            agent_name: c.agentName,
+            agent_id: c.agentId,
+            session_id: c.sessionId,
+            ...(c.notYetDefined ? { not_yet_defined: true } : {}),
+          })),
           next_page_token: res.nextPageToken,
         });
       }),

@@ -16,7 +16,7 @@ import type * as sqlRepo from "./overlay.repository.js";
 import { changesetTerminal, checkRow } from "./refusals.js";
 import type { FileReads } from "./file-reads.js";
 import { extractSymbols } from "./symbols/index.js";
-import { notFound } from "../platform/errors.js";
+import { BerthError, notFound } from "../platform/errors.js";
 
 export interface ClaimInfo {
   readonly repoId: string;
@@ -26,6 +26,8 @@ export interface ClaimInfo {
   readonly agentId: string;
   readonly agentName: string;
   readonly acquiredAt: number;
+  /** A reservation: the workspace's version of the file does not define the symbol (yet). */
+  readonly notYetDefined: boolean;
 }
 
 export class Claiming {
@@ -50,7 +52,7 @@ export class Claiming {
       if (!l) byPath.set(r.path, (l = []));
       if (!l.includes(r.symbol)) l.push(r.symbol);
     }
-    await this.assertSymbolsExist(ws, byPath);
+    const reserved = await this.undefinedSymbols(ws, byPath);
     const now = this.clock.now();
     const holder = { workspaceId: ws.workspaceId, sessionId: ws.sessionId, agentId: ws.agentId, agentName: ws.agentName };
     try {
@@ -59,9 +61,11 @@ export class Claiming {
           checkRow(ws, row);
           const acquired: sqlRepo.ClaimRow[] = [];
           for (const [path, symbols] of [...byPath].sort((a, b) => comparePaths(a[0], b[0]))) {
-            const { inserted, blocked } = await claimsRepo.claimOnPath(trx, ws.repoId, path, symbols, holder, new Date(now));
+            const { inserted, blocked } = await claimsRepo.claimOnPath(trx, ws.repoId, path, symbols, holder, new Date(now), reserved.get(path));
             if (blocked.length > 0) throw new SymbolLocked(path, blocked, symbols);
-            for (const s of inserted) acquired.push({ repo_id: ws.repoId, path, symbol: s, workspace_id: ws.workspaceId, session_id: ws.sessionId, agent_id: ws.agentId, agent_name: ws.agentName, acquired_at: new Date(now) });
+            for (const s of inserted) {
+              acquired.push({ repo_id: ws.repoId, path, symbol: s, workspace_id: ws.workspaceId, session_id: ws.sessionId, agent_id: ws.agentId, agent_name: ws.agentName, acquired_at: new Date(now), not_yet_defined: reserved.get(path)?.includes(s) ?? false });
+            }
           }
           record(...claimEvents("claim.acquired", acquired, now, "", ws.changeset.id));
       });
@@ -74,26 +78,41 @@ export class Claiming {
   }
 
   /**
-   * A named symbol must exist in the workspace's version of its file (a claim of a typo would
-   * protect nothing and say nothing); the whole file (symbol "") may always be claimed. The path
-   * itself must exist: FILE_NOT_FOUND / FILE_DELETED from the read. To reserve a symbol not yet
-   * written, claim the file, or write the symbol (a write claims what it changes).
+   * The named symbols each path's file does not define in the workspace's version (or the file does
+   * not exist there yet): granted as reservations, marked not_yet_defined (issue 29). Agents claim
+   * what they are about to add, and a typo shows in the mark instead of being refused. The whole
+   * file (symbol "") is never a reservation. A file Berth cannot split into symbols (language,
+   * size, binary) is still refused with SYMBOL_NOT_FOUND: no write of it would ever define the
+   * symbol, so the claim should be of the file whole.
    */
-  private async assertSymbolsExist(ws: Workspace, byPath: ReadonlyMap<string, readonly string[]>): Promise<void> {
+  private async undefinedSymbols(ws: Workspace, byPath: ReadonlyMap<string, readonly string[]>): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
     for (const [path, symbols] of byPath) {
       const named = symbols.filter((s) => s !== "");
       if (named.length === 0) continue;
-      const { content } = await this.reads.readFile(ws, path);
-      const defs = await extractSymbols(path, Buffer.from(content).toString("utf8"));
-      const known = new Set((defs ?? []).map((d) => d.name));
+      const content = await this.currentContent(ws, path);
+      const defs = await extractSymbols(path, content);
+      if (defs === null) {
+        throw notFound("SYMBOL_NOT_FOUND", `${path} has no symbols Berth can name (language, size or binary), claim it whole with symbol ""`, {
+          path,
+          symbols: JSON.stringify(named),
+          known: "[]",
+        });
+      }
+      const known = new Set(defs.map((d) => d.name));
       const missing = named.filter((s) => !known.has(s));
-      if (missing.length === 0) continue;
-      const whole = defs === null ? "; the file has no symbols Berth can name (language, size or binary), claim it whole with symbol \"\"" : "";
-      throw notFound("SYMBOL_NOT_FOUND", `${path} has no symbol ${missing.map((m) => JSON.stringify(m)).join(", ")} in this workspace's version${whole}`, {
-        path,
-        symbols: JSON.stringify(missing),
-        known: JSON.stringify([...known].slice(0, 50)),
-      });
+      if (missing.length > 0) out.set(path, missing);
+    }
+    return out;
+  }
+
+  /** The workspace's version of a file; "" when it has none (not in the base, or deleted here). */
+  private async currentContent(ws: Workspace, path: string): Promise<string> {
+    try {
+      return Buffer.from((await this.reads.readFile(ws, path)).content).toString("utf8");
+    } catch (err) {
+      if (err instanceof BerthError && (err.reason === "FILE_NOT_FOUND" || err.reason === "FILE_DELETED")) return "";
+      throw err;
     }
   }
 
@@ -113,5 +132,5 @@ export class Claiming {
 }
 
 function claimInfo(c: sqlRepo.ClaimRow): ClaimInfo {
-  return { repoId: c.repo_id, path: c.path, symbol: c.symbol, sessionId: c.session_id, agentId: c.agent_id, agentName: c.agent_name, acquiredAt: c.acquired_at.getTime() };
+  return { repoId: c.repo_id, path: c.path, symbol: c.symbol, sessionId: c.session_id, agentId: c.agent_id, agentName: c.agent_name, acquiredAt: c.acquired_at.getTime(), notYetDefined: c.not_yet_defined };
 }

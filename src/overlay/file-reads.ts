@@ -70,8 +70,12 @@ export class FileReads {
     if (this.index.touchedByOther(idx, path, ws.workspaceId)) await sqlRepo.recordRead(this.registry.db, ws.workspaceId, path, new Date(at));
   }
 
-  /** The merged view in path order, from after `after` (exclusive), at most `limit` entries (and whether more follow). */
-  async listFiles(ws: Workspace, prefix: string, after: string, limit: number): Promise<{ files: ListedFile[]; more: boolean }> {
+  /**
+   * The merged view in path order, from after `after` (exclusive), at most `limit` entries (and whether more follow).
+   * The base paths this workspace deleted are listed only with `includeDeleted`: a caller listing files to read them
+   * must not get paths that do not exist (issue 29).
+   */
+  async listFiles(ws: Workspace, prefix: string, after: string, limit: number, includeDeleted: boolean): Promise<{ files: ListedFile[]; more: boolean }> {
     const ov = await this.cache.current(ws);
     const repo = await this.registry.repository(ws.repoId);
     const tree = await this.git.tree(await this.registry.locations.withCommit(repo, ws.baseCommit), ws.baseCommit);
@@ -98,7 +102,7 @@ export class FileReads {
       }
       const f = ov.files.get(path);
       // A tombstone of a path the base does not have (the base moved under a rebase) shows nothing.
-      if (f?.change === "deleted" && b !== path) continue;
+      if (f?.change === "deleted" && (b !== path || !includeDeleted)) continue;
       if (files.length === limit) return { files: await this.markOthers(ws, files), more: true };
       files.push({
         path,

@@ -121,6 +121,12 @@ export interface ChangeOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
+/** The named symbols a change adds and removes (the extracted ones: not the file unit, not a declared name). */
+function definedBy(symbols: readonly SymbolChangeInfo[]): { added: string[]; removed: string[] } {
+  const named = symbols.filter((s) => s.kind !== "file" && s.kind !== "declared");
+  return { added: named.filter((s) => s.change === "added").map((s) => s.name), removed: named.filter((s) => s.change === "deleted").map((s) => s.name) };
+}
+
 /** The call's own abort reason (CANCELLED / DEADLINE_EXCEEDED) when it is a BerthError; else CANCELLED. */
 function abandonedWrite(path: string, signal: AbortSignal): BerthError {
   const reason: unknown = signal.reason;
@@ -318,7 +324,7 @@ export class FileWrites {
         };
         const out = await sqlRepo.writeWithClaims(
           trx,
-          { repoId: ws.repoId, path, symbols: d.wanted, holder, at: new Date(now) },
+          { repoId: ws.repoId, path, symbols: d.wanted, holder, at: new Date(now), defined: definedBy(d.symbols) },
           d.dropRow
             ? { drop: true, workspaceId: ws.workspaceId, path }
             : { workspaceId: ws.workspaceId, repoId: ws.repoId, path, content, sha256: d.newHash, change: d.change, baseHash: d.baseHash, symbols: d.cumulative, at: new Date(now) },

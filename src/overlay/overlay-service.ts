@@ -180,8 +180,8 @@ export class OverlayService implements OverlayPort {
   }
 
   /** The merged view in path order, from after `after` (exclusive), at most `limit` entries (and whether more follow). */
-  listFiles(ws: Workspace, prefix: string, after: string, limit: number): Promise<{ files: ListedFile[]; more: boolean }> {
-    return this.reads.listFiles(ws, prefix, after, limit);
+  listFiles(ws: Workspace, prefix: string, after: string, limit: number, includeDeleted: boolean): Promise<{ files: ListedFile[]; more: boolean }> {
+    return this.reads.listFiles(ws, prefix, after, limit, includeDeleted);
   }
 
   // ---- diffs and rebase (diffs.ts, rebase.ts) ------------------------------------------

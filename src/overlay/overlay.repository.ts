@@ -193,7 +193,15 @@ export interface WriteOutcome {
  */
 export async function writeWithClaims(
   trx: Transaction<Database>,
-  claim: { repoId: string; path: string; symbols: readonly string[]; holder: Holder; at: Date },
+  claim: {
+    repoId: string;
+    path: string;
+    symbols: readonly string[];
+    holder: Holder;
+    at: Date;
+    /** Symbols the change defines / no longer defines: the holder's claims of them follow (claims.not_yet_defined). */
+    defined?: { added: readonly string[]; removed: readonly string[] };
+  },
   row: OverlayUpsert | { drop: true; workspaceId: string; path: string },
   believed: BelievedRow,
   event: Insertable<EventTable>,
@@ -201,6 +209,13 @@ export async function writeWithClaims(
   take = true,
 ): Promise<WriteOutcome> {
   const { repoId, path, symbols, holder, at } = claim;
+  const added = JSON.stringify(claim.defined?.added ?? []);
+  const removed = JSON.stringify(claim.defined?.removed ?? []);
+  // A reservation becomes an ordinary claim with the write that defines its symbol, and a claim
+  // whose symbol the write removes is one again: the flag stays true to the overlay without a
+  // parse at read time. Rows `ins` inserts are not in this statement's snapshot; they are the
+  // write's own changes, defined by it (or deleted by it), so they are inserted with the same rule.
+  const flags = claim.defined !== undefined && (claim.defined.added.length > 0 || claim.defined.removed.length > 0);
   const workspaceId = row.workspaceId;
   const fileLevel = symbols.includes("");
   const none = sql`NOT EXISTS (SELECT 1 FROM blocked)`;
@@ -239,11 +254,17 @@ export async function writeWithClaims(
       (SELECT coalesce(sum(len), 0) FROM cur) AS path_bytes FROM workspaces w WHERE w.id = ${workspaceId}::uuid),
     ch AS (${change}),
     ins AS (
-      INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at)
-      SELECT ${repoId}::uuid, ${path}, s, ${holder.workspaceId}::uuid, ${holder.sessionId}::uuid, ${holder.agentId}, ${holder.agentName}, ${at}::timestamptz
+      INSERT INTO claims (repo_id, path, symbol, workspace_id, session_id, agent_id, agent_name, acquired_at, not_yet_defined)
+      SELECT ${repoId}::uuid, ${path}, s, ${holder.workspaceId}::uuid, ${holder.sessionId}::uuid, ${holder.agentId}, ${holder.agentName}, ${at}::timestamptz,
+        s <> '' AND s IN (SELECT jsonb_array_elements_text(${removed}::jsonb))
       FROM wanted WHERE ${applied} AND ${take}
       ON CONFLICT (repo_id, path, symbol) DO NOTHING
       RETURNING *),
+    res AS (UPDATE claims SET not_yet_defined = symbol IN (SELECT jsonb_array_elements_text(${removed}::jsonb))
+      WHERE ${flags} AND workspace_id = ${holder.workspaceId}::uuid AND repo_id = ${repoId}::uuid AND path = ${path} AND symbol <> ''
+        AND symbol IN (SELECT jsonb_array_elements_text(${added}::jsonb) UNION ALL SELECT jsonb_array_elements_text(${removed}::jsonb))
+        AND ${applied}
+      RETURNING 1),
     ver AS (UPDATE workspaces SET overlay_version = overlay_version + 1,
         overlay_files_count = overlay_files_count + ${newFiles}::int8 - (SELECT count(*) FROM cur),
         overlay_bytes = overlay_bytes + ${newBytes}::int8 - (SELECT coalesce(sum(len), 0) FROM cur)

@@ -37,7 +37,7 @@ export const REASON_ROWS = [
   {
     code: "NOT_FOUND",
     reasons: ["FILE_DELETED"],
-    when: "ReadFile: the path is in the base and this workspace deleted it (ListFiles shows it with `deleted`). NOT_FOUND like any missing file — the path is not in the workspace's view and retrying changes nothing — with its own reason so the agent is told why ([overlay.md](overlay.md#deleted-files))",
+    when: "ReadFile: the path is in the base and this workspace deleted it (ListFiles with `include_deleted` shows it with `deleted`). NOT_FOUND like any missing file — the path is not in the workspace's view and retrying changes nothing — with its own reason so the agent is told why ([overlay.md](overlay.md#deleted-files))",
     metadata: "`path`",
   },
   {
@@ -216,6 +216,12 @@ export const REASON_ROWS = [
   },
   {
     code: "PERMISSION_DENIED",
+    reasons: ["INDEPENDENT_REVIEW_REQUIRED"],
+    when: "TransitionChangeset to APPROVED or MERGED by one of the changeset's authors (an agent with a session on it) while its repository has `independent_review` (the default for new repositories): the decision must come from a reviewer or an admin not on it; auth on only ([security.md](security.md#separation-of-duties))",
+    metadata: "`changeset_id`, `agent_id`, `to_state`, `rule` (`independent_review`)",
+  },
+  {
+    code: "PERMISSION_DENIED",
     reasons: ["REPOSITORY_NOT_GRANTED"],
     when: "the caller's token does not grant the repository (an unknown repository id is answered the same way, except with `\"*\"`); see [security.md](security.md)",
     metadata: "`repo_id` (or `name`), `agent_id`",
@@ -283,8 +289,8 @@ export const REASON_ROWS = [
   {
     code: "NOT_FOUND",
     reasons: ["SYMBOL_NOT_FOUND"],
-    when: "ClaimSymbols names a symbol the workspace's version of the file does not define (the whole file, symbol `\"\"`, may always be claimed; a path missing altogether is `FILE_NOT_FOUND`); nothing is claimed",
-    metadata: "`path`, `symbols` (JSON array of the missing), `known` (JSON array, at most 50)",
+    when: "ClaimSymbols names a symbol of a file Berth cannot split into symbols (no grammar, too large, binary): claim it whole, symbol `\"\"`; nothing is claimed. A symbol a parsable file does not define yet (or of a file not there yet) is granted as a reservation, `Claim.not_yet_defined` ([overlay.md](overlay.md#claims))",
+    metadata: "`path`, `symbols` (JSON array of those named), `known` (`[]`)",
   },
   {
     code: "NOT_FOUND",

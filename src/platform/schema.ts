@@ -33,6 +33,8 @@ export interface RepositoryTable {
   /** The check run on VERIFYING, an argv (migrations/0024_verifications.ts); NULL: none. */
   check_argv: Generated<string[] | null>;
   check_timeout_seconds: Generated<number | null>;
+  /** APPROVED and MERGED only from a non-author (migrations/0021_reservations_and_independent_review.ts). */
+  independent_review: Generated<boolean>;
 }
 
 export type ChangesetStateName = "draft" | "submitted" | "verifying" | "approved" | "rejected" | "merged" | "closed";
@@ -179,6 +181,8 @@ export interface ClaimTable {
   agent_id: string;
   agent_name: string;
   acquired_at: Timestamp;
+  /** A reservation: the workspace's file does not define the symbol (migrations/0021_reservations_and_independent_review.ts). */
+  not_yet_defined: Generated<boolean>;
 }
 
 // ---- 0005_turns ---------------------------------------------------------------------------
@@ -309,7 +313,7 @@ export interface Database {
 }
 
 const COLUMNS = {
-  repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude", "request_id", "remote_url", "check_argv", "check_timeout_seconds"],
+  repositories: ["id", "name", "source_path", "next_agent_number", "created_at", "capture_exclude", "request_id", "remote_url", "check_argv", "check_timeout_seconds", "independent_review"],
   changesets: ["id", "repo_id", "state", "reason", "created_at", "updated_at", "commit_id", "committed_at", "version", "merged_into"],
   workspaces: [
     "id", "session_id", "repo_id", "agent_id", "agent_name", "changeset_id", "intent", "base_commit", "mode", "expires_at",
@@ -323,7 +327,7 @@ const COLUMNS = {
   relay_cursor: ["stream", "last_seq", "updated_at"],
   event_retention: ["id", "pruned_through"],
   overlay_files: ["workspace_id", "path", "repo_id", "content", "sha256", "change", "base_hash", "symbols", "updated_at"],
-  claims: ["repo_id", "path", "symbol", "workspace_id", "session_id", "agent_id", "agent_name", "acquired_at"],
+  claims: ["repo_id", "path", "symbol", "workspace_id", "session_id", "agent_id", "agent_name", "acquired_at", "not_yet_defined"],
   turns: [
     "id", "seq", "session_id", "workspace_id", "repo_id", "client_turn_id", "state", "outcome", "environment_path", "warm",
     "superseded_by", "end_reason", "instance_id", "started_at", "ended_at", "environment_released", "captured_paths", "left_out",

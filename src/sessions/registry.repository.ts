@@ -6,7 +6,15 @@ import { toSeq, type ChangesetStateName, type ChangesetTable, type Database, typ
 type Executor = Kysely<Database> | Transaction<Database>;
 
 export type RepositoryRow = Omit<Selectable<RepositoryTable>, "next_agent_number" | "request_id">;
-export type RepositoryInsert = Omit<RepositoryRow, "capture_exclude" | "remote_url" | "check_argv" | "check_timeout_seconds"> & { capture_exclude: string[]; request_id: string | null; remote_url: string | null };
+export type RepositoryInsert = Omit<RepositoryRow, "capture_exclude" | "remote_url" | "independent_review" | "check_argv" | "check_timeout_seconds"> & {
+  capture_exclude: string[];
+  request_id: string | null;
+  remote_url: string | null;
+  independent_review: boolean;
+};
+
+/** The columns of a repository every read returns (RepositoryRow). */
+const REPOSITORY_ROW = ["id", "name", "source_path", "remote_url", "created_at", "capture_exclude", "independent_review", "check_argv", "check_timeout_seconds"] as const;
 /** A changeset as the registry caches it; its commit columns are the landing's (src/overlay/landing.ts). */
 export type ChangesetRow = Omit<Selectable<ChangesetTable>, "commit_id" | "committed_at" | "merged_into">;
 
@@ -32,23 +40,40 @@ export async function insertRepository(db: Executor, row: RepositoryInsert): Pro
 }
 
 export function listRepositories(db: Executor): Promise<RepositoryRow[]> {
-  return db.selectFrom("repositories").select(["id", "name", "source_path", "remote_url", "created_at", "capture_exclude", "check_argv", "check_timeout_seconds"]).orderBy("name").execute();
+  return db.selectFrom("repositories").select(REPOSITORY_ROW).orderBy("name").execute();
 }
 
 /** A page of repositories by name, after `afterName` (keyset: names are unique). */
 export function listRepositoriesAfter(db: Executor, afterName: string | undefined, limit: number): Promise<RepositoryRow[]> {
-  let q = db.selectFrom("repositories").select(["id", "name", "source_path", "remote_url", "created_at", "capture_exclude", "check_argv", "check_timeout_seconds"]);
+  let q = db.selectFrom("repositories").select(REPOSITORY_ROW);
   if (afterName !== undefined) q = q.where("name", ">", afterName);
   return q.orderBy("name").limit(limit).execute();
 }
 
 export function findRepository(db: Executor, id: string): Promise<RepositoryRow | undefined> {
-  return db.selectFrom("repositories").select(["id", "name", "source_path", "remote_url", "created_at", "capture_exclude", "check_argv", "check_timeout_seconds"]).where("id", "=", id).executeTakeFirst();
+  return db.selectFrom("repositories").select(REPOSITORY_ROW).where("id", "=", id).executeTakeFirst();
 }
 
 /** The repository of a name with the request id that registered it (RegisterRepository's retry). */
 export function findRepositoryByName(db: Executor, name: string): Promise<(RepositoryRow & { request_id: string | null }) | undefined> {
-  return db.selectFrom("repositories").select(["id", "name", "source_path", "remote_url", "created_at", "capture_exclude", "check_argv", "check_timeout_seconds", "request_id"]).where("name", "=", name).executeTakeFirst();
+  return db.selectFrom("repositories").select([...REPOSITORY_ROW, "request_id"]).where("name", "=", name).executeTakeFirst();
+}
+
+/** Changes a repository's settings; undefined when it does not exist. */
+export function updateRepositorySettings(db: Executor, id: string, set: { independent_review?: boolean }): Promise<RepositoryRow | undefined> {
+  if (set.independent_review === undefined) return findRepository(db, id);
+  return db.updateTable("repositories").set({ independent_review: set.independent_review }).where("id", "=", id).returning(REPOSITORY_ROW).executeTakeFirst();
+}
+
+/** The independent_review policy of a changeset's repository, as PostgreSQL has it now (undefined: no such changeset). */
+export async function independentReviewOfChangeset(db: Executor, changesetId: string): Promise<boolean | undefined> {
+  const row = await db
+    .selectFrom("changesets")
+    .innerJoin("repositories", "repositories.id", "changesets.repo_id")
+    .select("repositories.independent_review")
+    .where("changesets.id", "=", changesetId)
+    .executeTakeFirst();
+  return row?.independent_review;
 }
 
 /** Sets (or, with null, clears) the repository's check; the row as it is now, undefined when there is no such repository. */
@@ -57,7 +82,7 @@ export function setRepositoryCheck(db: Executor, id: string, check: { argv: stri
     .updateTable("repositories")
     .set({ check_argv: check?.argv ?? null, check_timeout_seconds: check?.timeoutSeconds ?? null })
     .where("id", "=", id)
-    .returning(["id", "name", "source_path", "remote_url", "created_at", "capture_exclude", "check_argv", "check_timeout_seconds"])
+    .returning(REPOSITORY_ROW)
     .executeTakeFirst();
 }
 

@@ -188,8 +188,16 @@ export class WorkspaceRegistry {
 
   // ---- repositories -------------------------------------------------------------------
 
-  registerRepository(name: string, location: RepositoryLocation, captureExclude: readonly string[] = [], requestId = ""): Promise<Repository> {
-    return this.repositories.registerRepository(name, location, captureExclude, requestId);
+  registerRepository(name: string, location: RepositoryLocation, captureExclude: readonly string[] = [], requestId = "", independentReview = true): Promise<Repository> {
+    return this.repositories.registerRepository(name, location, captureExclude, requestId, independentReview);
+  }
+
+  updateRepository(id: string, set: { independentReview?: boolean | undefined }): Promise<Repository> {
+    return this.repositories.updateRepository(id, set);
+  }
+
+  independentReviewOfChangeset(changesetId: string): Promise<boolean> {
+    return this.repositories.independentReviewOfChangeset(changesetId);
   }
 
   listRepositories(): Promise<Repository[]> {

@@ -33,11 +33,11 @@ export class Repositories {
    * `requestId`, a retry of a registration that succeeded is answered with the repository it
    * registered (the same name, location and excludes), not REPOSITORY_EXISTS.
    */
-  async registerRepository(name: string, location: RepositoryLocation, captureExclude: readonly string[] = [], requestId = ""): Promise<Repository> {
+  async registerRepository(name: string, location: RepositoryLocation, captureExclude: readonly string[] = [], requestId = "", independentReview = true): Promise<Repository> {
     const resolved = location.sourcePath ? await checkGitRepository(location.sourcePath) : null;
     const remoteUrl = location.remoteUrl ? checkRemoteUrl(location.remoteUrl) : null;
     if (remoteUrl !== null) await this.locations.probe(remoteUrl);
-    const repo: Repository = { id: this.newId(), name, sourcePath: resolved, remoteUrl, createdAt: this.clock.now(), captureExclude: [...captureExclude] };
+    const repo: Repository = { id: this.newId(), name, sourcePath: resolved, remoteUrl, createdAt: this.clock.now(), captureExclude: [...captureExclude], independentReview };
     try {
       await sqlRepo.insertRepository(this.db, {
         id: repo.id,
@@ -47,6 +47,7 @@ export class Repositories {
         created_at: new Date(repo.createdAt),
         capture_exclude: [...repo.captureExclude],
         request_id: requestId === "" ? null : requestId,
+        independent_review: independentReview,
       });
     } catch (err) {
       if (sqlRepo.isUniqueViolation(err)) {
@@ -56,7 +57,8 @@ export class Repositories {
           prior.request_id === requestId &&
           prior.source_path === resolved &&
           prior.remote_url === remoteUrl &&
-          sameList(prior.capture_exclude, repo.captureExclude)
+          sameList(prior.capture_exclude, repo.captureExclude) &&
+          prior.independent_review === independentReview
         ) {
           return repositoryFromRow(prior);
         }
@@ -92,6 +94,20 @@ export class Repositories {
     return repo;
   }
 
+  /** Changes a repository's settings (UpdateRepository): one statement; every instance reads the policy from the row. */
+  async updateRepository(id: string, set: { independentReview?: boolean | undefined }): Promise<Repository> {
+    const row = await sqlRepo.updateRepositorySettings(this.db, id, { ...(set.independentReview !== undefined ? { independent_review: set.independentReview } : {}) });
+    if (!row) throw repositoryNotFound(id);
+    const repo = repositoryFromRow(row);
+    this.repos.set(id, repo);
+    return repo;
+  }
+
+  /** Whether a changeset's repository requires independent review, read from PostgreSQL (never the cache). */
+  async independentReviewOfChangeset(changesetId: string): Promise<boolean> {
+    return (await sqlRepo.independentReviewOfChangeset(this.db, changesetId)) ?? false;
+  }
+
   async repository(id: string): Promise<Repository> {
     const cached = this.repos.get(id);
     if (cached) return cached;
@@ -113,7 +129,7 @@ export function repositoryNotFound(repoId: string): BerthError {
 
 function repositoryFromRow(row: sqlRepo.RepositoryRow): Repository {
   const check = row.check_argv && row.check_argv.length > 0 ? { argv: row.check_argv, timeoutSeconds: row.check_timeout_seconds ?? DEFAULT_CHECK_TIMEOUT_SECONDS } : undefined;
-  return { id: row.id, name: row.name, sourcePath: row.source_path, remoteUrl: row.remote_url, createdAt: row.created_at.getTime(), captureExclude: row.capture_exclude, ...(check ? { check } : {}) };
+  return { id: row.id, name: row.name, sourcePath: row.source_path, remoteUrl: row.remote_url, createdAt: row.created_at.getTime(), captureExclude: row.capture_exclude, independentReview: row.independent_review, ...(check ? { check } : {}) };
 }
 
 /** A check set with timeout_seconds 0 (unset) may run this long. */

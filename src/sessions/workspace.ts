@@ -11,6 +11,11 @@ export interface Repository {
   readonly createdAt: number;
   /** What a turn's capture leaves out besides .gitignore (gitignore syntax). */
   readonly captureExclude: readonly string[];
+  /**
+   * APPROVED and MERGED only from a principal other than the changeset's authors (docs/security.md).
+   * As last read on this instance: the transition reads it again from PostgreSQL under its lock.
+   */
+  readonly independentReview: boolean;
   /** The check run when a changeset moves to VERIFYING (SetRepositoryCheck); absent: none. */
   readonly check?: RepositoryCheck | undefined;
 }

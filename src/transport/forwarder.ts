@@ -22,8 +22,11 @@ import { FORWARDED_HEADER, type ForwardTarget, type TurnForwarder } from "../api
 import { STATUS_DETAILS_KEY } from "./grpc-bridge.js";
 import { RpcStatus } from "./status.js";
 
-/** Caller metadata a forwarded call carries on (the owner authenticates and traces it as the caller's). */
-const PASSED_THROUGH = ["authorization", "traceparent", "tracestate"] as const;
+/**
+ * Caller metadata a forwarded call carries on (the owner authenticates and traces it as the
+ * caller's, and an observer's call stays one: api/session-access.ts OBSERVER_HEADER).
+ */
+const PASSED_THROUGH = ["authorization", "traceparent", "tracestate", "berth-observer"] as const;
 
 export interface ForwarderOptions {
   /** This instance: the value of x-berth-forwarded. */

@@ -30,6 +30,24 @@ describe("berth with BERTH_TOKEN", { timeout: 120_000 }, () => {
     await b?.close();
   });
 
+  it("berth repos set --independent-review=false is an admin's (UpdateRepository); repos ls shows the policy", async () => {
+    const env = { BERTH_SERVER: b.server.httpUrl };
+    const added = await berth(["repos", "add", "cli-reviewed", "--json"], { ...env, BERTH_TOKEN: ALICE });
+    expect((JSON.parse(added.stdout) as { repository: { independentReview?: boolean } }).repository.independentReview).toBe(true);
+    const refused = await berth(["repos", "set", "cli-reviewed", "--independent-review=false"], { ...env, BERTH_TOKEN: ALICE });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^berth: PERMISSION_DENIED ROLE_REQUIRED: /m);
+    const bad = await berth(["repos", "set", "cli-reviewed", "--independent-review=maybe"], { ...env, BERTH_TOKEN: OPS });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain("--independent-review takes true or false");
+    const set = await berth(["repos", "set", "cli-reviewed", "--independent-review=false", "--json"], { ...env, BERTH_TOKEN: OPS });
+    expect(set.code).toBe(0);
+    expect((JSON.parse(set.stdout) as { repository: { name: string; independentReview?: boolean } }).repository).toMatchObject({ name: "cli-reviewed" });
+    expect((JSON.parse(set.stdout) as { repository: { independentReview?: boolean } }).repository.independentReview ?? false).toBe(false);
+    const ls = await berth(["repos", "ls"], { ...env, BERTH_TOKEN: OPS });
+    expect(ls.stdout).toMatch(/cli-reviewed\s+-\s+-\s/);
+  });
+
   it("sends the token as a bearer token, and the server's identity rules apply", async () => {
     const env = { BERTH_SERVER: b.server.httpUrl };
     const [missing, wrong] = await Promise.all([berth(["repos", "ls"], env), berth(["repos", "ls"], { ...env, BERTH_TOKEN: "not-a-token" })]);

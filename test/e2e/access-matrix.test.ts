@@ -51,6 +51,8 @@ const OK = "OK";
 const NO_TOKEN = "UNAUTHENTICATED TOKEN_MISSING";
 const NOT_OWNER = "PERMISSION_DENIED NOT_SESSION_OWNER";
 const NOT_GRANTED = "PERMISSION_DENIED REPOSITORY_NOT_GRANTED";
+const INDEPENDENT = "PERMISSION_DENIED INDEPENDENT_REVIEW_REQUIRED";
+const ADMIN_ONLY = "PERMISSION_DENIED ROLE_REQUIRED";
 /**
  * A session RPC: its owner, while granted the session's repository, and admins; nothing of the
  * session told to anyone else.
@@ -74,6 +76,8 @@ interface Fixtures {
   changed(): Promise<{ sessionId: string; changesetId: string }>;
   /** The same, its changeset APPROVED (something to merge). */
   approved(): Promise<{ sessionId: string; changesetId: string }>;
+  /** A new session of alice's, its changeset moved by alice to VERIFYING (next: a decision). */
+  verifying(): Promise<{ sessionId: string; changesetId: string }>;
   /** A new session of alice's with a running turn. */
   turn(): Promise<{ sessionId: string; turnId: string }>;
   /** A review comment alice wrote on a new changeset of hers. */
@@ -165,11 +169,26 @@ const ROWS: Row[] = [
     expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
   },
   {
+    // Under the repository's independent_review (on by default): the author is refused, an admin not on it decides.
+    rpc: "TransitionChangeset (to APPROVED, independent review)",
+    service: "ws",
+    method: "transitionChangeset",
+    request: async (f) => ({ changesetId: (await f.verifying()).changesetId, toState: ChangesetState.APPROVED }),
+    expect: { owner: INDEPENDENT, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+  },
+  {
     rpc: "TransitionChangeset (to MERGED, into main)",
     service: "ws",
     method: "transitionChangeset",
     request: async (f) => ({ changesetId: (await f.approved()).changesetId, toState: ChangesetState.MERGED, targetRef: "main" }),
-    expect: { owner: OK, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+    expect: { owner: INDEPENDENT, granted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", ungranted: "PERMISSION_DENIED NOT_CHANGESET_OWNER", withdrawn: NOT_GRANTED, admin: OK, none: NO_TOKEN },
+  },
+  {
+    rpc: "UpdateRepository",
+    service: "ws",
+    method: "updateRepository",
+    request: (f) => ({ repositoryId: f.repoId, independentReview: true }),
+    expect: { owner: ADMIN_ONLY, granted: ADMIN_ONLY, ungranted: ADMIN_ONLY, withdrawn: ADMIN_ONLY, admin: OK, none: NO_TOKEN },
   },
   {
     rpc: "CommitChangeset",
@@ -440,9 +459,16 @@ for (const instances of [1, 2]) {
     fixtures = {
       unique: () => counter++,
       changed,
+      async verifying() {
+        const s = await session();
+        for (const toState of [ChangesetState.SUBMITTED, ChangesetState.VERIFYING]) await alice.ws.transitionChangeset({ changesetId: s.changesetId, toState });
+        return s;
+      },
       async approved() {
         const s = await changed();
-        for (const toState of [ChangesetState.SUBMITTED, ChangesetState.VERIFYING, ChangesetState.APPROVED]) await alice.ws.transitionChangeset({ changesetId: s.changesetId, toState });
+        for (const toState of [ChangesetState.SUBMITTED, ChangesetState.VERIFYING]) await alice.ws.transitionChangeset({ changesetId: s.changesetId, toState });
+        // "matrix" requires independent review (the default): the approval is an admin's, not its author's.
+        await ops.ws.transitionChangeset({ changesetId: s.changesetId, toState: ChangesetState.APPROVED });
         return s;
       },
       repoId,

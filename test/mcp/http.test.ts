@@ -17,6 +17,15 @@ describe("MCP over Streamable HTTP", () => {
     await agentScenario(suite.world, { alice: [await open(url, "alice")], bob: await open(url, "bob"), keepsBinding: false });
   }, SCENARIO_TIMEOUT_MS);
 
+  it("claim_symbols and list_claims mark a claim of a symbol not defined yet as a reservation (issue 29)", async () => {
+    const alice = await open(suite.world.berth.server.httpUrl, "alice");
+    const s = await tool<{ session_id: string }>(alice, "create_session", { repo: suite.world.repoName });
+    const claimed = await tool<{ claims: unknown[] }>(alice, "claim_symbols", { session_id: s.session_id, symbols: [{ path: "src/reserved.ts", symbol: "parse_header" }] });
+    expect(claimed.claims).toEqual([{ path: "src/reserved.ts", symbol: "parse_header", not_yet_defined: true }]);
+    const listed = await tool<{ claims: { symbol: string; not_yet_defined?: boolean }[] }>(alice, "list_claims", { session_id: s.session_id });
+    expect(listed.claims).toEqual([expect.objectContaining({ symbol: "parse_header", not_yet_defined: true })]);
+  });
+
   it("meters its requests by JSON-RPC method, tool and status, and each tool's RPCs as RPCs", async () => {
     const alice = await open(suite.world.berth.server.httpUrl, "alice");
     const s = await tool<{ session_id: string }>(alice, "create_session", { repo: suite.world.repoName });

@@ -64,20 +64,58 @@ describe("symbol claims", () => {
     ]);
   });
 
-  it("claiming a symbol the file does not define is NOT_FOUND SYMBOL_NOT_FOUND, claiming nothing", async () => {
+  it("claiming a symbol the file does not define yet is a reservation: granted, marked, exclusive, ordinary once a write defines it (issue 29)", async () => {
     const a = await session();
-    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-nf.ts", content: utf8(tsModule({ alpha: 1 })) });
+    const b = await session();
+    const fn = (name: string, value: number) => `export function ${name}(): number {\n  return ${value};\n}\n`;
+    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-nf.ts", content: utf8(fn("alpha", 1)) });
+    const granted = await berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/claims-nf.ts", symbol: "alpha" }, { path: "src/claims-nf.ts", symbol: "parse_header" }] });
+    expect(granted.claims.map((c) => [c.symbol, c.notYetDefined])).toEqual([
+      ["alpha", false],
+      ["parse_header", true],
+    ]);
+    // A file that does not exist yet: every named symbol of it is a reservation.
+    const fresh = await berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/claims-new.ts", symbol: "Parser" }] });
+    expect(fresh.claims.map((c) => [c.path, c.symbol, c.notYetDefined])).toEqual([["src/claims-new.ts", "Parser", true]]);
+    const listed = async () => (await berth.grpc.listClaims({ sessionId: a.sessionId })).claims.map((c) => [c.path, c.symbol, c.notYetDefined]);
+    expect(await listed()).toEqual([
+      ["src/claims-new.ts", "Parser", true],
+      ["src/claims-nf.ts", "alpha", false],
+      ["src/claims-nf.ts", "parse_header", true],
+    ]);
+
+    // Exclusive like any claim: another session's claim, or its write adding the symbol, is SYMBOL_LOCKED naming a.
+    const claimed = await failure(berth.grpc.claimSymbols({ sessionId: b.sessionId, symbols: [{ path: "src/claims-nf.ts", symbol: "parse_header" }] }));
+    expect(claimed).toMatchObject({ code: "FAILED_PRECONDITION", reason: "SYMBOL_LOCKED" });
+    expect(claimed.metadata).toMatchObject({ symbol: "parse_header", holder_session_id: a.sessionId });
+    const written = await failure(berth.grpc.writeFile({ sessionId: b.sessionId, path: "src/claims-new.ts", content: utf8("export class Parser {}\n") }));
+    expect(written).toMatchObject({ reason: "SYMBOL_LOCKED" });
+    expect(written.metadata).toMatchObject({ symbol: "Parser", holder_session_id: a.sessionId });
+
+    // a's write defining parse_header makes it an ordinary claim; a write removing it makes it a reservation again.
+    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-nf.ts", content: utf8(fn("alpha", 1) + fn("parse_header", 0)) });
+    expect((await listed()).find((c) => c[1] === "parse_header")).toEqual(["src/claims-nf.ts", "parse_header", false]);
+    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-new.ts", content: utf8("export class Parser {}\n") });
+    expect((await listed()).find((c) => c[1] === "Parser")).toEqual(["src/claims-new.ts", "Parser", false]);
+    await berth.grpc.writeFile({ sessionId: a.sessionId, path: "src/claims-nf.ts", content: utf8(fn("alpha", 2)) });
+    expect((await listed()).find((c) => c[1] === "parse_header")).toEqual(["src/claims-nf.ts", "parse_header", true]);
+    // The mark is stored with the claim, as PostgreSQL has it for every instance.
+    const rows = await sql<{ symbol: string; not_yet_defined: boolean }>`
+      SELECT symbol, not_yet_defined FROM claims WHERE workspace_id = ${a.workspaceId}::uuid ORDER BY symbol`.execute(db());
+    expect(rows.rows).toEqual([
+      { symbol: "Parser", not_yet_defined: false },
+      { symbol: "alpha", not_yet_defined: false },
+      { symbol: "parse_header", not_yet_defined: true },
+    ]);
+
+    // A file Berth cannot split into symbols is claimed whole: a named symbol of it is still refused, claiming nothing.
     const before = await claimsOf(db(), a.workspaceId);
-    const f = await failure(berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/claims-nf.ts", symbol: "alpha" }, { path: "src/claims-nf.ts", symbol: "alhpa" }] }));
+    const f = await failure(berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "README.md", symbol: "intro" }] }));
     expect(f).toMatchObject({ code: "NOT_FOUND", reason: "SYMBOL_NOT_FOUND" });
-    expect(JSON.parse(f.metadata.symbols!)).toEqual(["alhpa"]);
-    expect(JSON.parse(f.metadata.known!)).toContain("alpha");
     expect(await claimsOf(db(), a.workspaceId)).toEqual(before);
-    const missing = await failure(berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/nope.ts", symbol: "x" }] }));
-    expect(missing.reason).toBe("FILE_NOT_FOUND");
-    // A file as a whole (symbol "") may be claimed, even before it is written: a reservation.
+    // A file as a whole (symbol "") may be claimed before it is written, and is never marked.
     const whole = await berth.grpc.claimSymbols({ sessionId: a.sessionId, symbols: [{ path: "src/claims-whole.ts", symbol: "" }] });
-    expect(whole.claims.map((c) => [c.path, c.symbol])).toEqual([["src/claims-whole.ts", ""]]);
+    expect(whole.claims.map((c) => [c.path, c.symbol, c.notYetDefined])).toEqual([["src/claims-whole.ts", "", false]]);
   });
 
   it("abandoning an active session releases its claims with claim.released events naming them", async () => {
@@ -247,19 +285,24 @@ describe("ReadFile and ListFiles", () => {
     expect((await overlayRows(db(), s.workspaceId)).map((r) => r.path)).not.toContain("tmp.txt");
   });
 
-  it("lists the merged view in path order with modified_by_other, a prefix and pages", async () => {
+  it("lists the merged view in path order with modified_by_other, a prefix and pages; deleted paths only with include_deleted", async () => {
     const me = await session();
     const other = await session();
     await berth.grpc.writeFile({ sessionId: me.sessionId, path: "src/added.ts", content: utf8("export const x = 1;\n") });
     await berth.grpc.deleteFile({ sessionId: me.sessionId, path: "src/f03.txt" });
     await berth.grpc.writeFile({ sessionId: other.sessionId, path: "src/f05.txt", content: utf8("other\n") });
-    const all = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/" });
+    const all = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/", includeDeleted: true });
     const paths = all.entries.map((e) => e.path);
     expect(paths).toEqual([...paths].sort());
     expect(paths).toContain("src/added.ts");
-    // A deleted base path is listed, marked (issue 15).
+    // A deleted base path is listed, marked, when asked for (issues 15, 29).
     expect(all.entries.find((e) => e.path === "src/f03.txt")).toMatchObject({ deleted: true, source: FileSource.OVERLAY, change: FileChange.DELETED });
     expect(all.entries.filter((e) => e.deleted).map((e) => e.path)).toEqual(["src/f03.txt"]);
+    // Without include_deleted the merged view lists what exists: every listed path reads.
+    const existing = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/" });
+    expect(existing.entries.map((e) => e.path)).toEqual(paths.filter((p) => p !== "src/f03.txt"));
+    expect(existing.entries.some((e) => e.deleted)).toBe(false);
+    for (const e of existing.entries) await berth.grpc.readFile({ sessionId: me.sessionId, path: e.path });
     expect(all.entries.find((e) => e.path === "src/added.ts")).toMatchObject({ source: FileSource.OVERLAY, change: FileChange.ADDED, modifiedByOther: false });
     expect(all.entries.find((e) => e.path === "src/f05.txt")).toMatchObject({ source: FileSource.BASE, modifiedByOther: true });
     expect(all.nextPageToken).toBe("");
@@ -268,13 +311,24 @@ describe("ReadFile and ListFiles", () => {
     let token = "";
     let pages = 0;
     do {
-      const page = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/", pageSize: 7, pageToken: token });
+      const page = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/", pageSize: 7, pageToken: token, includeDeleted: true });
       paged.push(...page.entries.map((e) => e.path));
       token = page.nextPageToken;
       pages++;
     } while (token !== "");
     expect(paged).toEqual(paths);
     expect(pages).toBe(Math.ceil(paths.length / 7));
+    // Without the deleted path, page_size still counts returned entries: full pages of 7, none skipped.
+    const sizes: number[] = [];
+    const pagedExisting: string[] = [];
+    do {
+      const page = await berth.grpc.listFiles({ sessionId: me.sessionId, prefix: "src/", pageSize: 7, pageToken: token });
+      sizes.push(page.entries.length);
+      pagedExisting.push(...page.entries.map((e) => e.path));
+      token = page.nextPageToken;
+    } while (token !== "");
+    expect(pagedExisting).toEqual(existing.entries.map((e) => e.path));
+    expect(sizes.slice(0, -1).every((n) => n === 7)).toBe(true);
     expect((await failure(berth.grpc.listFiles({ sessionId: me.sessionId, pageToken: "!!" }))).fields).toEqual(["page_token"]);
   });
 });

@@ -46,6 +46,7 @@ export function testService(probe: Probe) {
     setRepositoryCheck: unimplemented,
     listVerifications: unimplemented,
     listRepositories: unimplemented,
+    updateRepository: unimplemented,
     createWorkspace: unimplemented,
     destroyWorkspace: unimplemented,
     listSessions: unimplemented,

@@ -19,7 +19,7 @@ const dir = mkdtempSync(path.join(tmpdir(), "berth-grants-"));
 const sha = (t: string) => createHash("sha256").update(t).digest("hex");
 const SECRET = "g".repeat(40);
 const ID = "3f2a9c1e-0b7d-4e59-9a61-5c0d8e2f4b17";
-const REPO: Repository = { id: ID, name: "berth", sourcePath: "/srv/berth", remoteUrl: null, createdAt: 0, captureExclude: [] };
+const REPO: Repository = { id: ID, name: "berth", sourcePath: "/srv/berth", remoteUrl: null, createdAt: 0, captureExclude: [], independentReview: false };
 const catalogue = {
   repository: (id: string) => (id === ID ? Promise.resolve(REPO) : Promise.reject(notFound("REPOSITORY_NOT_FOUND", `repository ${id} is not registered`))),
 };

@@ -28,7 +28,7 @@ export const VARIABLES = [
     { name: "BERTH_LOG_LEVEL", default: "info", meaning: "pino level: trace, debug, info, warn, error, fatal, silent" },
     { name: "BERTH_SHUTDOWN_GRACE_MS", default: "10000", meaning: "on SIGTERM/SIGINT, how long unary calls may finish before streams end with UNAVAILABLE" },
     { name: "BERTH_INSTANCE_NAME", default: "(hostname:grpc-port)", meaning: "this instance's stable name across restarts: a restart strands the sessions of its previous incarnation at once; a start is refused while an instance of the same name still heartbeats" },
-    { name: "BERTH_SESSION_LEASE_MS", default: "30000", meaning: "a session stays connected this long after its last activity on any instance (a Heartbeat or any call naming it), and while an AttachSession stream of it is open or a turn of it runs" },
+    { name: "BERTH_SESSION_LEASE_MS", default: "30000", meaning: "a session stays connected this long after its last activity on any instance (a Heartbeat or any call naming it, by its own agent: an admin's or a `berth-observer: 1` call is not activity), and while its agent's AttachSession stream is open or a turn of it runs" },
     { name: "BERTH_PIN_NONTERMINAL", default: "1", meaning: "1: GC never evicts a workspace whose changeset is not terminal (DRAFT included): idle and max lifetime keep it, disconnection and expiry strand it. 0: no pinning, but unfinished work is still never destroyed: idle and max lifetime strand it (resumable); only terminal work is evicted" },
     { name: "BERTH_GC_INTERVAL_MS", default: "60000", meaning: "period of the GC loop (expiry, idle and max-lifetime GC, disconnects, stranded sweep)" },
     { name: "BERTH_IDLE_TTL_S", default: "3600", meaning: "a workspace idle this long is collected (pin-aware)" },

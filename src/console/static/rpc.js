@@ -20,8 +20,8 @@ export class RpcError extends Error {
   }
 }
 
-// Every call says it comes from the console: watching a session is not its agent's activity, so
-// the server does not renew the session's lease for it (issue 29).
+// Every console call says it only watches: with auth off all callers are one anonymous principal,
+// and a person looking at a session must not keep a dead agent's session connected (docs/lifecycle.md).
 function headers(contentType) {
   const h = { "content-type": contentType, "connect-protocol-version": "1", "berth-observer": "1" };
   const t = token.get();

@@ -66,7 +66,7 @@ export function sessionView(main, [sessionId], ctx) {
   const current = sessionId;
 
   const files = more(async (pageToken) => {
-    const r = await call("WorkspaceService", "ListFiles", { sessionId: current, pageSize: FILES_PAGE, pageToken });
+    const r = await call("WorkspaceService", "ListFiles", { sessionId: current, pageSize: FILES_PAGE, pageToken, includeDeleted: true });
     const rows = (r.entries ?? []).map((f) => {
       const source = enumName(f.source, "FILE_SOURCE_");
       // Only the overlay's paths differ from the base: those open their diff.

@@ -30,9 +30,10 @@ export function registerFiles(program) {
         .description("list the merged view of the base and the overlay (ListFiles), every page")
         .addArgument(idArgument("session", "<session>", "the session id"))
         .option("--prefix <prefix>", "only paths starting with this")
+        .option("--no-deleted", "leave out the paths this session deleted (listed, marked, by default)")
         .action(async (sessionId, opts, command) => {
         const cli = cliFor(command);
-        const entries = await allPages((pageToken) => cli.call("listing files", () => cli.workspaces.listFiles({ sessionId, prefix: opts.prefix ?? "", pageToken })).then((r) => ({ items: r.entries, nextPageToken: r.nextPageToken })));
+        const entries = await allPages((pageToken) => cli.call("listing files", () => cli.workspaces.listFiles({ sessionId, prefix: opts.prefix ?? "", pageToken, includeDeleted: opts.deleted })).then((r) => ({ items: r.entries, nextPageToken: r.nextPageToken })));
         if (cli.json)
             return print(jsonLine(ListFilesResponseSchema, { $typeName: "berth.v1.ListFilesResponse", entries, nextPageToken: "" }));
         if (entries.length === 0)

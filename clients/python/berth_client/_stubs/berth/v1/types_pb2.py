@@ -14,43 +14,43 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x62\x65rth/v1/types.proto\x12\x08\x62\x65rth.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc2\x01\n\nRepository\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0bsource_path\x18\x03 \x01(\t\x12.\n\ncreated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x63\x61pture_exclude\x18\x05 \x03(\t\x12\x12\n\nremote_url\x18\x06 \x01(\t\x12(\n\x05\x63heck\x18\x08 \x01(\x0b\x32\x19.berth.v1.RepositoryCheck\"8\n\x0fRepositoryCheck\x12\x0c\n\x04\x61rgv\x18\x01 \x03(\t\x12\x17\n\x0ftimeout_seconds\x18\x02 \x01(\r\"\xd7\x02\n\x0cVerification\x12\n\n\x02id\x18\x01 \x01(\t\x12\x14\n\x0c\x63hangeset_id\x18\x02 \x01(\t\x12*\n\x05state\x18\x03 \x01(\x0e\x32\x1b.berth.v1.VerificationState\x12\x16\n\texit_code\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0boutput_tail\x18\x05 \x01(\t\x12.\n\nstarted_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08instance\x18\x08 \x01(\t\x12\x0e\n\x06reason\x18\t \x01(\t\x12\x11\n\tcommit_id\x18\n \x01(\t\x12(\n\x05\x63heck\x18\x0b \x01(\x0b\x32\x19.berth.v1.RepositoryCheckB\x0c\n\n_exit_code\"\x86\x02\n\tChangeset\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0f\n\x07repo_id\x18\x02 \x01(\t\x12\'\n\x05state\x18\x03 \x01(\x0e\x32\x18.berth.v1.ChangesetState\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tcommit_id\x18\x07 \x01(\t\x12\x30\n\x0c\x63ommitted_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xed\x01\n\x07\x43omment\x12\n\n\x02id\x18\x01 \x01(\t\x12\x14\n\x0c\x63hangeset_id\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\x0c\n\x04line\x18\x04 \x01(\r\x12\x0c\n\x04\x62ody\x18\x05 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x06 \x01(\t\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08resolved\x18\x08 \x01(\x08\x12\x13\n\x0bresolved_by\x18\t \x01(\t\x12/\n\x0bresolved_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xb4\x04\n\tWorkspace\x12\x14\n\x0cworkspace_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0f\n\x07repo_id\x18\x03 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\x12\x12\n\nagent_name\x18\x05 \x01(\t\x12\x14\n\x0c\x63hangeset_id\x18\x06 \x01(\t\x12\x31\n\x0f\x63hangeset_state\x18\x07 \x01(\x0e\x32\x18.berth.v1.ChangesetState\x12\x0e\n\x06intent\x18\x08 \x01(\t\x12\x13\n\x0b\x62\x61se_commit\x18\t \x01(\t\x12%\n\x04mode\x18\n \x01(\x0e\x32\x17.berth.v1.WorkspaceMode\x12.\n\nexpires_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_active_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x0flifecycle_state\x18\x0e \x01(\x0e\x32\x18.berth.v1.LifecycleState\x12/\n\x0bstranded_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10lifecycle_reason\x18\x10 \x01(\t\x12\x1f\n\x17resumed_from_session_id\x18\x11 \x01(\t\"\xd4\x03\n\x0bSessionInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x14\n\x0cworkspace_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x12\n\nagent_name\x18\x04 \x01(\t\x12\x0e\n\x06intent\x18\x05 \x01(\t\x12\x14\n\x0c\x63hangeset_id\x18\x06 \x01(\t\x12\x31\n\x0f\x63hangeset_state\x18\x07 \x01(\x0e\x32\x18.berth.v1.ChangesetState\x12%\n\x04mode\x18\x08 \x01(\x0e\x32\x17.berth.v1.WorkspaceMode\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_active_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x0flifecycle_state\x18\x0b \x01(\x0e\x32\x18.berth.v1.LifecycleState\x12/\n\x0bstranded_at\x18\x14 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10lifecycle_reason\x18\x15 \x01(\t\x12\x13\n\x0b\x62\x61se_commit\x18\x16 \x01(\t\"V\n\x0cSymbolChange\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12*\n\x06\x63hange\x18\x03 \x01(\x0e\x32\x1a.berth.v1.SymbolChangeKind*\xb3\x01\n\x11VerificationState\x12\"\n\x1eVERIFICATION_STATE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aVERIFICATION_STATE_RUNNING\x10\x01\x12\x1d\n\x19VERIFICATION_STATE_PASSED\x10\x02\x12\x1d\n\x19VERIFICATION_STATE_FAILED\x10\x03\x12\x1c\n\x18VERIFICATION_STATE_ERROR\x10\x04*l\n\rWorkspaceMode\x12\x1e\n\x1aWORKSPACE_MODE_UNSPECIFIED\x10\x00\x12\x1c\n\x18WORKSPACE_MODE_EPHEMERAL\x10\x01\x12\x1d\n\x19WORKSPACE_MODE_PERSISTENT\x10\x02*\xfe\x01\n\x0e\x43hangesetState\x12\x1f\n\x1b\x43HANGESET_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43HANGESET_STATE_DRAFT\x10\x01\x12\x1d\n\x19\x43HANGESET_STATE_SUBMITTED\x10\x02\x12\x1d\n\x19\x43HANGESET_STATE_VERIFYING\x10\x03\x12\x1c\n\x18\x43HANGESET_STATE_APPROVED\x10\x04\x12\x1c\n\x18\x43HANGESET_STATE_REJECTED\x10\x05\x12\x1a\n\x16\x43HANGESET_STATE_MERGED\x10\x06\x12\x1a\n\x16\x43HANGESET_STATE_CLOSED\x10\x07*\xa9\x01\n\x0eLifecycleState\x12\x1f\n\x1bLIFECYCLE_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16LIFECYCLE_STATE_ACTIVE\x10\x01\x12\x1c\n\x18LIFECYCLE_STATE_STRANDED\x10\x02\x12\x1d\n\x19LIFECYCLE_STATE_ABANDONED\x10\x03\x12\x1d\n\x19LIFECYCLE_STATE_DESTROYED\x10\x04*\x84\x01\n\x0bTurnOutcome\x12\x1c\n\x18TURN_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n\x16TURN_OUTCOME_COMPLETED\x10\x01\x12\"\n\x1eTURN_OUTCOME_AWAITING_APPROVAL\x10\x02\x12\x17\n\x13TURN_OUTCOME_FAILED\x10\x03*s\n\nFileChange\x12\x1b\n\x17\x46ILE_CHANGE_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46ILE_CHANGE_ADDED\x10\x01\x12\x18\n\x14\x46ILE_CHANGE_MODIFIED\x10\x02\x12\x17\n\x13\x46ILE_CHANGE_DELETED\x10\x03*X\n\nFileSource\x12\x1b\n\x17\x46ILE_SOURCE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x46ILE_SOURCE_OVERLAY\x10\x01\x12\x14\n\x10\x46ILE_SOURCE_BASE\x10\x02*\x95\x01\n\x10SymbolChangeKind\x12\"\n\x1eSYMBOL_CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x1c\n\x18SYMBOL_CHANGE_KIND_ADDED\x10\x01\x12\x1f\n\x1bSYMBOL_CHANGE_KIND_MODIFIED\x10\x02\x12\x1e\n\x1aSYMBOL_CHANGE_KIND_DELETED\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x62\x65rth/v1/types.proto\x12\x08\x62\x65rth.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xde\x01\n\nRepository\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0bsource_path\x18\x03 \x01(\t\x12.\n\ncreated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0f\x63\x61pture_exclude\x18\x05 \x03(\t\x12\x12\n\nremote_url\x18\x06 \x01(\t\x12\x1a\n\x12independent_review\x18\x07 \x01(\x08\x12(\n\x05\x63heck\x18\x08 \x01(\x0b\x32\x19.berth.v1.RepositoryCheck\"8\n\x0fRepositoryCheck\x12\x0c\n\x04\x61rgv\x18\x01 \x03(\t\x12\x17\n\x0ftimeout_seconds\x18\x02 \x01(\r\"\xd7\x02\n\x0cVerification\x12\n\n\x02id\x18\x01 \x01(\t\x12\x14\n\x0c\x63hangeset_id\x18\x02 \x01(\t\x12*\n\x05state\x18\x03 \x01(\x0e\x32\x1b.berth.v1.VerificationState\x12\x16\n\texit_code\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0boutput_tail\x18\x05 \x01(\t\x12.\n\nstarted_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08instance\x18\x08 \x01(\t\x12\x0e\n\x06reason\x18\t \x01(\t\x12\x11\n\tcommit_id\x18\n \x01(\t\x12(\n\x05\x63heck\x18\x0b \x01(\x0b\x32\x19.berth.v1.RepositoryCheckB\x0c\n\n_exit_code\"\x86\x02\n\tChangeset\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0f\n\x07repo_id\x18\x02 \x01(\t\x12\'\n\x05state\x18\x03 \x01(\x0e\x32\x18.berth.v1.ChangesetState\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12.\n\ncreated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tcommit_id\x18\x07 \x01(\t\x12\x30\n\x0c\x63ommitted_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xed\x01\n\x07\x43omment\x12\n\n\x02id\x18\x01 \x01(\t\x12\x14\n\x0c\x63hangeset_id\x18\x02 \x01(\t\x12\x0c\n\x04path\x18\x03 \x01(\t\x12\x0c\n\x04line\x18\x04 \x01(\r\x12\x0c\n\x04\x62ody\x18\x05 \x01(\t\x12\x0e\n\x06\x61uthor\x18\x06 \x01(\t\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08resolved\x18\x08 \x01(\x08\x12\x13\n\x0bresolved_by\x18\t \x01(\t\x12/\n\x0bresolved_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xb4\x04\n\tWorkspace\x12\x14\n\x0cworkspace_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0f\n\x07repo_id\x18\x03 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\x12\x12\n\nagent_name\x18\x05 \x01(\t\x12\x14\n\x0c\x63hangeset_id\x18\x06 \x01(\t\x12\x31\n\x0f\x63hangeset_state\x18\x07 \x01(\x0e\x32\x18.berth.v1.ChangesetState\x12\x0e\n\x06intent\x18\x08 \x01(\t\x12\x13\n\x0b\x62\x61se_commit\x18\t \x01(\t\x12%\n\x04mode\x18\n \x01(\x0e\x32\x17.berth.v1.WorkspaceMode\x12.\n\nexpires_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\ncreated_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_active_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x0flifecycle_state\x18\x0e \x01(\x0e\x32\x18.berth.v1.LifecycleState\x12/\n\x0bstranded_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10lifecycle_reason\x18\x10 \x01(\t\x12\x1f\n\x17resumed_from_session_id\x18\x11 \x01(\t\"\xd4\x03\n\x0bSessionInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x14\n\x0cworkspace_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x12\n\nagent_name\x18\x04 \x01(\t\x12\x0e\n\x06intent\x18\x05 \x01(\t\x12\x14\n\x0c\x63hangeset_id\x18\x06 \x01(\t\x12\x31\n\x0f\x63hangeset_state\x18\x07 \x01(\x0e\x32\x18.berth.v1.ChangesetState\x12%\n\x04mode\x18\x08 \x01(\x0e\x32\x17.berth.v1.WorkspaceMode\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0elast_active_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x31\n\x0flifecycle_state\x18\x0b \x01(\x0e\x32\x18.berth.v1.LifecycleState\x12/\n\x0bstranded_at\x18\x14 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10lifecycle_reason\x18\x15 \x01(\t\x12\x13\n\x0b\x62\x61se_commit\x18\x16 \x01(\t\"V\n\x0cSymbolChange\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12*\n\x06\x63hange\x18\x03 \x01(\x0e\x32\x1a.berth.v1.SymbolChangeKind*\xb3\x01\n\x11VerificationState\x12\"\n\x1eVERIFICATION_STATE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aVERIFICATION_STATE_RUNNING\x10\x01\x12\x1d\n\x19VERIFICATION_STATE_PASSED\x10\x02\x12\x1d\n\x19VERIFICATION_STATE_FAILED\x10\x03\x12\x1c\n\x18VERIFICATION_STATE_ERROR\x10\x04*l\n\rWorkspaceMode\x12\x1e\n\x1aWORKSPACE_MODE_UNSPECIFIED\x10\x00\x12\x1c\n\x18WORKSPACE_MODE_EPHEMERAL\x10\x01\x12\x1d\n\x19WORKSPACE_MODE_PERSISTENT\x10\x02*\xfe\x01\n\x0e\x43hangesetState\x12\x1f\n\x1b\x43HANGESET_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43HANGESET_STATE_DRAFT\x10\x01\x12\x1d\n\x19\x43HANGESET_STATE_SUBMITTED\x10\x02\x12\x1d\n\x19\x43HANGESET_STATE_VERIFYING\x10\x03\x12\x1c\n\x18\x43HANGESET_STATE_APPROVED\x10\x04\x12\x1c\n\x18\x43HANGESET_STATE_REJECTED\x10\x05\x12\x1a\n\x16\x43HANGESET_STATE_MERGED\x10\x06\x12\x1a\n\x16\x43HANGESET_STATE_CLOSED\x10\x07*\xa9\x01\n\x0eLifecycleState\x12\x1f\n\x1bLIFECYCLE_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16LIFECYCLE_STATE_ACTIVE\x10\x01\x12\x1c\n\x18LIFECYCLE_STATE_STRANDED\x10\x02\x12\x1d\n\x19LIFECYCLE_STATE_ABANDONED\x10\x03\x12\x1d\n\x19LIFECYCLE_STATE_DESTROYED\x10\x04*\x84\x01\n\x0bTurnOutcome\x12\x1c\n\x18TURN_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n\x16TURN_OUTCOME_COMPLETED\x10\x01\x12\"\n\x1eTURN_OUTCOME_AWAITING_APPROVAL\x10\x02\x12\x17\n\x13TURN_OUTCOME_FAILED\x10\x03*s\n\nFileChange\x12\x1b\n\x17\x46ILE_CHANGE_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46ILE_CHANGE_ADDED\x10\x01\x12\x18\n\x14\x46ILE_CHANGE_MODIFIED\x10\x02\x12\x17\n\x13\x46ILE_CHANGE_DELETED\x10\x03*X\n\nFileSource\x12\x1b\n\x17\x46ILE_SOURCE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x46ILE_SOURCE_OVERLAY\x10\x01\x12\x14\n\x10\x46ILE_SOURCE_BASE\x10\x02*\x95\x01\n\x10SymbolChangeKind\x12\"\n\x1eSYMBOL_CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x1c\n\x18SYMBOL_CHANGE_KIND_ADDED\x10\x01\x12\x1f\n\x1bSYMBOL_CHANGE_KIND_MODIFIED\x10\x02\x12\x1e\n\x1aSYMBOL_CHANGE_KIND_DELETED\x10\x03\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'berth.v1.types_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _VERIFICATIONSTATE._serialized_start=2300
-  _VERIFICATIONSTATE._serialized_end=2479
-  _WORKSPACEMODE._serialized_start=2481
-  _WORKSPACEMODE._serialized_end=2589
-  _CHANGESETSTATE._serialized_start=2592
-  _CHANGESETSTATE._serialized_end=2846
-  _LIFECYCLESTATE._serialized_start=2849
-  _LIFECYCLESTATE._serialized_end=3018
-  _TURNOUTCOME._serialized_start=3021
-  _TURNOUTCOME._serialized_end=3153
-  _FILECHANGE._serialized_start=3155
-  _FILECHANGE._serialized_end=3270
-  _FILESOURCE._serialized_start=3272
-  _FILESOURCE._serialized_end=3360
-  _SYMBOLCHANGEKIND._serialized_start=3363
-  _SYMBOLCHANGEKIND._serialized_end=3512
+  _VERIFICATIONSTATE._serialized_start=2328
+  _VERIFICATIONSTATE._serialized_end=2507
+  _WORKSPACEMODE._serialized_start=2509
+  _WORKSPACEMODE._serialized_end=2617
+  _CHANGESETSTATE._serialized_start=2620
+  _CHANGESETSTATE._serialized_end=2874
+  _LIFECYCLESTATE._serialized_start=2877
+  _LIFECYCLESTATE._serialized_end=3046
+  _TURNOUTCOME._serialized_start=3049
+  _TURNOUTCOME._serialized_end=3181
+  _FILECHANGE._serialized_start=3183
+  _FILECHANGE._serialized_end=3298
+  _FILESOURCE._serialized_start=3300
+  _FILESOURCE._serialized_end=3388
+  _SYMBOLCHANGEKIND._serialized_start=3391
+  _SYMBOLCHANGEKIND._serialized_end=3540
   _REPOSITORY._serialized_start=68
-  _REPOSITORY._serialized_end=262
-  _REPOSITORYCHECK._serialized_start=264
-  _REPOSITORYCHECK._serialized_end=320
-  _VERIFICATION._serialized_start=323
-  _VERIFICATION._serialized_end=666
-  _CHANGESET._serialized_start=669
-  _CHANGESET._serialized_end=931
-  _COMMENT._serialized_start=934
-  _COMMENT._serialized_end=1171
-  _WORKSPACE._serialized_start=1174
-  _WORKSPACE._serialized_end=1738
-  _SESSIONINFO._serialized_start=1741
-  _SESSIONINFO._serialized_end=2209
-  _SYMBOLCHANGE._serialized_start=2211
-  _SYMBOLCHANGE._serialized_end=2297
+  _REPOSITORY._serialized_end=290
+  _REPOSITORYCHECK._serialized_start=292
+  _REPOSITORYCHECK._serialized_end=348
+  _VERIFICATION._serialized_start=351
+  _VERIFICATION._serialized_end=694
+  _CHANGESET._serialized_start=697
+  _CHANGESET._serialized_end=959
+  _COMMENT._serialized_start=962
+  _COMMENT._serialized_end=1199
+  _WORKSPACE._serialized_start=1202
+  _WORKSPACE._serialized_end=1766
+  _SESSIONINFO._serialized_start=1769
+  _SESSIONINFO._serialized_end=2237
+  _SYMBOLCHANGE._serialized_start=2239
+  _SYMBOLCHANGE._serialized_end=2325
 # @@protoc_insertion_point(module_scope)

@@ -31,6 +31,11 @@ class WorkspaceServiceStub(object):
                 request_serializer=berth_dot_v1_dot_workspace__service__pb2.ListRepositoriesRequest.SerializeToString,
                 response_deserializer=berth_dot_v1_dot_workspace__service__pb2.ListRepositoriesResponse.FromString,
                 )
+        self.UpdateRepository = channel.unary_unary(
+                '/berth.v1.WorkspaceService/UpdateRepository',
+                request_serializer=berth_dot_v1_dot_workspace__service__pb2.UpdateRepositoryRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_workspace__service__pb2.UpdateRepositoryResponse.FromString,
+                )
         self.CreateWorkspace = channel.unary_unary(
                 '/berth.v1.WorkspaceService/CreateWorkspace',
                 request_serializer=berth_dot_v1_dot_workspace__service__pb2.CreateWorkspaceRequest.SerializeToString,
@@ -213,6 +218,14 @@ class WorkspaceServiceServicer(object):
 
     def ListRepositories(self, request, context):
         """Lists the registered repositories the caller is granted (every one for an admin), by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateRepository(self, request, context):
+        """Changes a repository's settings: independent_review (Repository). Admin only (PERMISSION_DENIED
+        ROLE_REQUIRED otherwise, when auth is on); the change holds on every instance at once.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -482,6 +495,11 @@ def add_WorkspaceServiceServicer_to_server(servicer, server):
                     request_deserializer=berth_dot_v1_dot_workspace__service__pb2.ListRepositoriesRequest.FromString,
                     response_serializer=berth_dot_v1_dot_workspace__service__pb2.ListRepositoriesResponse.SerializeToString,
             ),
+            'UpdateRepository': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateRepository,
+                    request_deserializer=berth_dot_v1_dot_workspace__service__pb2.UpdateRepositoryRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_workspace__service__pb2.UpdateRepositoryResponse.SerializeToString,
+            ),
             'CreateWorkspace': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateWorkspace,
                     request_deserializer=berth_dot_v1_dot_workspace__service__pb2.CreateWorkspaceRequest.FromString,
@@ -690,6 +708,23 @@ class WorkspaceService(object):
         return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/ListRepositories',
             berth_dot_v1_dot_workspace__service__pb2.ListRepositoriesRequest.SerializeToString,
             berth_dot_v1_dot_workspace__service__pb2.ListRepositoriesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UpdateRepository(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/berth.v1.WorkspaceService/UpdateRepository',
+            berth_dot_v1_dot_workspace__service__pb2.UpdateRepositoryRequest.SerializeToString,
+            berth_dot_v1_dot_workspace__service__pb2.UpdateRepositoryResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -52,6 +52,15 @@ export type Repository = Message<"berth.v1.Repository"> & {
      */
     remoteUrl: string;
     /**
+     * APPROVED and MERGED must come from a principal other than the changeset's authors: a reviewer
+     * or an admin (an author: an agent with a session on the changeset). On by default for
+     * repositories registered since it exists; UpdateRepository (admin) changes it. Enforced when auth
+     * is on (docs/security.md, "Separation of duties").
+     *
+     * @generated from field: bool independent_review = 7;
+     */
+    independentReview: boolean;
+    /**
      * The check run when a changeset of this repository moves to VERIFYING (set by an admin with
      * SetRepositoryCheck); unset: none, and VERIFYING is only a state.
      *

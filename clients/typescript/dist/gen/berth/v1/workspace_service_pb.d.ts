@@ -52,12 +52,60 @@ export type RegisterRepositoryRequest = Message<"berth.v1.RegisterRepositoryRequ
      * @generated from field: string remote_url = 5;
      */
     remoteUrl: string;
+    /**
+     * Repository.independent_review of the new repository; default true (set false to opt out).
+     *
+     * @generated from field: optional bool independent_review = 6;
+     */
+    independentReview?: boolean | undefined;
 };
 /**
  * Describes the message berth.v1.RegisterRepositoryRequest.
  * Use `create(RegisterRepositoryRequestSchema)` to create a new message.
  */
 export declare const RegisterRepositoryRequestSchema: GenMessage<RegisterRepositoryRequest>;
+/**
+ * Request of UpdateRepository.
+ *
+ * @generated from message berth.v1.UpdateRepositoryRequest
+ */
+export type UpdateRepositoryRequest = Message<"berth.v1.UpdateRepositoryRequest"> & {
+    /**
+     * The repository (UUID).
+     *
+     * @generated from field: string repository_id = 1;
+     */
+    repositoryId: string;
+    /**
+     * When set, the new Repository.independent_review.
+     *
+     * @generated from field: optional bool independent_review = 2;
+     */
+    independentReview?: boolean | undefined;
+};
+/**
+ * Describes the message berth.v1.UpdateRepositoryRequest.
+ * Use `create(UpdateRepositoryRequestSchema)` to create a new message.
+ */
+export declare const UpdateRepositoryRequestSchema: GenMessage<UpdateRepositoryRequest>;
+/**
+ * Response of UpdateRepository.
+ *
+ * @generated from message berth.v1.UpdateRepositoryResponse
+ */
+export type UpdateRepositoryResponse = Message<"berth.v1.UpdateRepositoryResponse"> & {
+    /**
+     * The repository as it now is.
+     *
+     * @generated from field: berth.v1.Repository repository = 1;
+     */
+    repository?: Repository | undefined;
+};
+/**
+ * Describes the message berth.v1.UpdateRepositoryResponse.
+ * Use `create(UpdateRepositoryResponseSchema)` to create a new message.
+ */
+export declare const UpdateRepositoryResponseSchema: GenMessage<UpdateRepositoryResponse>;
 /**
  * Response of RegisterRepository.
  *
@@ -1010,6 +1058,13 @@ export type ListFilesRequest = Message<"berth.v1.ListFilesRequest"> & {
      * @generated from field: string page_token = 4;
      */
     pageToken: string;
+    /**
+     * Also list the base paths this workspace deleted, each with FileEntry.deleted set. Without it the
+     * merged view lists only what exists (every listed path can be read); page_size counts returned entries.
+     *
+     * @generated from field: bool include_deleted = 5;
+     */
+    includeDeleted: boolean;
 };
 /**
  * Describes the message berth.v1.ListFilesRequest.
@@ -1047,7 +1102,8 @@ export type FileEntry = Message<"berth.v1.FileEntry"> & {
      */
     modifiedByOther: boolean;
     /**
-     * The path is in the base and this workspace deleted it (source OVERLAY, change DELETED).
+     * The path is in the base and this workspace deleted it (source OVERLAY, change DELETED); listed
+     * only when the request sets include_deleted.
      *
      * @generated from field: bool deleted = 5;
      */
@@ -1208,6 +1264,14 @@ export type Claim = Message<"berth.v1.Claim"> & {
      * @generated from field: google.protobuf.Timestamp acquired_at = 7;
      */
     acquiredAt?: Timestamp | undefined;
+    /**
+     * The file does not define this symbol yet: a reservation; a typo shows here. Granted and
+     * exclusive like any claim; false again once a write of the session defines the symbol (and true
+     * again if a write removes it).
+     *
+     * @generated from field: bool not_yet_defined = 8;
+     */
+    notYetDefined: boolean;
 };
 /**
  * Describes the message berth.v1.Claim.
@@ -2355,6 +2419,17 @@ export declare const WorkspaceService: GenService<{
         methodKind: "unary";
         input: typeof ListRepositoriesRequestSchema;
         output: typeof ListRepositoriesResponseSchema;
+    };
+    /**
+     * Changes a repository's settings: independent_review (Repository). Admin only (PERMISSION_DENIED
+     * ROLE_REQUIRED otherwise, when auth is on); the change holds on every instance at once.
+     *
+     * @generated from rpc berth.v1.WorkspaceService.UpdateRepository
+     */
+    updateRepository: {
+        methodKind: "unary";
+        input: typeof UpdateRepositoryRequestSchema;
+        output: typeof UpdateRepositoryResponseSchema;
     };
     /**
      * Opens a workspace for a session, minting what the request leaves out.
