@@ -54,7 +54,7 @@ describe("berth repos", { timeout: 120_000 }, () => {
     const table = await run("repos", "ls");
     expect(table.code).toBe(0);
     const [header, ...rows] = table.stdout.trimEnd().split("\n");
-    expect(header).toMatch(/^ID\s+NAME\s+SOURCE\s+CREATED$/);
+    expect(header).toMatch(/^ID\s+NAME\s+SOURCE\s+REVIEW\s+CREATED$/);
     const row = rows.find((r) => r.includes(" cli-demo-2 "));
     expect(row).toBeDefined();
     // Aligned: every row's NAME starts where the header's does.

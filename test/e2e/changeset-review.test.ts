@@ -147,7 +147,7 @@ describe("a changeset's history, moves and readers (token auth)", () => {
     await as("ops").transitionChangeset({ changesetId: ws.changesetId, toState: VERIFYING, reason: "checking" });
     await as("ops").transitionChangeset({ changesetId: ws.changesetId, toState: REJECTED, reason: "tests fail" });
     // A refused move leaves no history.
-    expect(await failure(as("alice").transitionChangeset({ changesetId: ws.changesetId, toState: APPROVED }))).toMatchObject({ code: "FAILED_PRECONDITION", reason: "CHANGESET_TERMINAL" });
+    expect(await failure(as("alice").transitionChangeset({ changesetId: ws.changesetId, toState: DRAFT }))).toMatchObject({ code: "FAILED_PRECONDITION", reason: "CHANGESET_TERMINAL" });
 
     const got = await as("alice").getChangeset({ changesetId: ws.changesetId });
     expect(got.changeset).toMatchObject({ state: REJECTED, reason: "tests fail" });
@@ -200,7 +200,9 @@ describe("a changeset's history, moves and readers (token auth)", () => {
     await as("ops").transitionChangeset({ changesetId: ws.changesetId, toState: DRAFT, reason: "add a test" });
     const v2 = await alice.writeFile({ sessionId: ws.sessionId, path: "notes.txt", content: text("v2\n"), expectedHash: sha("v1\n") });
     expect(v2.newHash).toBe(sha("v2\n"));
-    for (const to of [SUBMITTED, VERIFYING, APPROVED]) await alice.transitionChangeset({ changesetId: ws.changesetId, toState: to });
+    for (const to of [SUBMITTED, VERIFYING]) await alice.transitionChangeset({ changesetId: ws.changesetId, toState: to });
+    // The repository requires independent review (the default): an admin, not the author, approves.
+    await as("ops").transitionChangeset({ changesetId: ws.changesetId, toState: APPROVED });
     await as("ops").transitionChangeset({ changesetId: ws.changesetId, toState: DRAFT, reason: "one more thing" });
     await alice.writeFile({ sessionId: ws.sessionId, path: "notes.txt", content: text("v3\n"), expectedHash: sha("v2\n") });
     expect(new TextDecoder().decode((await alice.readFile({ sessionId: ws.sessionId, path: "notes.txt" })).content)).toBe("v3\n");
@@ -212,7 +214,7 @@ describe("a changeset's history, moves and readers (token auth)", () => {
       [SUBMITTED, DRAFT, "ops", "add a test"],
       [DRAFT, SUBMITTED, "alice", ""],
       [SUBMITTED, VERIFYING, "alice", ""],
-      [VERIFYING, APPROVED, "alice", ""],
+      [VERIFYING, APPROVED, "ops", ""],
       [APPROVED, DRAFT, "ops", "one more thing"],
       [DRAFT, SUBMITTED, "alice", "again"],
     ]);
