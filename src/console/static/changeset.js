@@ -1,6 +1,9 @@
 // One changeset (#/changeset/<id>): its state, commit and branch, the decisions the caller may
-// take (decisions.js), its history, its sessions and the combined diff of their overlays
-// (DiffChangeset) with the paths on which they differ marked. Live: its events re-read it.
+// take (decisions.js), its history, its checks (checks.js), its review comments (comments.js), its
+// sessions and the combined diff of their overlays (DiffChangeset) with the paths on which they
+// differ marked. Live: its events re-read it.
+import { checksPanel } from "./checks.js";
+import { commentsPanel } from "./comments.js";
 import { decisionButtons } from "./decisions.js";
 import { decodePatch, drawDiff, fileOf, splitPatch } from "./diff.js";
 import { el, enumName, fill, short, status, when } from "./dom.js";
@@ -55,6 +58,8 @@ export function changesetView(main, [changesetId]) {
   const sessions = el("tbody");
   const conflicts = el("div", { "data-testid": "conflicts" });
   const diffBox = el("div", { class: "diff", "data-testid": "changeset-diff" });
+  const checks = checksPanel(changesetId);
+  const comments = commentsPanel(changesetId);
   let sessionIds = new Set();
   let stopDiff = () => {};
   let drawnChoice = "";
@@ -112,18 +117,32 @@ export function changesetView(main, [changesetId]) {
   const table = (testid, headers, body) => el("table", { "data-testid": testid }, el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))), body);
   fill(main, head, decisions, merged,
     el("h3", {}, "History"), table("history", ["When", "Transition", "Who", "Reason"], history),
+    el("h3", {}, "Checks"), checks.node,
+    el("h3", {}, "Comments"), comments.node,
     el("h3", {}, "Sessions"), table("changeset-sessions", ["Agent", "Intent", "State", "Base"], sessions),
     el("h3", {}, "Combined diff"), conflicts, diffBox);
   void loadFacts();
   void loadDiff();
+  void checks.load();
+  void comments.load();
 
   let factsTimer;
   let diffTimer;
+  let checksTimer;
+  let commentsTimer;
   const off = onEvent((e) => {
     const mine = e.changesetId === changesetId;
     if (mine && e.kind.startsWith("changeset.")) {
       clearTimeout(factsTimer);
       factsTimer = setTimeout(() => void loadFacts(), COALESCE_MS);
+    }
+    if (mine && e.kind.startsWith("verification.")) {
+      clearTimeout(checksTimer);
+      checksTimer = setTimeout(() => void checks.load(), COALESCE_MS);
+    }
+    if (mine && e.kind.startsWith("comment.")) {
+      clearTimeout(commentsTimer);
+      commentsTimer = setTimeout(() => void comments.load(), COALESCE_MS);
     }
     if ((mine && e.kind.startsWith("session.")) || (e.kind.startsWith("file.") && sessionIds.has(e.sessionId))) {
       clearTimeout(diffTimer);
@@ -134,6 +153,8 @@ export function changesetView(main, [changesetId]) {
     off();
     clearTimeout(factsTimer);
     clearTimeout(diffTimer);
+    clearTimeout(checksTimer);
+    clearTimeout(commentsTimer);
     stopDiff();
   };
 }
