@@ -116,7 +116,7 @@ needs({ postgres: true })("RebaseWorkspace", () => {
       // The workspace's version of a file the new base deleted is kept.
       expect(text((await berth.grpc.readFile({ sessionId: s, path: "m/gone.txt" })).content)).toContain("line 3 mine");
       expect(await failure(berth.grpc.readFile({ sessionId: s, path: "m/removed-here.txt" }))).toMatchObject({ code: "NOT_FOUND", reason: "FILE_DELETED" });
-      const list = await berth.grpc.listFiles({ sessionId: s, prefix: "m/" });
+      const list = await berth.grpc.listFiles({ sessionId: s, prefix: "m/", includeDeleted: true });
       expect(list.entries.map((e) => [e.path, e.change])).toEqual([
         ["m/added.txt", FileChange.ADDED],
         ["m/clean.txt", FileChange.MODIFIED],
