@@ -124,11 +124,12 @@ describe("DiffWorkspace", () => {
 });
 
 describe("deleted files", () => {
-  it("ListFiles marks a deleted base path; ReadFile of it answers NOT_FOUND FILE_DELETED", async () => {
+  it("ListFiles with include_deleted marks a deleted base path (without it the path is not listed); ReadFile of it answers NOT_FOUND FILE_DELETED", async () => {
     const ws = await session();
     const s = ws.sessionId;
     await berth.grpc.deleteFile({ sessionId: s, path: "README.md", expectedHash: await hashOf(s, "README.md") });
-    const list = await berth.grpc.listFiles({ sessionId: s });
+    expect((await berth.grpc.listFiles({ sessionId: s })).entries.map((e) => e.path)).not.toContain("README.md");
+    const list = await berth.grpc.listFiles({ sessionId: s, includeDeleted: true });
     const readme = list.entries.find((e) => e.path === "README.md");
     expect(readme).toMatchObject({ deleted: true, source: FileSource.OVERLAY, change: FileChange.DELETED });
     expect(list.entries.filter((e) => e.deleted).map((e) => e.path)).toEqual(["README.md"]);
