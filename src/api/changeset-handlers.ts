@@ -10,7 +10,7 @@ import { changesetStateEnum, changesetStateName } from "../platform/proto-enums.
 import type { ChangesetStateName } from "../platform/schema.js";
 import { changesetKey, type ChangesetKey } from "../sessions/registry.js";
 import { requireRepository } from "./authorize.js";
-import { allowedTransitions, requireChangesetReader } from "./changeset-access.js";
+import { allowedTransitions, ChangesetFacts, requireChangesetReader } from "./changeset-access.js";
 import type { ServiceHandlers } from "./handler.js";
 import { pageOf, readPage, type PageRule } from "./pagination.js";
 import { Check } from "./validate.js";
@@ -44,10 +44,12 @@ export function changesetHandlers(deps: WorkspaceServiceDeps): Pick<ServiceHandl
       const c = new Check();
       const changesetId = c.uuid("changeset_id", req.changesetId);
       c.done();
-      await requireChangesetReader(registry, ctx, changesetId!);
+      // One read of who is on it and its repository's grant and policy answers both questions.
+      const facts = new ChangesetFacts(registry, ctx, changesetId!);
+      await requireChangesetReader(registry, ctx, changesetId!, facts);
       const review = await registry.changesetReview(changesetId!);
       const cs = review.changeset;
-      const allowed = await allowedTransitions(registry, ctx, cs.id, cs.state);
+      const allowed = await allowedTransitions(registry, ctx, cs.id, cs.state, facts);
       return {
         changeset: changesetToWire(cs),
         transitions: review.transitions.map((t) => ({ from: changesetStateEnum(t.from), to: changesetStateEnum(t.to), reason: t.reason, who: t.who, at: timestampFromMs(t.at) })),

@@ -1,7 +1,7 @@
 /**
  * AddComment, ListComments, ResolveComment (issue 29): review comments that reach the agent. The
  * behaviour lives in src/sessions/comments.ts; these validate, check the caller and translate.
- * Whoever may read a changeset may comment on it and resolve its comments (authorize.ts
+ * Whoever may read a changeset may comment on it and resolve its comments (changeset-access.ts
  * requireChangesetReader, DiffChangeset's rule): the reviewer who wrote a comment and the agent
  * that acted on it both close it.
  */
@@ -10,8 +10,8 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { CommentSchema } from "../../gen/berth/v1/types_pb.js";
 import type { WorkspaceService } from "../../gen/berth/v1/workspace_service_pb.js";
 import { commentKey, type Comment, type CommentKey } from "../sessions/comments.js";
-import { requireChangesetReader } from "./changeset-access.js";
-import type { CallContext, ServiceHandlers } from "./handler.js";
+import { moverOf, requireChangesetReader } from "./changeset-access.js";
+import type { ServiceHandlers } from "./handler.js";
 import { pageOf, readPage, type PageRule } from "./pagination.js";
 import { Check, LIMITS } from "./validate.js";
 import type { WorkspaceServiceDeps } from "./workspace-deps.js";
@@ -21,11 +21,6 @@ type CommentMethods = Pick<ServiceHandlers<typeof WorkspaceService>, "addComment
 const COMMENTS_PAGE: PageRule = { list: "comments", defaultSize: 100, maxSize: 1000 };
 /** The largest line a comment names: the column is a PostgreSQL integer. */
 const MAX_LINE = 2_147_483_647;
-
-/** Who a comment names as its author or resolver; with auth off nobody authenticated, so "anonymous". */
-function commenter(ctx: CallContext): string {
-  return ctx.principal.agentId ?? "anonymous";
-}
 
 export function commentToWire(c: Comment): MessageInitShape<typeof CommentSchema> {
   return {
@@ -54,7 +49,7 @@ export function commentHandlers(deps: WorkspaceServiceDeps): CommentMethods {
       if (req.line > 0 && req.path === "") c.add("line", "PATH_REQUIRED", `a line (${req.line}) is a line of a path: set path too`);
       c.done();
       await requireChangesetReader(registry, ctx, changesetId!);
-      const comment = await registry.comments.add({ changesetId: changesetId!, path: path!, line: req.line, body: body!, author: commenter(ctx) });
+      const comment = await registry.comments.add({ changesetId: changesetId!, path: path!, line: req.line, body: body!, author: moverOf(ctx) });
       return { comment: commentToWire(comment) };
     },
 
@@ -77,7 +72,7 @@ export function commentHandlers(deps: WorkspaceServiceDeps): CommentMethods {
       // beyond what DiffChangeset would tell (NOT_CHANGESET_OWNER before NOT_FOUND for a member).
       const existing = await registry.comments.get(commentId!);
       await requireChangesetReader(registry, ctx, existing.changesetId);
-      return { comment: commentToWire(await registry.comments.resolve(commentId!, commenter(ctx))) };
+      return { comment: commentToWire(await registry.comments.resolve(commentId!, moverOf(ctx))) };
     },
   };
 }

@@ -34,11 +34,11 @@
  * commit in the server's target. A lease that does not hold is TARGET_MOVED, and the transaction
  * rolls back with nothing changed in PostgreSQL.
  */
-import { BerthError, failedPrecondition, invalidArgument, notFound } from "../platform/errors.js";
+import { BerthError, failedPrecondition, invalidArgument } from "../platform/errors.js";
 import type { Clock } from "../platform/clock.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { Changeset } from "../sessions/workspace.js";
-import { assertCanTransition, assertNotTerminal, changesetFromRow, stateMismatch } from "../sessions/changesets.js";
+import { assertCanTransition, assertNotTerminal, changesetFromRow, changesetNotFound, stateMismatch } from "../sessions/changesets.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import type { Change, Tx } from "../platform/unit-of-work.js";
 import { changesetOverlay, findLandingChangeset, recordCommit, recordMergedInto, type LandingChangeset } from "./landing.repository.js";
@@ -307,7 +307,7 @@ export class Landing {
 
   private async changeset(changesetId: string): Promise<LandingChangeset> {
     const cs = await findLandingChangeset(this.db, changesetId);
-    if (!cs) throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
+    if (!cs) throw changesetNotFound(changesetId);
     return cs;
   }
 

@@ -117,7 +117,7 @@ export class Changesets {
     const outcome = await this.uow.run(async (change) => {
       const { trx } = change;
       const current = await sqlRepo.findChangeset(trx, changesetId);
-      if (!current) throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
+      if (!current) throw changesetNotFound(changesetId);
       if (expected !== undefined) {
         if (current.state === to && expected !== to) return { row: current, unchanged: true };
         if (current.state !== expected) throw stateMismatch(changesetId, expected, current.state);
@@ -259,6 +259,11 @@ export interface MoveOptions {
 }
 
 /** STATE_MISMATCH: the changeset is not in the state the caller's compare-and-set named. */
+/** NOT_FOUND CHANGESET_NOT_FOUND: the one wording of a changeset id nobody has. */
+export function changesetNotFound(changesetId: string): BerthError {
+  return notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
+}
+
 export function stateMismatch(changesetId: string, expected: ChangesetStateName, actual: ChangesetStateName): BerthError {
   return failedPrecondition("STATE_MISMATCH", `changeset ${changesetId} is ${actual.toUpperCase()}, not ${expected.toUpperCase()} as expected`, {
     changeset_id: changesetId,

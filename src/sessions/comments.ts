@@ -12,6 +12,7 @@ import type { EventInput } from "../platform/outbox.js";
 import type { UnitOfWork } from "../platform/unit-of-work.js";
 import * as commentsRepo from "./comments.repository.js";
 import * as sqlRepo from "./registry.repository.js";
+import { changesetNotFound } from "./changesets.js";
 
 export interface Comment {
   readonly id: string;
@@ -120,10 +121,6 @@ function commentFromRow(row: commentsRepo.CommentRow): Comment {
     resolvedBy: row.resolved_by ?? undefined,
     resolvedAt: row.resolved_at?.getTime(),
   };
-}
-
-function changesetNotFound(changesetId: string) {
-  return notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
 }
 
 function commentNotFound(commentId: string) {

@@ -20,7 +20,7 @@ import type { ChangesetStateName, LifecycleName } from "../platform/schema.js";
 import * as sqlRepo from "./registry.repository.js";
 import { registryFollower } from "./coherence.js";
 import { SessionHooks } from "./session-hooks.js";
-import { Changesets, changesetFromRow, type MoveOptions } from "./changesets.js";
+import { Changesets, changesetFromRow, changesetNotFound, type MoveOptions } from "./changesets.js";
 import * as historyRepo from "./changeset-history.repository.js";
 import { Comments } from "./comments.js";
 import { Repositories, type RepositoryLocation } from "./repositories.js";
@@ -487,7 +487,7 @@ export class WorkspaceRegistry {
 
   /** The workspaces of a changeset that hold an overlay (active, stranded), oldest first; NOT_FOUND when the changeset does not exist. */
   async workspacesOfChangeset(changesetId: string): Promise<Workspace[]> {
-    if (!(await sqlRepo.findChangeset(this.db, changesetId))) throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
+    if (!(await sqlRepo.findChangeset(this.db, changesetId))) throw changesetNotFound(changesetId);
     return (await sqlRepo.workspacesOfChangeset(this.db, changesetId)).map((row) => this.live.get(row.session_id) ?? this.workspaceFromRow(row));
   }
 
@@ -509,7 +509,7 @@ export class WorkspaceRegistry {
   /** A changeset as a review shows it: its row, history and every session it had (NOT_FOUND when it does not exist). */
   async changesetReview(changesetId: string): Promise<ChangesetReview> {
     const row = await historyRepo.findReviewedChangeset(this.db, changesetId);
-    if (!row) throw notFound("CHANGESET_NOT_FOUND", `changeset ${changesetId} does not exist`, { changeset_id: changesetId });
+    if (!row) throw changesetNotFound(changesetId);
     const [transitions, sessions] = await Promise.all([historyRepo.listTransitions(this.db, changesetId), sqlRepo.allWorkspacesOfChangeset(this.db, changesetId)]);
     return {
       changeset: changesetFromRow(row),

@@ -78,6 +78,11 @@ export class Verifier implements CommitFollower {
   private stopping = false;
   /** This instance's folder of run directories: another instance sharing the data directory has its own. */
   private workDir: string;
+  /**
+   * Whether bwrap can build a sandbox here, probed once per process: the probe is a synchronous
+   * spawn, which would hold the event loop (every other call) at each check's start.
+   */
+  private sandboxProbe: { readonly unavailable: string | undefined } | undefined;
 
   constructor(private readonly deps: VerifierDeps) {
     this.workDir = path.join(deps.root, deps.instance.id);
@@ -157,7 +162,7 @@ export class Verifier implements CommitFollower {
   }
 
   private async execute(row: repo.VerificationRow, handle: { killed: boolean; kill: () => void }): Promise<Outcome> {
-    const unavailable = sandboxUnavailable();
+    const unavailable = (this.sandboxProbe ??= { unavailable: sandboxUnavailable() }).unavailable;
     if (unavailable) return { state: "error", exitCode: null, reason: `no sandbox: ${unavailable}`, tail: "" };
     const agents = await this.deps.registry.agentsOfChangeset(row.changeset_id);
     const { commit, gitDir } = await this.deps.landing.commitForCheck(row.changeset_id, agents[0] ?? "berth");
