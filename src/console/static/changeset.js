@@ -1,13 +1,14 @@
 // One changeset (#/changeset/<id>): its state, commit and branch, the decisions the caller may
-// take (decisions.js), its history, its checks (checks.js), its review comments (comments.js), its
-// sessions and the combined diff of their overlays (DiffChangeset) with the paths on which they
-// differ marked. Live: its events re-read it.
+// take (decisions.js), its history, its checks (checks.js), its review comments (comments.js, and
+// beside their lines: inline-comments.js), its sessions and the combined diff of their overlays
+// (DiffChangeset) with the paths on which they differ marked. Live: its events re-read it.
 import { checksPanel } from "./checks.js";
 import { commentsPanel } from "./comments.js";
-import { decisionButtons } from "./decisions.js";
+import { decisionButtons, refusal } from "./decisions.js";
 import { decodePatch, drawDiff, fileOf, splitPatch } from "./diff.js";
 import { el, enumName, fill, short, status, when } from "./dom.js";
 import { filterTail, onEvent } from "./events.js";
+import { inlineComments } from "./inline-comments.js";
 import { call } from "./rpc.js";
 
 const COALESCE_MS = 150;
@@ -59,7 +60,8 @@ export function changesetView(main, [changesetId]) {
   const conflicts = el("div", { "data-testid": "conflicts" });
   const diffBox = el("div", { class: "diff", "data-testid": "changeset-diff" });
   const checks = checksPanel(changesetId);
-  const comments = commentsPanel(changesetId);
+  const comments = commentsPanel(changesetId, (list) => inline.set(list));
+  const inline = inlineComments({ card: comments.card, add: comments.add, refusalOf: refusal });
   let sessionIds = new Set();
   let stopDiff = () => {};
   let drawnChoice = "";
@@ -105,7 +107,8 @@ export function changesetView(main, [changesetId]) {
         diffBox.dataset.rendered = "true";
         return;
       }
-      stopDiff = drawDiff(diffBox, paths.map((pathDiff) => ({ pathDiff, file: fileOf(files, pathDiff), conflict: byPath.get(pathDiff.path) })));
+      inline.reset();
+      stopDiff = drawDiff(diffBox, paths.map((pathDiff) => ({ pathDiff, file: fileOf(files, pathDiff), conflict: byPath.get(pathDiff.path) })), inline.decorate);
     } catch (err) {
       if (asked !== diffAsked) return;
       // A merged or closed changeset has no live overlay to diff: its commit says what it did.

@@ -2,13 +2,14 @@
 // or a line of it, each with its author and time and a Resolve button while open; a form adds
 // one (AddComment). Re-read on the changeset's comment.* events, so another reviewer's comment or
 // the agent's resolution shows without a reload. Nothing here deletes a comment: there is no way to.
+// `onComments` gets each list read, for the threads beside the diff's lines (inline-comments.js).
 import { el, fill, when } from "./dom.js";
 import { refusal } from "./decisions.js";
 import { call } from "./rpc.js";
 
 const where = (c) => (c.path ? `${c.path}${c.line ? `:${c.line}` : ""}` : "the changeset");
 
-export function commentsPanel(changesetId) {
+export function commentsPanel(changesetId, onComments = () => {}) {
   const list = el("div", { "data-testid": "comments" });
   const out = el("div", { class: "refusal", "data-testid": "comment-refusal", hidden: true });
   const path = el("input", { type: "text", placeholder: "path (optional)", "aria-label": "path", "data-testid": "comment-path", size: 30 });
@@ -32,6 +33,7 @@ export function commentsPanel(changesetId) {
       } while (pageToken);
       if (mine !== asked) return;
       fill(list, comments.length === 0 ? el("p", { class: "muted" }, "No comments.") : comments.map(commentView));
+      onComments(comments);
     } catch (err) {
       if (mine === asked) fill(list, el("p", { class: "muted" }, `Comments unavailable: ${err.reason ?? err.code}.`));
     }
@@ -59,16 +61,21 @@ export function commentsPanel(changesetId) {
       el("div", { class: "comment-body", "data-testid": "comment-text" }, c.body));
   };
 
+  /** AddComment, then the list re-read; rejects with the refusal. */
+  const addComment = async (request) => {
+    await call("WorkspaceService", "AddComment", { changesetId, ...request });
+    await load();
+  };
+
   const add = el("button", {
     "data-testid": "comment-add",
     onclick: async () => {
-      const request = { changesetId, body: body.value, path: path.value.trim(), line: Number(line.value || 0) };
+      const request = { body: body.value, path: path.value.trim(), line: Number(line.value || 0) };
       add.disabled = true;
       try {
-        await call("WorkspaceService", "AddComment", request);
+        await addComment(request);
         body.value = "";
         show(undefined);
-        await load();
       } catch (err) {
         show(err);
       } finally {
@@ -77,5 +84,5 @@ export function commentsPanel(changesetId) {
     },
   }, "Comment");
   const node = el("div", {}, list, el("div", { class: "comment-form" }, path, " ", line, el("div", {}, body), add, out));
-  return { node, load };
+  return { node, load, add: addComment, card: commentView };
 }

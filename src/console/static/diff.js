@@ -134,8 +134,9 @@ function lineRow(l) {
 
 /**
  * Draws `entries` ({ pathDiff, file, conflict }) into `container`, headers at once and lines a slice
- * per task; container's data-rendered is "true" once every line is in. Returns stop(), which
- * abandons the drawing (the view was left or redrawn).
+ * per task; container's data-rendered is "true" once every line is in. `decorate(row, line,
+ * pathDiff)` sees each row before it is placed and may return a node to place after it. Returns
+ * stop(), which abandons the drawing (the view was left or redrawn).
  */
 export function drawDiff(container, entries, decorate = () => {}) {
   let stopped = false;
@@ -159,8 +160,9 @@ export function drawDiff(container, entries, decorate = () => {}) {
       const end = Math.min(job.lines.length, job.at + budget);
       for (let i = job.at; i < end; i++) {
         const row = lineRow(job.lines[i]);
-        decorate(row, job.lines[i], job.pathDiff);
+        const after = decorate(row, job.lines[i], job.pathDiff);
         frag.append(row);
+        if (after) frag.append(after);
       }
       job.body.append(frag);
       budget -= end - job.at;
