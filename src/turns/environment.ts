@@ -2,6 +2,12 @@
  * Environments on disk: materialise (git + overlay), the manifest, the directory diff that
  * capture uses, the liveness probe, and identity-checked removal. No pool logic here.
  *
+ * This module builds, keeps spare and removes environments, and is the one the rest of the turn
+ * layer imports: what an environment is (environment-model.ts), its marker and the probe
+ * (environment-marker.ts) and its saved manifest (environment-manifest.ts) are modules of their
+ * own, re-exported here. The child processes (tar, rm; git through platform/git.ts) stay here,
+ * the one module of this layer allowed to start them (eslint.config.js).
+ *
  * Layout under BERTH_ENV_ROOT:
  *   <workspace_id>/            the environment (the agent's working directory): a git checkout (env-git.ts)
  *   <workspace_id>/.berth-env  the marker: this environment's random token (never captured; in .git/info/exclude)
@@ -10,80 +16,20 @@
  *   .unsaved/<ws>-<token>/     an environment whose changes could not all be captured (kept, never deleted)
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { createHash, randomUUID } from "node:crypto";
-import { constants, type Stats } from "node:fs";
-import { lstat, mkdir, open, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { lstat, mkdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { spawnGit } from "../platform/git.js";
 import { normalisePath } from "../overlay/paths.js";
 import { checkoutBase, nameBranch } from "./env-git.js";
 import { removeInside, rootOf, UnsafePath, writeInside } from "./safe-fs.js";
+import { envPath, type Environment, type Manifest, type TeardownResult } from "./environment-model.js";
+import { MARKER, markerSeen, markerToken } from "./environment-marker.js";
+import { gitBlobId } from "./environment-manifest.js";
 
-export const MARKER = ".berth-env";
-
-/** What the directory held for a path when it was last materialised or captured. */
-export interface ManifestEntry {
-  size: number;
-  mtimeMs: number;
-  /** git blob id (sha1 of "blob <len>\0<content>") of the content. */
-  blob: string;
-}
-
-export type Manifest = Map<string, ManifestEntry>;
-
-/** One environment: a directory with an identity (token). A rebuilt directory is a new Environment. */
-export interface Environment {
-  readonly workspaceId: string;
-  readonly path: string;
-  /** Random, written into the marker; teardown removes the directory only while the marker holds it. */
-  readonly token: string;
-  manifest: Manifest;
-  /** Set when its teardown started; the teardown's promise (idempotent). */
-  teardown?: Promise<TeardownResult>;
-  /**
-   * The marker file as it was when it last held this environment's token (written, or read by a
-   * probe): a probe that finds the file unchanged since needs no read (probe).
-   */
-  markerSeen?: MarkerSeen;
-  /**
-   * The agent's HEAD as the last EndTurn in this environment read it (capture.ts commitMessages):
-   * the next turn keeps only the messages of commits made since. In memory only: an environment
-   * left by a previous process is captured and torn down, never reused.
-   */
-  headSeen?: string;
-}
-
-/**
- * What stat says of a marker file. Unchanged means the same file with the same content: writing
- * it, renaming it, linking it, changing its mode or owner all move its ctime, which no process
- * can set; and while the environment holds the directory nothing of Berth's writes the marker.
- */
-export interface MarkerSeen {
-  readonly dev: number;
-  readonly ino: number;
-  readonly size: number;
-  readonly mtimeMs: number;
-  readonly ctimeMs: number;
-}
-
-function markerSeen(st: Stats): MarkerSeen {
-  return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
-}
-
-function unchanged(seen: MarkerSeen, st: Stats): boolean {
-  return st.isFile() && st.dev === seen.dev && st.ino === seen.ino && st.size === seen.size && st.mtimeMs === seen.mtimeMs && st.ctimeMs === seen.ctimeMs;
-}
-
-export interface TeardownResult {
-  /** removed: the directory is gone; preserved: moved to .unsaved (capture failed); foreign: not ours, left alone; absent: nothing there. */
-  readonly outcome: "removed" | "preserved" | "foreign" | "absent";
-  readonly capturedPaths: readonly string[];
-  readonly failedPaths: readonly string[];
-}
-
-export function gitBlobId(content: Uint8Array): string {
-  return createHash("sha1").update(`blob ${content.byteLength}\0`).update(content).digest("hex");
-}
+export { envPath, type DirectoryDiff, type Environment, type Manifest, type ManifestEntry, type MarkerSeen, type TeardownResult } from "./environment-model.js";
+export { MARKER, markerToken, probe } from "./environment-marker.js";
+export { gitBlobId, loadLeftover, saveManifest } from "./environment-manifest.js";
 
 /** A spawned child's exit (rejects with its stderr on a non-zero one) and its stdout; `stdin` is piped into it, or closed. */
 function watch(child: ChildProcessWithoutNullStreams, label: string, stdin?: NodeJS.ReadableStream): { done: Promise<Buffer>; stdout: NodeJS.ReadableStream } {
@@ -410,92 +356,6 @@ export class BaseSpares {
   }
 }
 
-export function envPath(root: string, workspaceId: string): string {
-  return path.join(root, workspaceId);
-}
-
-export interface DirectoryDiff {
-  /** Added or modified, with their content and new manifest entry. */
-  readonly written: { path: string; content: Uint8Array; entry: ManifestEntry; added: boolean }[];
-  readonly deleted: string[];
-  /** Size/mtime changed but the content did not: only the manifest needs the new stat. */
-  readonly touched: { path: string; entry: ManifestEntry }[];
-}
-
-/** Liveness: the directory exists, is readable and its marker holds this environment's token. */
-export async function probe(env: Environment, timeoutMs: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const read = holdsToken(env);
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`liveness probe of ${env.path} took longer than ${timeoutMs} ms`)), timeoutMs);
-    timer.unref();
-  });
-  try {
-    return await Promise.race([read, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/**
- * Whether the marker holds the environment's token. The marker as it was when it last held it,
- * unchanged (one lstat: one thread-pool round trip, and nothing opened), still does; anything else
- * — gone, replaced, rewritten, touched, or an lstat that fails — is decided by reading it, as
- * before, and a read that finds the token is remembered for the next probe.
- */
-async function holdsToken(env: Environment): Promise<boolean> {
-  const file = path.join(env.path, MARKER);
-  const seen = env.markerSeen;
-  if (seen !== undefined) {
-    const st = await lstat(file).catch(() => undefined);
-    if (st !== undefined && unchanged(seen, st)) return true;
-  }
-  const marker = await readMarker(file);
-  if (marker?.token !== env.token) return false;
-  env.markerSeen = markerSeen(marker.stat);
-  return true;
-}
-
-/**
- * The marker's content and the stat of the file it was read from (taken before the read), or
- * undefined when the path is not a marker of ours: opened without following a symlink and
- * without blocking (the directory is the agent's: a FIFO or a link put in the marker's place must
- * neither hang the probe or a teardown nor be read through). One read: a token is 36 bytes, so
- * anything longer than the buffer is not a token of ours, and its truncation cannot match one.
- */
-async function readMarker(file: string): Promise<{ token: string; stat: Stats } | undefined> {
-  let fh;
-  try {
-    fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR" || code === "ELOOP" || code === "ENXIO") return undefined;
-    throw err;
-  }
-  try {
-    // A FIFO, socket or device is not a marker (opened non-blocking, never read). A directory
-    // goes on to fail the read (EISDIR): an error, on which the probe fails open.
-    const st = await fh.stat();
-    if (!st.isFile() && !st.isDirectory()) return undefined;
-    const buf = Buffer.allocUnsafe(128);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    return { token: buf.toString("utf8", 0, bytesRead), stat: st };
-  } finally {
-    // The answer does not wait for the close: one thread-pool round trip less on the path of a
-    // warm BeginTurn, whose probe answers before its turn row is written. A failed close loses nothing.
-    fh.close().catch(() => {});
-  }
-}
-
-/**
- * The token in the marker at `dir`, or undefined when there is none, it is not a regular file,
- * or it cannot be read: a directory whose marker cannot be read is not provably ours, so it is
- * never removed as ours (its removal answers "foreign" and the directory is kept).
- */
-export async function markerToken(dir: string): Promise<string | undefined> {
-  return readMarker(path.join(dir, MARKER)).then((m) => m?.token, () => undefined);
-}
-
 /**
  * Identity-checked removal: the directory is renamed out of the way only while its marker
  * holds `token` (a materialise renames into place only onto a free path, and acquires of one
@@ -535,34 +395,5 @@ export async function exists(p: string): Promise<boolean> {
     return true;
   } catch {
     return false;
-  }
-}
-
-/** The manifest, persisted beside the environments so a restart can capture what a crash left uncaptured. */
-function manifestFile(root: string, workspaceId: string): string {
-  return path.join(root, ".manifests", `${workspaceId}.json`);
-}
-
-export async function saveManifest(root: string, env: Environment): Promise<void> {
-  const file = manifestFile(root, env.workspaceId);
-  await mkdir(path.dirname(file), { recursive: true });
-  const entries = [...env.manifest].map(([p, e]) => [p, e.size, e.mtimeMs, e.blob]);
-  const tmp = `${file}.${env.token}.tmp`;
-  await writeFile(tmp, JSON.stringify({ token: env.token, entries }));
-  await rename(tmp, file);
-}
-
-/** The environment a previous process left at the workspace's path, when its marker and saved manifest agree. */
-export async function loadLeftover(root: string, workspaceId: string): Promise<Environment | undefined> {
-  const dir = envPath(root, workspaceId);
-  const token = await markerToken(dir);
-  if (token === undefined) return undefined;
-  try {
-    const saved = JSON.parse(await readFile(manifestFile(root, workspaceId), "utf8")) as { token: string; entries: [string, number, number, string][] };
-    if (saved.token !== token) return undefined;
-    const manifest: Manifest = new Map(saved.entries.map(([p, size, mtimeMs, blob]) => [p, { size, mtimeMs, blob }]));
-    return { workspaceId, path: dir, token, manifest };
-  } catch {
-    return undefined;
   }
 }
