@@ -62,6 +62,7 @@ export function changesetView(main, [changesetId]) {
   const checks = checksPanel(changesetId);
   const comments = commentsPanel(changesetId, (list) => inline.set(list));
   const inline = inlineComments({ card: comments.card, add: comments.add, refusalOf: refusal });
+  diffBox.addEventListener("click", inline.click);
   let sessionIds = new Set();
   let stopDiff = () => {};
   let drawnChoice = "";

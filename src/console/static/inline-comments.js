@@ -76,7 +76,6 @@ export function inlineComments({ card, add, refusalOf }) {
       ln.classList.add("commentable");
       ln.title = `comment on line ${line.new}`;
       ln.dataset.testid = "diff-line-number";
-      ln.addEventListener("click", () => openForm(threads.get(k) ?? row, pathDiff.path, line.new));
       const thread = threadFor(k);
       const form = forms.get(k);
       if (!form) return thread;
@@ -88,6 +87,15 @@ export function inlineComments({ card, add, refusalOf }) {
       const both = document.createDocumentFragment();
       both.append(...[thread, form].filter(Boolean));
       return both;
+    },
+    /** The diff's one click listener (not one per line: a 10,000-line diff would hold 10,000). */
+    click(e) {
+      const ln = e.target.closest?.("[data-testid=diff-line-number]");
+      const file = ln?.closest("[data-testid=diff-file]");
+      if (!ln || !file) return;
+      const row = ln.parentElement;
+      const line = Number(row.dataset.new);
+      openForm(threads.get(key(file.dataset.path, line)) ?? row, file.dataset.path, line);
     },
     /** The diff is drawn anew: forget its rows, keep the open forms (and which one has focus). */
     reset() {
