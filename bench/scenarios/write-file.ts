@@ -31,8 +31,13 @@ import {
 } from "../../gen/berth/v1/workspace_service_pb.js";
 
 const SESSIONS = 64;
-/** Versions per session in the round-robin (each differs from the one before in one method). */
-const VERSIONS = 8;
+/**
+ * Versions per session in the round-robin (each differs from the one before in one method):
+ * 64 × 40 = 2,560 distinct bodies, five times what the two symbol workers' caches hold (256
+ * each), so every write parses its content as an agent's new file would. With 8 (until issue 30)
+ * every body was a cache hit and the figures left the parse out.
+ */
+const VERSIONS = 40;
 const IN_FLIGHT = 16;
 const TARGET_P99_MS = 20;
 const TARGET_RATIO = 0.3;

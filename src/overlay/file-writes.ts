@@ -25,6 +25,7 @@ import { assertNormalPath, symlinkOnPath } from "./paths.js";
 import { isFileInView, shapeConflict } from "./path-shape.js";
 import { changesetTerminal, checkRow, fileNotFound, pathShape, traversesSymlink } from "./refusals.js";
 import type { SymbolDiffer } from "./symbols/pool.js";
+import type { SymbolChange } from "./symbols/index.js";
 
 /** The pool, or the write's transaction when deciding again under its locks (never a second connection then). */
 type SqlExecutor = Parameters<typeof sqlRepo.lastRead>[0];
@@ -55,6 +56,17 @@ interface Ask {
   readonly signal: AbortSignal | undefined;
   /** A turn's capture as its session ends (overlay-port.ts WriteInput.ending). */
   readonly ending: boolean;
+  readonly early: EarlyDiff | undefined;
+}
+
+/**
+ * The symbol diff against the cached row, started before the cache is checked against
+ * PostgreSQL: the parse runs on a worker while the round trip is in flight. Taken only when the
+ * checked version has the same hash (the same bytes); else the diff is made again.
+ */
+interface EarlyDiff {
+  readonly hash: string | null;
+  readonly changes: Promise<SymbolChange[]>;
 }
 
 /** The path a decision is made on: the overlay's row, or (none) the base commit's file. */
@@ -178,6 +190,7 @@ export class FileWrites {
       // Every write acknowledged before this call (on any instance) is in the cache we decide on;
       // the path's index entries are checked against PostgreSQL (another instance's write or
       // transition counts at once). Independent reads: one round trip's wait, not two.
+      const early = this.earlyDiff(ov, path, content);
       const [, repo, idx] = await Promise.all([this.cache.validate(ws, ov, since), this.registry.repository(ws.repoId), this.index.refreshed(ws.repoId, [path])]);
       // Below a committed link a change would land where the link points (materialise follows
       // no link either: this is the answer the caller can act on) — unless this workspace
@@ -186,7 +199,7 @@ export class FileWrites {
       const tree = await this.git.tree(gitDir, ws.baseCommit);
       const link = symlinkOnPath(path, tree.symlinks, (l) => ov.files.get(l)?.hash === null);
       if (link !== undefined) throw traversesSymlink(path, link);
-      const ask: Ask = { ws, path, content, expectedHash, declared, gitDir, tree, idx, signal: opts.signal, ending };
+      const ask: Ask = { ws, path, content, expectedHash, declared, gitDir, tree, idx, signal: opts.signal, ending, early };
       this.checkShape(ask, ov);
       const first = await this.decide(ask, ov, await this.cachedState(ask, ov));
       if (first.kind === "unchanged") return first.result;
@@ -216,6 +229,14 @@ export class FileWrites {
     if (ask.content === null) return;
     const clash = shapeConflict(ask.path, ask.tree, ov.files, ov.dirs);
     if (clash) throw pathShape(ask.path, clash);
+  }
+
+  private earlyDiff(ov: WorkspaceOverlay, path: string, content: Uint8Array | null): EarlyDiff | undefined {
+    const cached = ov.files.get(path);
+    if (content === null || cached === undefined || cached.content === undefined) return undefined;
+    const changes = this.symbols.diff(path, cached.content ?? undefined, content);
+    changes.catch(() => {}); // awaited by decide, unless the checked row is another version
+    return { hash: cached.hash, changes };
   }
 
   /** The path as this instance's (checked) cache has it. */
@@ -256,7 +277,7 @@ export class FileWrites {
     // A write naming the current content's hash (checked above) overwrites knowingly: the explicit override.
     if (expectedHash === undefined) await this.checkStale(db, ws, ov, path, existing, others);
 
-    const diff = await this.symbols.diff(path, current, content ?? undefined);
+    const diff = await (ask.early !== undefined && ask.early.hash === currentHash ? ask.early.changes : this.symbols.diff(path, current, content ?? undefined));
     const symbols: SymbolChangeInfo[] = diff.map((d) => ({ name: d.name, kind: d.kind, change: d.change }));
     const claimNames = new Set(diff.map((d) => (d.kind === "file" ? "" : d.name)));
     for (const d of declared) {
