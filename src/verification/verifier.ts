@@ -223,16 +223,19 @@ export class Verifier implements CommitFollower {
       if (!done) throw new Superseded();
       change.record(finishedEvent(done, at));
     };
+    // Said, because nothing else is: the run was already finished (by the sweep, say) and keeps that end.
+    const superseded = () => this.deps.logger.info({ verificationId: row.id, changesetId: row.changeset_id, outcome: outcome.state }, "verifications: this check ended after its run was finished elsewhere; its end is not recorded");
     try {
       const moved = await this.deps.registry.moveChangeset(row.changeset_id, to, why, { expected: "verifying", during: record });
       if (!moved.unchanged) return;
     } catch (err) {
-      if (err instanceof Superseded) return;
+      if (err instanceof Superseded) return superseded();
       if (!(err instanceof BerthError) || (err.reason !== "STATE_MISMATCH" && err.reason !== "CHANGESET_TERMINAL")) throw err;
     }
     // The changeset left VERIFYING by another way: only the verification ends.
     await this.deps.registry.uow.run(record).catch((err: unknown) => {
       if (!(err instanceof Superseded)) throw err;
+      superseded();
     });
   }
 

@@ -328,9 +328,11 @@ needs({ postgres: true, bwrap: true })("a check whose instance dies while the ot
     expect(v.reason).toBe("instance_lost");
     expect(await stateOf(client, ws.sessionId)).toBe(ChangesetState.SUBMITTED);
     // The check itself still ends (exit 0) on its instance: too late, it approves nothing. Its
-    // last output is the sign it ended; its refused end leaves no other trace, hence the grace.
-    await until("the check's last output", async () => (text(await outputEvents(client, repoId, ws.changesetId)).includes("late") ? true : undefined), 30_000);
-    await new Promise((r) => setTimeout(r, 1_000));
+    // instance says so once its end is refused.
+    const refused = (l: Record<string, unknown>) => l["verificationId"] !== undefined && String(l["msg"]).includes("its end is not recorded");
+    await until("the late end is refused", async () => (berth.logs.some(refused) ? true : undefined), 30_000);
+    expect(berth.logs.find(refused)).toMatchObject({ changesetId: ws.changesetId, outcome: "passed" });
+    expect(text(await outputEvents(client, repoId, ws.changesetId))).toContain("late");
     const after = (await client.listVerifications({ changesetId: ws.changesetId })).verifications;
     expect(after.map((x) => [x.state, x.reason])).toEqual([[VerificationState.ERROR, "instance_lost"]]);
     expect(await stateOf(client, ws.sessionId)).toBe(ChangesetState.SUBMITTED);
