@@ -5,6 +5,7 @@
  */
 import { actsForAnyone, requireChangesetMember, requireIndependentReview, requireRepository, REVIEWER_STATES } from "./authorize.js";
 import type { CallContext } from "./handler.js";
+import type { Change } from "../platform/unit-of-work.js";
 import { BerthError } from "../platform/errors.js";
 import { nextStates } from "../sessions/changeset-states.js";
 import type { ChangesetStateName } from "../platform/schema.js";
@@ -74,6 +75,16 @@ export async function requireChangesetMover(
   await requireChangesetMember(ctx, changesetId, facts.agents, "NOT_CHANGESET_OWNER", reviewerMay);
   if (!actsForAnyone(ctx.principal)) await facts.grantedRepository();
   if (to !== undefined) await requireIndependentReview(ctx, changesetId, to, facts.policy, facts.agents);
+}
+
+/**
+ * The independent-review rule of requireChangesetMover, asked again inside the transition's
+ * transaction once its compare-and-set holds the changeset row (MoveOptions.guard): the authors
+ * read before it could miss a session of the caller's that joined in between. A join locks the
+ * row FOR SHARE, so under the lock every join has committed or waits for this transition.
+ */
+export function independentReviewGuard(registry: WorkspaceRegistry, ctx: CallContext, to: ChangesetStateName, facts: ChangesetFacts): (change: Change) => Promise<void> {
+  return (change) => requireIndependentReview(ctx, facts.changesetId, to, facts.policy, () => registry.agentsOfChangeset(facts.changesetId, change.trx));
 }
 
 /**

@@ -19,7 +19,7 @@ import {
 import { commentHandlers } from "./comment-handlers.js";
 import { diffHandlers } from "./diff-handlers.js";
 import { changesetHandlers } from "./changeset-handlers.js";
-import { moverOf, requireChangesetMover } from "./changeset-access.js";
+import { ChangesetFacts, independentReviewGuard, moverOf, requireChangesetMover } from "./changeset-access.js";
 import { verificationHandlers } from "./verification-handlers.js";
 import { eventHandlers } from "./event-handlers.js";
 import { lifecycleHandlers } from "./lifecycle-handlers.js";
@@ -205,14 +205,16 @@ export function workspaceHandlers(deps: WorkspaceServiceDeps): ServiceHandlers<t
       const expected = c.enumValue("expected_state", req.expectedState, ChangesetState, false);
       c.done();
       const toName = changesetStateName(to!)!;
-      await requireChangesetMover(registry, ctx, changesetId!, toName);
+      const facts = new ChangesetFacts(registry, ctx, changesetId!);
+      await requireChangesetMover(registry, ctx, changesetId!, toName, facts);
+      const guard = independentReviewGuard(registry, ctx, toName, facts);
       const expectedName = expected === undefined ? undefined : changesetStateName(expected);
       const who = moverOf(ctx);
       if (to === ChangesetState.MERGED && deps.landing) {
-        const landed = await deps.landing.merge(changesetId!, targetRef, reason, callerAgent(ctx), expectedName, who);
+        const landed = await deps.landing.merge(changesetId!, targetRef, reason, callerAgent(ctx), expectedName, who, guard);
         return { changeset: changesetToWire(landed.changeset), ...(landed.merge ? { merge: mergeToWire(landed.merge) } : {}), unchanged: landed.unchanged };
       }
-      const moved = await registry.moveChangeset(changesetId!, toName, reason, { expected: expectedName, who });
+      const moved = await registry.moveChangeset(changesetId!, toName, reason, { expected: expectedName, who, guard });
       return { changeset: changesetToWire(moved.changeset), unchanged: moved.unchanged };
     },
 

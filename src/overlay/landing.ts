@@ -38,7 +38,7 @@ import { BerthError, failedPrecondition, invalidArgument } from "../platform/err
 import type { Clock } from "../platform/clock.js";
 import type { WorkspaceRegistry } from "../sessions/registry.js";
 import type { Changeset } from "../sessions/workspace.js";
-import { assertCanTransition, assertNotTerminal, changesetFromRow, changesetNotFound, stateMismatch } from "../sessions/changesets.js";
+import { assertCanTransition, assertNotTerminal, changesetFromRow, changesetNotFound, stateMismatch, type MoveOptions } from "../sessions/changesets.js";
 import type { ChangesetStateName } from "../platform/schema.js";
 import type { Change, Tx } from "../platform/unit-of-work.js";
 import { changesetOverlay, findLandingChangeset, recordCommit, recordMergedInto, type LandingChangeset } from "./landing.repository.js";
@@ -197,8 +197,9 @@ export class Landing {
    * target moved by compare-and-set inside the transition's transaction. A repository without
    * a source_path or a remote_url only changes state (a target_ref for it is NO_SOURCE_REPOSITORY).
    * On a git server the changeset's branch and the target are pushed together (`--atomic`).
+   * `guard`: the caller's rule asked again once the transition holds the row (MoveOptions.guard).
    */
-  async merge(changesetId: string, targetRef: string, reason: string, agentId: string, expected?: ChangesetStateName, who?: string): Promise<{ changeset: Changeset; merge?: MergeOutcome; unchanged: boolean }> {
+  async merge(changesetId: string, targetRef: string, reason: string, agentId: string, expected?: ChangesetStateName, who?: string, guard?: MoveOptions["guard"]): Promise<{ changeset: Changeset; merge?: MergeOutcome; unchanged: boolean }> {
     const cs = await this.changeset(changesetId);
     if (expected !== undefined) {
       // A retried MERGED that succeeded: answered as it is (the merge is not done twice).
@@ -209,7 +210,7 @@ export class Landing {
     // No git repository behind it: there is nothing to merge into, and MERGED stays the state it was.
     if (!RepositoryLocations.hasGit(await this.deps.registry.repository(cs.repo_id))) {
       if (targetRef !== "") await this.placeOf(cs);
-      return this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected, who });
+      return this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected, who, guard });
     }
     // On a git server: fetched now, so that the target is the server's branch as it is.
     const place = await this.placeOf(cs);
@@ -219,7 +220,7 @@ export class Landing {
     // Everything from the overlay's read to the target's move runs once the transition's
     // compare-and-set holds the changeset row: a write that committed before is in the commit,
     // one that waited for the row finds the changeset MERGED and is refused (CHANGESET_TERMINAL).
-    const moved = await this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected, who, during: async (change) => {
+    const moved = await this.deps.registry.moveChangeset(changesetId, "merged", reason, { expected, who, guard, during: async (change) => {
       const locked = (await findLandingChangeset(change.trx, changesetId))!;
       const pending: RefUpdate[] = [];
       const changesetCommit = await this.commitForMerge(change, locked, place, agentId, pending);

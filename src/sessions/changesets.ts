@@ -131,6 +131,7 @@ export class Changesets {
         if (expected !== undefined && again?.state === to) return { row: again, unchanged: true };
         throw invalidTransition(changesetId, again?.state ?? current.state, to);
       }
+      if (opts.guard) await opts.guard(change);
       if (during) await during(change);
       await recordMoves(change, this.hooks, [{ changesetId, repoId: row.repo_id, version: row.version, from: current.state, to, reason, who: opts.who ?? BERTH, at: now }]);
       return { row, unchanged: false };
@@ -254,6 +255,12 @@ export interface MoveOptions {
   readonly who?: string;
   /** Runs inside the transition's transaction, after the compare-and-set (the merge moves its ref here). */
   readonly during?: (change: Change) => Promise<void>;
+  /**
+   * Runs first inside the transaction, once the compare-and-set holds the changeset row: the
+   * caller's own rule checked again on what that lock holds still (a session joining the
+   * changeset takes the row FOR SHARE, so it joined before this or waits for the commit).
+   */
+  readonly guard?: (change: Change) => Promise<void>;
   /** Only from this state; already in the target: answered unchanged. */
   readonly expected?: ChangesetStateName;
 }

@@ -6,6 +6,7 @@
  * which stays the facade the other layers call (registry.ts).
  */
 import type { Db } from "../platform/database.js";
+import type { Tx } from "../platform/unit-of-work.js";
 import type { ChangesetStateName, LifecycleName } from "../platform/schema.js";
 import type { Changeset, Repository, Workspace } from "./workspace.js";
 import * as sqlRepo from "./registry.repository.js";
@@ -90,9 +91,9 @@ export class RegistryReads {
     return sqlRepo.countActive(this.db, repoId, within);
   }
 
-  /** The agents whose workspaces work (or worked) on a changeset: the only agents that may move it or join it. */
-  agentsOfChangeset(changesetId: string): Promise<string[]> {
-    return sqlRepo.agentsOfChangeset(this.db, changesetId);
+  /** The agents whose workspaces work (or worked) on a changeset: the only agents that may move it or join it. `trx`: read in that transaction. */
+  agentsOfChangeset(changesetId: string, trx?: Tx): Promise<string[]> {
+    return sqlRepo.agentsOfChangeset(trx ?? this.db, changesetId);
   }
 
   /** The workspaces of a changeset that hold an overlay (active, stranded), oldest first; NOT_FOUND when the changeset does not exist. */

@@ -17,7 +17,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../platform/clock.js";
 import { BerthError } from "../platform/errors.js";
 import { assertActive, type Changeset, type Repository, type RepositoryCheck, type Workspace } from "./workspace.js";
-import type { Change, UnitOfWork } from "../platform/unit-of-work.js";
+import type { Change, Tx, UnitOfWork } from "../platform/unit-of-work.js";
 import type { Db } from "../platform/database.js";
 import type { ChangesetStateName, LifecycleName } from "../platform/schema.js";
 import * as sqlRepo from "./registry.repository.js";
@@ -347,8 +347,8 @@ export class WorkspaceRegistry {
   }
 
   /** The agents whose workspaces work (or worked) on a changeset: the only agents that may move it or join it. */
-  agentsOfChangeset(changesetId: string): Promise<string[]> {
-    return this.reads.agentsOfChangeset(changesetId);
+  agentsOfChangeset(changesetId: string, trx?: Tx): Promise<string[]> {
+    return this.reads.agentsOfChangeset(changesetId, trx);
   }
 
   /** The workspaces of a changeset that hold an overlay (active, stranded), oldest first; NOT_FOUND when the changeset does not exist. */
