@@ -82,7 +82,7 @@ export class RegistryReads {
   async listSessions(repoId: string, lifecycles: readonly LifecycleName[], after: SessionKey | undefined, limit: number): Promise<Workspace[]> {
     await this.registry.repository(repoId);
     const rows = await sqlRepo.listWorkspacesPage(this.db, repoId, lifecycles, after && { createdAt: new Date(after[0]), id: after[1] }, limit);
-    return rows.map((row) => this.registry.liveWorkspace(row.session_id) ?? this.registry.workspaceFromRow(row));
+    return rows.map((row) => this.shown(row));
   }
 
   /** `within`: the total counts only these repositories (a caller granted only some). */
@@ -126,7 +126,19 @@ export class RegistryReads {
       changeset: changesetFromRow(row),
       mergedInto: row.merged_into ?? undefined,
       transitions: transitions.map((t) => ({ from: t.from_state, to: t.to_state, reason: t.reason, who: t.who, at: t.at.getTime() })),
-      sessions: sessions.map((w) => this.registry.liveWorkspace(w.session_id) ?? this.registry.workspaceFromRow(w)),
+      sessions: sessions.map((w) => this.shown(w)),
     };
+  }
+
+  /**
+   * A session as a read shows it: the row's facts, read now (another instance may have stranded,
+   * ended or rebased it a moment ago, and this one hears of it later), with the activity of the
+   * live object held here for the same workspace, which runs ahead of the row until it is flushed.
+   */
+  private shown(row: sqlRepo.WorkspaceRow): Workspace {
+    const ws = this.registry.workspaceFromRow(row);
+    const live = this.registry.liveWorkspace(row.session_id);
+    if (live?.workspaceId === row.id && live.lastActiveAt > ws.lastActiveAt) ws.lastActiveAt = live.lastActiveAt;
+    return ws;
   }
 }
