@@ -52,8 +52,8 @@ let env: NodeJS.ProcessEnv | undefined;
  * glibc gives the top of the heap back to the kernel once 128 KiB of it is free; git frees its
  * zlib state after every object, so fast-import of 1,000 files made ~3,000 brk calls (each
  * zeroing pages again) and spent 0.3 s of a 0.34 s run in the kernel. Keeping up to 8 MiB free
- * at the top takes it to 0.03 s with the same peak RSS (measured, docs/decisions.md). A tunable
- * glibc ignores when the operator's own list already sets it later; other C libraries ignore it.
+ * at the top takes it to 0.03 s with the same peak RSS (measured, docs/decisions.md). The
+ * operator's own GLIBC_TUNABLES follow it, so theirs win; other C libraries ignore it.
  */
 const MALLOC_TRIM = "glibc.malloc.trim_threshold=8388608";
 
